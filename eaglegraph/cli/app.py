@@ -1,0 +1,114 @@
+"""The application object every command receives: output mode, consoles, progress, exit codes.
+
+Commands parse options, call the library, and hand the result to `App.finish`, which prints
+either the JSON document or the rich view and returns the exit code. Nothing here computes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+from rich.console import Console
+
+from eaglegraph.serial import document, dumps
+
+
+@dataclass
+class App:
+    json_output: bool = False
+    color: bool = True
+    out: Console = field(default_factory=Console)
+    err: Console = field(default_factory=lambda: Console(stderr=True))
+
+    @classmethod
+    def create(cls, json_output: bool, no_color: bool) -> App:
+        color = not no_color and "NO_COLOR" not in os.environ
+        out = Console(no_color=not color, highlight=False, soft_wrap=False)
+        if not color:
+            out = Console(no_color=True, highlight=False, color_system=None)
+        err = Console(stderr=True, no_color=not color, highlight=False)
+        return cls(json_output=json_output, color=color, out=out, err=err)
+
+    def emit(self, schema: str, result: Any, render: Callable[[Any, Console], None]) -> None:
+        """Print the result: the versioned JSON document, or the rich terminal view."""
+        if self.json_output:
+            click.echo(dumps(document(schema, result)))
+        else:
+            render(result, self.out)
+
+    def note(self, message: str) -> None:
+        """A status line on stderr (never pollutes `--json` stdout)."""
+        self.err.print(message, highlight=False)
+
+    @contextlib.contextmanager
+    def progress(self, description: str, total: int | None = None) -> Iterator[ProgressHandle]:
+        """A live progress display on stderr; silent when stderr is not a terminal."""
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        enabled = self.err.is_terminal and not os.environ.get("EAGLEGRAPH_NO_PROGRESS")
+        progress = Progress(
+            SpinnerColumn(),
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.err,
+            transient=True,
+            disable=not enabled,
+        )
+        with progress:
+            task = progress.add_task(description, total=total)
+            yield ProgressHandle(progress, task, self if not enabled else None)
+
+
+@dataclass
+class ProgressHandle:
+    """What library code sees: `update(description, advance, total)`; no rich types leak."""
+
+    _progress: Any
+    _task: Any
+    _fallback: App | None = None
+
+    def __call__(
+        self, description: str | None = None, advance: float = 0, total: float | None = None
+    ) -> None:
+        kwargs: dict[str, Any] = {"advance": advance}
+        if description is not None:
+            kwargs["description"] = description
+        if total is not None:
+            kwargs["total"] = total
+        self._progress.update(self._task, **kwargs)
+
+
+def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`--json` and `--no-color`, on every command."""
+    func = click.option(
+        "--no-color", is_flag=True, help="Plain text output without colours."
+    )(func)
+    func = click.option(
+        "--json",
+        "json_output",
+        is_flag=True,
+        help="Print the result as a versioned JSON document on stdout.",
+    )(func)
+    return func
+
+
+def make_app(ctx: click.Context, json_output: bool, no_color: bool) -> App:
+    root = ctx.find_root().obj or {}
+    return App.create(
+        json_output=json_output or bool(root.get("json")),
+        no_color=no_color or bool(root.get("no_color")),
+    )

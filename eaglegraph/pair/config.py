@@ -1,0 +1,124 @@
+"""config.json reading with typed, crash-free access.
+
+Real configs are hand-edited, re-saved by several transformers versions and sometimes wrong.
+Every accessor here either returns a value of the promised type or raises `BadInput` naming the
+file and key, so nothing above this layer ever sees a KeyError or a TypeError from a config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from eaglegraph.errors import BadInput
+from eaglegraph.serial import read_json_file
+
+_REQUIRED = object()
+
+
+class Config:
+    """A parsed config.json plus where it came from, with typed getters."""
+
+    def __init__(self, data: Mapping[str, Any], source: str) -> None:
+        self.data = data
+        self.source = source
+
+    @classmethod
+    def read(cls, path: Path) -> Config:
+        data = read_json_file(path, what="config")
+        if not isinstance(data, dict):
+            raise BadInput(f"{path}: expected a JSON object, found {type(data).__name__}")
+        return cls(data, str(path))
+
+    def sub(self, key: str) -> Config | None:
+        """A nested config object (e.g. speculators' `transformer_layer_config`)."""
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise BadInput(f"{self.source}: '{key}' must be an object")
+        return Config(value, f"{self.source}:{key}")
+
+    def has(self, key: str) -> bool:
+        return key in self.data and self.data[key] is not None
+
+    def raw(self, key: str, default: Any = None) -> Any:
+        return self.data.get(key, default)
+
+    def _missing(self, key: str) -> BadInput:
+        return BadInput(f"{self.source}: missing key '{key}'")
+
+    def int(self, key: str, default: Any = _REQUIRED, minimum: int | None = 0) -> Any:
+        value = self.data.get(key)
+        if value is None:
+            if default is _REQUIRED:
+                raise self._missing(key)
+            return default
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise BadInput(f"{self.source}: '{key}' must be an integer, found {value!r:.60}")
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise BadInput(f"{self.source}: '{key}' must be an integer, found {value!r}")
+            value = int(value)
+        if minimum is not None and value < minimum:
+            raise BadInput(f"{self.source}: '{key}' must be >= {minimum}, found {value}")
+        return value
+
+    def float(self, key: str, default: Any = _REQUIRED) -> Any:
+        value = self.data.get(key)
+        if value is None:
+            if default is _REQUIRED:
+                raise self._missing(key)
+            return default
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise BadInput(f"{self.source}: '{key}' must be a number, found {value!r:.60}")
+        return float(value)
+
+    def bool(self, key: str, default: Any = _REQUIRED) -> Any:
+        value = self.data.get(key)
+        if value is None:
+            if default is _REQUIRED:
+                raise self._missing(key)
+            return default
+        if not isinstance(value, bool):
+            raise BadInput(f"{self.source}: '{key}' must be true or false, found {value!r:.60}")
+        return value
+
+    def str(self, key: str, default: Any = _REQUIRED) -> Any:
+        value = self.data.get(key)
+        if value is None:
+            if default is _REQUIRED:
+                raise self._missing(key)
+            return default
+        if not isinstance(value, str):
+            raise BadInput(f"{self.source}: '{key}' must be a string, found {value!r:.60}")
+        return value
+
+    def str_list(self, key: str) -> list[str]:
+        value = self.data.get(key)
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise BadInput(f"{self.source}: '{key}' must be a list of strings")
+        return list(value)
+
+    def int_list(self, key: str) -> list[int] | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            raise BadInput(f"{self.source}: '{key}' must be a list of integers")
+        return list(value)
+
+    def dict(self, key: str) -> dict[str, Any] | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise BadInput(f"{self.source}: '{key}' must be an object")
+        return value

@@ -1,0 +1,103 @@
+"""JSON documents: dataclass results to versioned JSON, and atomic, non-clobbering writes.
+
+Every command's result is a dataclass; `to_jsonable` turns it into plain JSON types so the
+terminal view and `--json` come from one object. Files are written through a temporary file
+and `os.replace`, so a crash never leaves half a report behind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from eaglegraph.errors import BadInput
+
+
+def to_jsonable(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, enum.Enum):
+        return to_jsonable(obj.value) if not isinstance(obj.value, tuple) else obj.name
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        items = sorted(obj, key=str) if isinstance(obj, (set, frozenset)) else obj
+        return [to_jsonable(v) for v in items]
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    if hasattr(obj, "to_json"):
+        return obj.to_json()
+    return str(obj)
+
+
+def document(schema: str, body: Any) -> dict[str, Any]:
+    """A versioned JSON document: schema id and producing version first, then the body."""
+    from eaglegraph import __version__
+
+    doc: dict[str, Any] = {"schema": schema, "eaglegraph_version": __version__}
+    payload = to_jsonable(body)
+    if isinstance(payload, dict):
+        doc.update(payload)
+    else:
+        doc["result"] = payload
+    return doc
+
+
+def dumps(doc: Any) -> str:
+    return json.dumps(to_jsonable(doc), indent=2, allow_nan=False)
+
+
+def atomic_write(path: Path | str, data: str | bytes, *, overwrite: bool = False) -> Path:
+    """Write a file atomically. Refuses to replace an existing file unless `overwrite`."""
+    path = Path(path)
+    if path.is_dir():
+        raise BadInput(f"{path} is a directory, expected a file path")
+    if path.exists() and not overwrite:
+        raise BadInput(f"{path} already exists", "pass --force to replace it")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise BadInput(f"cannot write {path}: folder {parent} does not exist")
+    mode = "wb" if isinstance(data, bytes) else "w"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    try:
+        with os.fdopen(fd, mode, **({} if mode == "wb" else {"encoding": "utf-8"})) as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_json_file(path: Path | str, what: str = "file") -> Any:
+    """Read JSON with one-line errors that name the file, line and column."""
+    path = Path(path)
+    if not path.exists():
+        raise BadInput(f"{what} {path} does not exist")
+    if path.is_dir():
+        raise BadInput(f"{what} {path} is a directory, expected a JSON file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise BadInput(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInput(
+            f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+    except RecursionError:
+        raise BadInput(f"{path}: JSON nested too deeply") from None
