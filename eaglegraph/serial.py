@@ -22,7 +22,11 @@ from eaglegraph.errors import BadInput
 
 def to_jsonable(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {
+            f.name: to_jsonable(getattr(obj, f.name))
+            for f in dataclasses.fields(obj)
+            if f.metadata.get("json", True)
+        }
     if isinstance(obj, enum.Enum):
         return to_jsonable(obj.value) if not isinstance(obj.value, tuple) else obj.name
     if isinstance(obj, Mapping):

@@ -1,0 +1,31 @@
+"""Torch modules for targets (Llama, Qwen2, Qwen3, Mistral) and EAGLE drafts, with loading and
+random init. Attention is a callback so the rig's paged kernels (and the probe) own the KV cache.
+"""
+
+from __future__ import annotations
+
+from eaglegraph.models.draft import Draft, DraftArch, Eagle1Draft, Eagle3Draft
+from eaglegraph.models.init import random_draft, random_target
+from eaglegraph.models.layers import AttentionFn, LayerSpec
+from eaglegraph.models.loading import load_draft, load_target, resolve_dtype
+from eaglegraph.models.rope import build_cos_sin_cache, cache_length, rope_extras
+from eaglegraph.models.target import TargetModel, target_family
+
+__all__ = [
+    "AttentionFn",
+    "Draft",
+    "DraftArch",
+    "Eagle1Draft",
+    "Eagle3Draft",
+    "LayerSpec",
+    "TargetModel",
+    "build_cos_sin_cache",
+    "cache_length",
+    "load_draft",
+    "load_target",
+    "random_draft",
+    "random_target",
+    "resolve_dtype",
+    "rope_extras",
+    "target_family",
+]

@@ -1,0 +1,55 @@
+"""`eaglegraph inspect`: headers-only look at a pair, its capture plan and known hazards."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from eaglegraph.cli.app import make_app, output_options
+from eaglegraph.cli.options import (
+    dtype_option,
+    fail_on_option,
+    pair_arguments,
+    plan_options,
+    pop_plan_kwargs,
+)
+from eaglegraph.findings import reaches
+
+
+@click.command("inspect")
+@pair_arguments
+@plan_options
+@dtype_option
+@fail_on_option("error")
+@output_options
+@click.pass_context
+def command(
+    ctx: click.Context,
+    model_dir: str | None,
+    target_dir: str | None,
+    draft_dir: str | None,
+    dtype: str,
+    fail_on: str,
+    json_output: bool,
+    no_color: bool,
+    **kwargs: Any,
+) -> None:
+    """Inspect a target/draft pair from config.json and safetensors headers only.
+
+    MODEL_DIR holds target/ and draft/ subfolders, two model folders, a draft whose config
+    names its verifier, a target with MTP layers, one side alone — or is a preset name.
+    Reports geometry, the draft kind and its evidence, pair checks, the capture plan per phase
+    and a memory estimate. Never loads tensor data.
+    """
+    app = make_app(ctx, json_output, no_color)
+    from eaglegraph.reports.inspect_view import render_inspect
+    from eaglegraph.rig.inspect import INSPECT_SCHEMA, inspect_pair, open_pair
+    from eaglegraph.rig.options import resolve_plan_options
+
+    pair = open_pair(model_dir, target_dir, draft_dir)
+    hint = pair.draft_facts.speculative_tokens if pair.draft_facts else None
+    options = resolve_plan_options(**pop_plan_kwargs(kwargs), default_num_speculative_tokens=hint)
+    report = inspect_pair(pair, options, None if dtype == "auto" else dtype)
+    app.emit(INSPECT_SCHEMA, report, render_inspect)
+    ctx.exit(1 if reaches(report.findings, fail_on) else 0)

@@ -1,0 +1,384 @@
+"""Per-step block tables and slot mappings (vLLM MRV2 ``BlockTables``, SGLang padded rows).
+
+``gather_block_tables`` copies each scheduled request's row from the persistent per-request
+table into the step's input table and zeroes the rows of padded requests;
+``compute_slot_mappings`` turns positions into cache slots and pads the tail with
+``PAD_SLOT_ID`` so ``write_kv`` skips padded tokens. The padded-rows variant computes a slot
+for every row of a padded batch, as SGLang does, which is why stale padded ``positions``
+crashed it (sglang #10892).
+
+Guards log bad indices and fall back to the padding value (a zero row, slot -1).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from eaglegraph.kernels._triton import check_device, next_pow2, tl, triton
+from eaglegraph.kernels.guard import Guard, guard_args, log_violation
+
+__all__ = [
+    "compute_slot_mappings",
+    "compute_slot_mappings_padded_rows",
+    "gather_block_tables",
+]
+
+_TOKEN_BLOCK = 128
+_COL_BLOCK = 256
+
+
+@triton.jit
+def _gather_block_tables_kernel(
+    src_ptr,
+    idx_mapping_ptr,
+    dst_ptr,
+    src_stride,
+    dst_stride,
+    n_cols,
+    num_src_rows,
+    num_reqs,
+    log_entries_ptr,
+    log_count_ptr,
+    log_capacity,
+    kernel_id,
+    idx_mapping_id,
+    BLOCK: tl.constexpr,
+    GUARD: tl.constexpr,
+):
+    i = tl.program_id(0)
+    is_req = i < num_reqs
+    # Padded rows read nothing: their source index is never loaded.
+    src_row = tl.load(idx_mapping_ptr + tl.minimum(i, num_reqs - 1), mask=is_req, other=0)
+    copy = is_req
+    if GUARD:
+        bad = is_req & ((src_row < 0) | (src_row >= num_src_rows))
+        log_violation(
+            log_entries_ptr, log_count_ptr, log_capacity, kernel_id, idx_mapping_id, i, src_row, bad
+        )
+        copy = copy & ~bad
+    n_copy = tl.where(copy, n_cols, 0)
+    src = src_ptr + src_row.to(tl.int64) * src_stride
+    dst = dst_ptr + i.to(tl.int64) * dst_stride
+    for j0 in range(0, n_cols, BLOCK):
+        j = j0 + tl.arange(0, BLOCK)
+        vals = tl.load(src + j, mask=j < n_copy, other=0)
+        tl.store(dst + j, vals, mask=j < n_cols)
+
+
+def gather_block_tables(
+    src: torch.Tensor,
+    idx_mapping: torch.Tensor,
+    dst: torch.Tensor,
+    num_reqs: int,
+    num_reqs_padded: int,
+    guard: Guard | None = None,
+) -> None:
+    """``dst[i] = src[idx_mapping[i]]`` for ``i < num_reqs``; ``dst[num_reqs:num_reqs_padded] = 0``.
+
+    ``src`` ``[S, max_blocks]`` and ``dst`` ``[R, max_blocks]`` are int32, row-major.
+    Guard role ``"idx_mapping"``: an index outside ``[0, S)`` is logged (row = batch index)
+    and that ``dst`` row is zeroed instead.
+    """
+    check_device(src, idx_mapping, dst)
+    if src.dim() != 2 or dst.dim() != 2 or src.shape[1] != dst.shape[1]:
+        raise ValueError(f"src {tuple(src.shape)} and dst {tuple(dst.shape)} must share columns")
+    if src.stride(1) != 1 or dst.stride(1) != 1:
+        raise ValueError("block tables must be row-major")
+    if not 0 <= num_reqs <= num_reqs_padded <= dst.shape[0] or idx_mapping.numel() < num_reqs:
+        raise ValueError(f"need 0 <= num_reqs {num_reqs} <= num_reqs_padded {num_reqs_padded}")
+    if num_reqs_padded == 0:
+        return
+    g = guard_args(guard, "gather_block_tables", ("idx_mapping",), idx_mapping)
+    n_cols = dst.shape[1]
+    _gather_block_tables_kernel[(num_reqs_padded,)](
+        src,
+        idx_mapping,
+        dst,
+        src.stride(0),
+        dst.stride(0),
+        n_cols,
+        src.shape[0],
+        num_reqs,
+        g.entries,
+        g.count,
+        g.capacity,
+        g.kernel_id,
+        g.buffer_ids[0],
+        BLOCK=min(next_pow2(n_cols), _COL_BLOCK),
+        GUARD=g.enabled,
+    )
+
+
+@triton.jit
+def _slots(
+    block_table_ptr,
+    bt_row,
+    bt_stride,
+    positions_ptr,
+    tok,
+    tok_ok,
+    n_cols,
+    num_blocks,
+    log_entries_ptr,
+    log_count_ptr,
+    log_capacity,
+    kernel_id,
+    positions_id,
+    block_table_id,
+    PAGE_SIZE: tl.constexpr,
+    GUARD: tl.constexpr,
+):
+    """Slots of tokens ``tok`` (block) of block-table row ``bt_row``; -1 where not valid."""
+    pos = tl.load(positions_ptr + tok, mask=tok_ok, other=0).to(tl.int64)
+    col = pos // PAGE_SIZE
+    ok = tok_ok
+    if GUARD:
+        bad_pos = tok_ok & ((pos < 0) | (pos >= n_cols * PAGE_SIZE))
+        log_violation(
+            log_entries_ptr, log_count_ptr, log_capacity, kernel_id, positions_id, tok, pos, bad_pos
+        )
+        ok = ok & ~bad_pos
+    block = tl.load(block_table_ptr + bt_row * bt_stride + col, mask=ok, other=0).to(tl.int64)
+    if GUARD:
+        bad_block = ok & ((block < 0) | (block >= num_blocks))
+        log_violation(
+            log_entries_ptr,
+            log_count_ptr,
+            log_capacity,
+            kernel_id,
+            block_table_id,
+            bt_row * n_cols + col,
+            block,
+            bad_block,
+        )
+        ok = ok & ~bad_block
+    return tl.where(ok, block * PAGE_SIZE + pos % PAGE_SIZE, -1)
+
+
+@triton.jit
+def _compute_slot_mappings_kernel(
+    block_table_ptr,
+    qsl_ptr,
+    positions_ptr,
+    slot_mapping_ptr,
+    bt_stride,
+    n_cols,
+    num_blocks,
+    num_reqs,
+    pad_until,
+    max_tokens,
+    log_entries_ptr,
+    log_count_ptr,
+    log_capacity,
+    kernel_id,
+    qsl_id,
+    positions_id,
+    block_table_id,
+    PAGE_SIZE: tl.constexpr,
+    BLOCK: tl.constexpr,
+    GUARD: tl.constexpr,
+):
+    r = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    if r == num_reqs:
+        # Pad program: slot_mapping[qsl[num_reqs]:pad_until] = PAD_SLOT_ID.
+        end = tl.load(qsl_ptr + num_reqs)
+        if GUARD:
+            bad = ((end < 0) | (end > max_tokens)) & (num_reqs == 0)
+            log_violation(
+                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qsl_id, num_reqs, end, bad
+            )
+            end = tl.where((end < 0) | (end > max_tokens), pad_until, end)
+        for t0 in range(end, pad_until, BLOCK):
+            t = t0 + offs
+            tl.store(slot_mapping_ptr + t, tl.full([BLOCK], -1, tl.int64), mask=t < pad_until)
+    else:
+        start = tl.load(qsl_ptr + r)
+        end = tl.load(qsl_ptr + r + 1)
+        if GUARD:
+            bad_start = (start < 0) | (start > max_tokens)
+            bad_end = (end < start) | (end > max_tokens)
+            log_violation(
+                log_entries_ptr,
+                log_count_ptr,
+                log_capacity,
+                kernel_id,
+                qsl_id,
+                r,
+                start,
+                (r == 0) & bad_start,
+            )
+            log_violation(
+                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qsl_id, r + 1, end, bad_end
+            )
+            end = tl.where(bad_start | bad_end, start, end)
+        for t0 in range(start, end, BLOCK):
+            t = t0 + offs
+            t_ok = t < end
+            slot = _slots(
+                block_table_ptr,
+                r.to(tl.int64),
+                bt_stride,
+                positions_ptr,
+                t,
+                t_ok,
+                n_cols,
+                num_blocks,
+                log_entries_ptr,
+                log_count_ptr,
+                log_capacity,
+                kernel_id,
+                positions_id,
+                block_table_id,
+                PAGE_SIZE,
+                GUARD,
+            )
+            tl.store(slot_mapping_ptr + t, slot, mask=t_ok)
+
+
+def compute_slot_mappings(
+    block_table: torch.Tensor,
+    query_start_loc: torch.Tensor,
+    positions: torch.Tensor,
+    slot_mapping: torch.Tensor,
+    num_reqs: int,
+    pad_until: int,
+    block_size: int,
+    num_blocks: int,
+    guard: Guard | None = None,
+) -> None:
+    """Slots for every scheduled token, ``PAD_SLOT_ID`` from ``qsl[num_reqs]`` to ``pad_until``.
+
+    For request ``r`` and token ``t`` in ``[qsl[r], qsl[r+1])``:
+    ``slot = block_table[r, pos // bs] * bs + pos % bs`` with ``pos = positions[t]``; one
+    extra program pads (vLLM ``_compute_slot_mappings_kernel``). ``num_blocks`` bounds the
+    guard's block-id check. Guard roles: ``"query_start_loc"`` (monotone, within the
+    slot/position buffers; a bad request is skipped), ``"positions"``
+    (``0 <= pos < n_cols * bs``), ``"block_table"`` (id in ``[0, num_blocks)``; row =
+    ``r * n_cols + pos // bs``); a bad token's slot becomes -1.
+    """
+    check_device(block_table, query_start_loc, positions, slot_mapping)
+    _check_table(block_table, num_reqs)
+    if query_start_loc.numel() < num_reqs + 1 or pad_until > slot_mapping.numel():
+        raise ValueError("query_start_loc needs num_reqs + 1 entries; pad_until <= slot count")
+    max_tokens = min(slot_mapping.numel(), positions.numel())
+    g = guard_args(
+        guard,
+        "compute_slot_mappings",
+        ("query_start_loc", "positions", "block_table"),
+        query_start_loc,
+    )
+    _compute_slot_mappings_kernel[(num_reqs + 1,)](
+        block_table,
+        query_start_loc,
+        positions,
+        slot_mapping,
+        block_table.stride(0),
+        block_table.shape[1],
+        num_blocks,
+        num_reqs,
+        pad_until,
+        max_tokens,
+        g.entries,
+        g.count,
+        g.capacity,
+        g.kernel_id,
+        *g.buffer_ids,
+        PAGE_SIZE=block_size,
+        BLOCK=_TOKEN_BLOCK,
+        GUARD=g.enabled,
+    )
+
+
+@triton.jit
+def _slot_mappings_padded_rows_kernel(
+    block_table_ptr,
+    positions_ptr,
+    slot_mapping_ptr,
+    bt_stride,
+    n_cols,
+    num_blocks,
+    num_rows,
+    log_entries_ptr,
+    log_count_ptr,
+    log_capacity,
+    kernel_id,
+    positions_id,
+    block_table_id,
+    PAGE_SIZE: tl.constexpr,
+    BLOCK: tl.constexpr,
+    GUARD: tl.constexpr,
+):
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    row_ok = rows < num_rows
+    slot = _slots(
+        block_table_ptr,
+        rows.to(tl.int64),
+        bt_stride,
+        positions_ptr,
+        rows,
+        row_ok,
+        n_cols,
+        num_blocks,
+        log_entries_ptr,
+        log_count_ptr,
+        log_capacity,
+        kernel_id,
+        positions_id,
+        block_table_id,
+        PAGE_SIZE,
+        GUARD,
+    )
+    tl.store(slot_mapping_ptr + rows, slot, mask=row_ok)
+
+
+def compute_slot_mappings_padded_rows(
+    block_table: torch.Tensor,
+    positions: torch.Tensor,
+    slot_mapping: torch.Tensor,
+    num_rows: int,
+    block_size: int,
+    num_blocks: int,
+    guard: Guard | None = None,
+) -> None:
+    """One token per row for every row of a padded batch (SGLang-style replay).
+
+    ``slot_mapping[i] = block_table[i, pos // bs] * bs + pos % bs`` with
+    ``pos = positions[i]`` for ``i < num_rows``, padded rows included — so a stale padded
+    position turns into an out-of-range block-table read (sglang #10892). Guard roles
+    ``"positions"`` and ``"block_table"`` as in :func:`compute_slot_mappings`.
+    """
+    check_device(block_table, positions, slot_mapping)
+    _check_table(block_table, num_rows)
+    if num_rows > min(positions.numel(), slot_mapping.numel()):
+        raise ValueError(f"num_rows {num_rows} exceeds positions/slot_mapping")
+    if num_rows <= 0:
+        return
+    g = guard_args(
+        guard, "compute_slot_mappings_padded_rows", ("positions", "block_table"), positions
+    )
+    block = min(next_pow2(num_rows), _TOKEN_BLOCK)
+    _slot_mappings_padded_rows_kernel[(triton.cdiv(num_rows, block),)](
+        block_table,
+        positions,
+        slot_mapping,
+        block_table.stride(0),
+        block_table.shape[1],
+        num_blocks,
+        num_rows,
+        g.entries,
+        g.count,
+        g.capacity,
+        g.kernel_id,
+        *g.buffer_ids,
+        PAGE_SIZE=block_size,
+        BLOCK=block,
+        GUARD=g.enabled,
+    )
+
+
+def _check_table(block_table: torch.Tensor, rows: int) -> None:
+    if block_table.dim() != 2 or block_table.shape[0] < rows:
+        raise ValueError(f"block_table {tuple(block_table.shape)} needs >= {rows} rows")
+    if block_table.stride(1) != 1:
+        raise ValueError("block_table must be row-major")

@@ -1,0 +1,180 @@
+"""Building blocks shared by targets and drafts: norms, fused projections, decoder layer.
+
+Weights are plain parameters used through `F.linear`, so matmuls go to cuBLAS and q/k/v and
+gate/up each run as one fused GEMM (the loader concatenates the checkpoint's separate
+matrices into them). Everything between two attention calls is ordinary tensor ops with
+shapes taken from the inputs, no host syncs and no branches on tensor values, because the
+rig captures these forwards in CUDA graphs and also splits them into segments at the
+attention calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from eaglegraph.kernels.embedding import embedding_lookup
+from eaglegraph.kernels.rope import apply_rotary
+
+AttentionFn = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], None]
+"""`attention(layer_index, q [T,nh,hd], k [T,nkv,hd], v [T,nkv,hd], out [T,nh,hd])`.
+
+Called after q/k norm and RoPE. q, k and v may be strided views of the fused qkv output
+(last dimension contiguous); `out` is contiguous and must be written in place.
+"""
+
+
+def new_param(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> nn.Parameter:
+    """An uninitialised inference parameter; loading or random init fills it on the device."""
+    return nn.Parameter(torch.empty(shape, dtype=dtype, device=device), requires_grad=False)
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """What one decoder layer looks like; built from the config, refined by the checkpoint."""
+
+    hidden_size: int
+    intermediate_size: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    rms_norm_eps: float
+    qkv_bias: bool = False
+    o_bias: bool = False
+    qk_norm: bool = False
+    mlp_bias: bool = False
+
+    @property
+    def q_width(self) -> int:
+        return self.num_heads * self.head_dim
+
+    @property
+    def kv_width(self) -> int:
+        return self.num_kv_heads * self.head_dim
+
+
+class RMSNorm(nn.Module):
+    """RMSNorm computed in fp32 and cast back before the weight, as HF and vLLM do."""
+
+    def __init__(self, size: int, eps: float, dtype: torch.dtype, device: torch.device) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(
+            torch.ones(size, dtype=dtype, device=device), requires_grad=False
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        xf = x.float()
+        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * xf.to(x.dtype)
+
+
+class VocabEmbedding(nn.Module):
+    """Token embedding through the NaN-on-bad-id Triton gather (see kernels.embedding)."""
+
+    def __init__(self, vocab: int, hidden: int, dtype: torch.dtype, device: torch.device) -> None:
+        super().__init__()
+        self.weight = new_param((vocab, hidden), dtype, device)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        out = torch.empty(
+            (ids.shape[0], self.weight.shape[1]), dtype=self.weight.dtype, device=ids.device
+        )
+        embedding_lookup(self.weight, ids, out, ids.shape[0])
+        return out
+
+
+class GatedMLP(nn.Module):
+    """SiLU-gated MLP with gate and up fused into one `[2I, H]` weight."""
+
+    def __init__(self, spec: LayerSpec, dtype: torch.dtype, device: torch.device) -> None:
+        super().__init__()
+        inter, hidden = spec.intermediate_size, spec.hidden_size
+        self.gate_up_weight = new_param((2 * inter, hidden), dtype, device)
+        self.gate_up_bias = new_param((2 * inter,), dtype, device) if spec.mlp_bias else None
+        self.down_weight = new_param((hidden, inter), dtype, device)
+        self.down_bias = new_param((hidden,), dtype, device) if spec.mlp_bias else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, up = F.linear(x, self.gate_up_weight, self.gate_up_bias).chunk(2, dim=-1)
+        return F.linear(F.silu(gate) * up, self.down_weight, self.down_bias)
+
+
+class Attention(nn.Module):
+    """q/k/v (one fused GEMM, GQA), optional per-head q/k norm, RoPE, external attention, o_proj.
+
+    `input_size` is the width fed to qkv: the hidden size, or 2H for an EAGLE-3 midlayer.
+    """
+
+    def __init__(
+        self, spec: LayerSpec, input_size: int, dtype: torch.dtype, device: torch.device
+    ) -> None:
+        super().__init__()
+        self.spec = spec
+        qkv_rows = spec.q_width + 2 * spec.kv_width
+        self.qkv_weight = new_param((qkv_rows, input_size), dtype, device)
+        self.qkv_bias = new_param((qkv_rows,), dtype, device) if spec.qkv_bias else None
+        self.o_weight = new_param((spec.hidden_size, spec.q_width), dtype, device)
+        self.o_bias = new_param((spec.hidden_size,), dtype, device) if spec.o_bias else None
+        self.q_norm = (
+            RMSNorm(spec.head_dim, spec.rms_norm_eps, dtype, device) if spec.qk_norm else None
+        )
+        self.k_norm = (
+            RMSNorm(spec.head_dim, spec.rms_norm_eps, dtype, device) if spec.qk_norm else None
+        )
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        cos_sin_cache: torch.Tensor,
+        attention: AttentionFn,
+        layer_index: int,
+    ) -> torch.Tensor:
+        s = self.spec
+        tokens = x.shape[0]
+        qkv = F.linear(x, self.qkv_weight, self.qkv_bias)
+        q, k, v = qkv.split([s.q_width, s.kv_width, s.kv_width], dim=-1)
+        q = q.view(tokens, s.num_heads, s.head_dim)
+        k = k.view(tokens, s.num_kv_heads, s.head_dim)
+        v = v.view(tokens, s.num_kv_heads, s.head_dim)
+        if self.q_norm is not None and self.k_norm is not None:
+            q = self.q_norm(q)
+            k = self.k_norm(k)
+        apply_rotary(q, k, positions, cos_sin_cache, tokens)
+        out = torch.empty((tokens, s.num_heads, s.head_dim), dtype=q.dtype, device=q.device)
+        attention(layer_index, q, k, v, out)
+        return F.linear(out.view(tokens, s.q_width), self.o_weight, self.o_bias)
+
+
+class DecoderLayer(nn.Module):
+    """Pre-norm Llama decoder layer over one residual stream.
+
+    `input_norm=False` is EAGLE-1's layer 0, whose input norm vLLM replaces by an identity.
+    """
+
+    def __init__(
+        self, spec: LayerSpec, dtype: torch.dtype, device: torch.device, input_norm: bool = True
+    ) -> None:
+        super().__init__()
+        eps, hidden = spec.rms_norm_eps, spec.hidden_size
+        self.input_layernorm = RMSNorm(hidden, eps, dtype, device) if input_norm else None
+        self.self_attn = Attention(spec, hidden, dtype, device)
+        self.post_attention_layernorm = RMSNorm(hidden, eps, dtype, device)
+        self.mlp = GatedMLP(spec, dtype, device)
+
+    def forward(
+        self,
+        h: torch.Tensor,
+        positions: torch.Tensor,
+        cos_sin_cache: torch.Tensor,
+        attention: AttentionFn,
+        layer_index: int,
+    ) -> torch.Tensor:
+        x = self.input_layernorm(h) if self.input_layernorm is not None else h
+        h = h + self.self_attn(x, positions, cos_sin_cache, attention, layer_index)
+        return h + self.mlp(self.post_attention_layernorm(h))

@@ -1,0 +1,203 @@
+"""Draft facts: what the draft consumes and produces, read from config and headers.
+
+These are the numbers that must agree across the pair before a serving engine can load it:
+fc input width, draft vocabulary and its d2t/t2d maps, which target layers feed EAGLE-3, and
+whether embeddings and lm_head are the draft's own or borrowed from the target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from eaglegraph.pair.config import Config
+from eaglegraph.pair.kinds import DraftKind, KindVerdict
+from eaglegraph.pair.tensors import CheckpointIndex, TensorInfo
+
+
+@dataclass(frozen=True)
+class AuxTaps:
+    """EAGLE-3 aux layer ids as given, and the target layers they tap in each stack.
+
+    Taps are reported as "output of layer k" (0-based; -1 is the embedding output), the one
+    convention in which vLLM's entering-layer ids and SGLang's +1-shifted ids compare directly.
+    """
+
+    layer_ids: list[int] | None
+    source: str
+    vllm_entering_layers: list[int]
+    vllm_taps: list[int]
+    sglang_taps: list[int]
+
+
+@dataclass
+class DraftFacts:
+    kind: DraftKind
+    style: str | None
+    evidence: list[str]
+    fc_in_features: int | None
+    fc_in_source: str
+    expected_fc_in: int | None
+    fc_bias_tensor: bool | None
+    config_bias: bool | None
+    target_hidden_size: int | None
+    draft_vocab_size: int | None
+    d2t_shape: list[int] | None
+    t2d_shape: list[int] | None
+    lm_head_rows: int | None
+    aux: AuxTaps | None
+    use_aux_hidden_state: bool | None
+    embed_tokens: str
+    lm_head: str
+    verifier: str | None
+    speculative_tokens: int | None
+    mtp_layers: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def default_aux_layers(num_layers: int) -> list[int]:
+    """vLLM/SGLang default taps in the entering-layer convention: (2, L//2, L-3)."""
+    return [2, num_layers // 2, num_layers - 3]
+
+
+def aux_taps(layer_ids: list[int] | None, source: str, target_layers: int | None) -> AuxTaps:
+    if layer_ids is None:
+        entering = default_aux_layers(target_layers) if target_layers else []
+        taps = [i - 1 for i in entering]
+        return AuxTaps(None, "default", entering, taps, list(taps))
+    # vLLM uses explicit ids as given (entering layer i = output of layer i-1);
+    # SGLang adds +1 (entering layer i+1 = output of layer i).
+    return AuxTaps(
+        list(layer_ids),
+        source,
+        list(layer_ids),
+        [i - 1 for i in layer_ids],
+        list(layer_ids),
+    )
+
+
+def _find(index: CheckpointIndex | None, *names: str) -> TensorInfo | None:
+    if index is None:
+        return None
+    candidates = []
+    for n in names:
+        candidates += [n, f"model.{n}"]
+    return index.find(*candidates)
+
+
+def _explicit_aux_ids(cfg: Config) -> tuple[list[int] | None, str]:
+    eagle_cfg = cfg.sub("eagle_config")
+    if eagle_cfg is not None:
+        ids = eagle_cfg.int_list("eagle_aux_hidden_state_layer_ids")
+        if ids is not None:
+            return ids, "eagle_config.eagle_aux_hidden_state_layer_ids"
+    ids = cfg.int_list("eagle_aux_hidden_state_layer_ids")
+    if ids is not None:
+        return ids, "eagle_aux_hidden_state_layer_ids"
+    return None, "default"
+
+
+def _num_aux(cfg: Config, ids: list[int] | None) -> int:
+    explicit = cfg.int("num_aux_hidden_states", default=None, minimum=1)
+    if explicit is not None:
+        return explicit
+    return len(ids) if ids else 3
+
+
+def _use_aux(cfg: Config) -> bool | None:
+    eagle_cfg = cfg.sub("eagle_config")
+    if eagle_cfg is not None and eagle_cfg.has("use_aux_hidden_state"):
+        return eagle_cfg.bool("use_aux_hidden_state")
+    return None
+
+
+def _verifier(cfg: Config) -> tuple[str | None, int | None]:
+    spec = cfg.sub("speculators_config")
+    if spec is None:
+        return None, None
+    verifier = spec.sub("verifier")
+    name = verifier.str("name_or_path", default=None) if verifier is not None else None
+    tokens = None
+    methods = spec.raw("proposal_methods")
+    if isinstance(methods, list):
+        default = spec.str("default_proposal_method", default=None)
+        for method in methods:
+            if not isinstance(method, dict):
+                continue
+            if default is None or method.get("proposal_type") == default:
+                value = method.get("speculative_tokens")
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    tokens = value
+                    break
+    return name, tokens
+
+
+def draft_facts(
+    cfg: Config,
+    verdict: KindVerdict,
+    index: CheckpointIndex | None,
+    hidden_size: int,
+    vocab_size: int,
+    target_hidden: int | None,
+    target_layers: int | None,
+) -> DraftFacts:
+    """Facts of an EAGLE-1/EAGLE-3 (or recognised) draft; target fields may be None."""
+    kind = verdict.kind
+    fc = _find(index, "fc.weight", "fusion_fc.weight")
+    has_weights = index is not None and index.has_weights
+    explicit_ids, ids_source = _explicit_aux_ids(cfg)
+    draft_vocab = cfg.int("draft_vocab_size", default=None, minimum=1)
+    if draft_vocab is None:
+        draft_vocab = cfg.int("truncated_vocab_size", default=None, minimum=1)
+    config_target_hidden = cfg.int("target_hidden_size", default=None, minimum=1)
+    d2t = _find(index, "d2t")
+    t2d = _find(index, "t2d")
+    lm_head = index.find("lm_head.weight", "model.lm_head.weight") if index else None
+    embed = _find(index, "embed_tokens.weight")
+    verifier, spec_tokens = _verifier(cfg)
+    notes: list[str] = []
+
+    expected_fc: int | None = None
+    aux: AuxTaps | None = None
+    use_aux = _use_aux(cfg)
+    if kind is DraftKind.EAGLE1:
+        expected_fc = 2 * hidden_size
+        draft_vocab = vocab_size
+    elif kind is DraftKind.EAGLE3:
+        ht = config_target_hidden or target_hidden or hidden_size
+        n_aux = _num_aux(cfg, explicit_ids)
+        expected_fc = None if use_aux is False else n_aux * ht
+        aux = aux_taps(explicit_ids, ids_source, target_layers)
+        if draft_vocab is None:
+            draft_vocab = vocab_size
+            notes.append("no draft_vocab_size: the draft predicts over the full target vocabulary")
+
+    if kind is DraftKind.EAGLE1:
+        lm_head_state = "own (ignored: EAGLE-1 uses the target's)" if lm_head else "shared"
+    elif kind is DraftKind.EAGLE3:
+        lm_head_state = "own" if lm_head else ("unknown (no weights)" if not has_weights else "shared")
+    else:
+        lm_head_state = "own" if lm_head else ("unknown (no weights)" if not has_weights else "shared")
+    embed_state = "own" if embed else ("unknown (no weights)" if not has_weights else "shared")
+
+    return DraftFacts(
+        kind=kind,
+        style=verdict.style,
+        evidence=list(verdict.evidence),
+        fc_in_features=fc.shape[1] if fc is not None and len(fc.shape) == 2 else expected_fc,
+        fc_in_source="tensor" if fc is not None else "config",
+        expected_fc_in=expected_fc,
+        fc_bias_tensor=(_find(index, "fc.bias") is not None) if has_weights else None,
+        config_bias=cfg.bool("bias", default=None),
+        target_hidden_size=config_target_hidden,
+        draft_vocab_size=draft_vocab,
+        d2t_shape=list(d2t.shape) if d2t else None,
+        t2d_shape=list(t2d.shape) if t2d else None,
+        lm_head_rows=lm_head.shape[0] if lm_head is not None and lm_head.shape else None,
+        aux=aux,
+        use_aux_hidden_state=use_aux,
+        embed_tokens=embed_state,
+        lm_head=lm_head_state,
+        verifier=verifier,
+        speculative_tokens=spec_tokens,
+        notes=notes,
+    )

@@ -1,0 +1,157 @@
+"""`load_pair`: from a path (or --target/--draft) to an inspected `Pair`, headers only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eaglegraph.errors import BadInput
+from eaglegraph.pair.checks import check_pair
+from eaglegraph.pair.config import Config
+from eaglegraph.pair.discovery import locate, resolve_verifier
+from eaglegraph.pair.facts import DraftFacts, draft_facts
+from eaglegraph.pair.geometry import geometry_from_config
+from eaglegraph.pair.kinds import DraftKind, KindVerdict, detect_draft_kind, mtp_layer_count, mtp_weight_names
+from eaglegraph.pair.model import (
+    ModelSide,
+    Pair,
+    estimate_draft_parameters,
+    estimate_target_parameters,
+    summarize_weights,
+)
+from eaglegraph.pair.tensors import read_checkpoint
+
+
+class _Folder:
+    """One model folder read once: config, headers, geometry, draft verdict."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.config = Config.read(path / "config.json")
+        self.index = read_checkpoint(path)
+        self.geometry = geometry_from_config(self.config)
+        self.verdict: KindVerdict = detect_draft_kind(self.config, self.index)
+
+    def side(self, role: str, facts: DraftFacts | None = None) -> ModelSide:
+        estimate = (
+            estimate_draft_parameters(self.geometry, facts)
+            if role == "draft"
+            else estimate_target_parameters(self.geometry)
+        )
+        return ModelSide(
+            role=role,
+            path=self.path,
+            architecture=self.geometry.architecture,
+            geometry=self.geometry,
+            weights=summarize_weights(self.index),
+            estimated_parameter_count=estimate,
+            config=self.config,
+            checkpoint=self.index,
+        )
+
+
+def _facts(draft: _Folder, target: _Folder | None) -> DraftFacts:
+    return draft_facts(
+        draft.config,
+        draft.verdict,
+        draft.index,
+        draft.geometry.hidden_size,
+        draft.geometry.vocab_size,
+        target.geometry.hidden_size if target else None,
+        target.geometry.num_hidden_layers if target else None,
+    )
+
+
+def _assemble(root: Path, layout: str, target: _Folder | None, draft: _Folder | None) -> Pair:
+    if target is not None and target.verdict.kind in (DraftKind.EAGLE1, DraftKind.EAGLE3):
+        raise BadInput(
+            f"the folder given as target ({target.path}) holds an "
+            f"{target.verdict.kind.value} draft ({'; '.join(target.verdict.evidence)})"
+        )
+    facts = _facts(draft, target) if draft is not None else None
+    missing = None
+    mtp_side = None
+    if draft is None and target is not None:
+        count, key = mtp_layer_count(target.config)
+        names = mtp_weight_names(target.config, target.index)
+        if count or names:
+            facts = _mtp_facts(target, count, key, names)
+            mtp_side = target.side("draft", facts)
+            mtp_side.architecture = f"{target.geometry.architecture} (MTP layers)"
+            layout = f"{layout}, target with MTP layers"
+        else:
+            missing = f"no draft found: {target.path} was inspected alone as a target"
+    if target is None and draft is not None:
+        where = f" (its config names verifier {facts.verifier!r}, not found locally)" if facts and facts.verifier else ""
+        missing = f"no target found: {draft.path} was inspected alone as a draft{where}"
+    pair = Pair(
+        root=root,
+        layout=layout,
+        target=target.side("target") if target else None,
+        draft=draft.side("draft", facts) if draft else mtp_side,
+        draft_facts=facts,
+        missing=missing,
+    )
+    pair.findings = check_pair(pair)
+    return pair
+
+
+def _mtp_facts(target: _Folder, count: int, key: str | None, names: list[str]) -> DraftFacts:
+    evidence = []
+    if count:
+        evidence.append(f"config {key} = {count}")
+    if names:
+        evidence.append(f"{len(names)} MTP tensors, e.g. {names[0]!r}")
+    facts = draft_facts(
+        target.config,
+        KindVerdict(DraftKind.MTP, None, evidence),
+        None,
+        target.geometry.hidden_size,
+        target.geometry.vocab_size,
+        target.geometry.hidden_size,
+        target.geometry.num_hidden_layers,
+    )
+    facts.mtp_layers = count or None
+    if count and not names and target.index.has_weights:
+        facts.notes.append("config declares MTP layers but the weights have none (stripped?)")
+    return facts
+
+
+def load_pair(
+    path: Path | str | None = None,
+    target: Path | str | None = None,
+    draft: Path | str | None = None,
+) -> Pair:
+    """Inspect a target/draft pair from config.json and safetensors headers only."""
+    p = Path(path) if path is not None else None
+    located = locate(
+        p, Path(target) if target is not None else None, Path(draft) if draft is not None else None
+    )
+    root = p if p is not None else Path(located.target or located.draft or ".")
+    if located.target or located.draft:
+        t = _Folder(located.target) if located.target else None
+        d = _Folder(located.draft) if located.draft else None
+        return _assemble(root, located.layout, t, d)
+    if located.single is not None:
+        folder = _Folder(located.single)
+        if folder.verdict.is_draft:
+            verifier = _facts(folder, None).verifier
+            if verifier:
+                found = resolve_verifier(verifier, folder.path)
+                if found is not None:
+                    return _assemble(root, "draft naming its verifier", _Folder(found), folder)
+            return _assemble(root, "draft only", None, folder)
+        return _assemble(root, "target only", folder, None)
+    folders = [_Folder(c) for c in located.candidates]
+    drafts = [f for f in folders if f.verdict.is_draft]
+    targets = [f for f in folders if not f.verdict.is_draft]
+    if len(drafts) > 1 or len(targets) > 1:
+        names = ", ".join(f.path.name for f in folders)
+        raise BadInput(
+            f"{root} holds several model folders ({names}); pass --target DIR --draft DIR"
+        )
+    return _assemble(
+        root,
+        "model subfolders",
+        targets[0] if targets else None,
+        drafts[0] if drafts else None,
+    )

@@ -1,0 +1,164 @@
+"""Terminal view of `eaglegraph inspect`: sides, draft facts, capture plan, memory, findings."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from eaglegraph.pair.model import ModelSide
+from eaglegraph.reports.findings_view import render_findings
+from eaglegraph.reports.format import fmt_bytes, fmt_count, fmt_sizes
+from eaglegraph.rig.inspect import InspectReport
+
+_GEOMETRY_ROWS = (
+    ("architecture", lambda s: s.architecture or "—"),
+    ("hidden_size", lambda s: str(s.geometry.hidden_size)),
+    ("intermediate_size", lambda s: str(s.geometry.intermediate_size)),
+    ("num_hidden_layers", lambda s: str(s.geometry.num_hidden_layers)),
+    ("heads / kv heads", lambda s: f"{s.geometry.num_attention_heads} / {s.geometry.num_key_value_heads}"),
+    (
+        "head_dim",
+        lambda s: f"{s.geometry.head_dim} ({'explicit' if s.geometry.head_dim_explicit else 'derived'})",
+    ),
+    ("vocab_size", lambda s: str(s.geometry.vocab_size)),
+    (
+        "rope",
+        lambda s: f"{s.geometry.rope.rope_type} θ={s.geometry.rope.rope_theta:g}"
+        + (f" ×{s.geometry.rope.factor:g}" if s.geometry.rope.factor else "")
+        + f" [dim]({s.geometry.rope.source})[/dim]",
+    ),
+    ("max_position_embeddings", lambda s: str(s.geometry.max_position_embeddings)),
+    ("dtype", lambda s: s.geometry.dtype or "unset"),
+    ("tie_word_embeddings", lambda s: str(s.geometry.tie_word_embeddings).lower()),
+    (
+        "parameters",
+        lambda s: fmt_count(s.weights.parameter_count)
+        if s.weights.parameter_count is not None
+        else f"~{fmt_count(s.estimated_parameter_count)} [dim](from config)[/dim]",
+    ),
+    (
+        "weights",
+        lambda s: f"{s.weights.format}: {len(s.weights.files)} file(s), "
+        f"{s.weights.tensor_count} tensors, {fmt_bytes(s.weights.weight_bytes)}"
+        if s.weights.format == "safetensors"
+        else s.weights.format,
+    ),
+)
+
+
+def _sides_table(report: InspectReport) -> Table:
+    pair = report.pair
+    table = Table(title=f"{pair.root}  [dim]({pair.layout})[/dim]", title_justify="left")
+    table.add_column("")
+    sides: list[ModelSide | None] = [pair.target, pair.draft]
+    for name, side in zip(("target", "draft"), sides, strict=True):
+        table.add_column(name if side else f"{name} [dim](absent)[/dim]")
+    for label, fn in _GEOMETRY_ROWS:
+        table.add_row(label, *[fn(s) if s else "—" for s in sides])
+    return table
+
+
+def _facts_table(report: InspectReport) -> Table | None:
+    f = report.pair.draft_facts
+    if f is None:
+        return None
+    table = Table(title="Draft", title_justify="left", show_header=False)
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    supported = "" if f.kind.supported else " [yellow](recognised, not supported by the rig)[/yellow]"
+    table.add_row("kind", f"{f.kind.value}{' / ' + f.style if f.style else ''}{supported}")
+    table.add_row("evidence", "; ".join(f.evidence))
+    if f.mtp_layers:
+        table.add_row("MTP layers", str(f.mtp_layers))
+    if f.kind.value in ("eagle1", "eagle3"):
+        fc = f"{f.fc_in_features} ({f.fc_in_source})" if f.fc_in_features else "—"
+        if f.expected_fc_in and f.fc_in_features != f.expected_fc_in:
+            fc += f" [red]expected {f.expected_fc_in}[/red]"
+        table.add_row("fc input width", fc)
+        table.add_row("draft vocab", str(f.draft_vocab_size))
+        maps = []
+        if f.d2t_shape:
+            maps.append(f"d2t {f.d2t_shape}")
+        if f.t2d_shape:
+            maps.append(f"t2d {f.t2d_shape}")
+        table.add_row("vocab maps", ", ".join(maps) or "none")
+        table.add_row("embed_tokens / lm_head", f"{f.embed_tokens} / {f.lm_head}")
+    if f.aux is not None:
+        ids = f.aux.layer_ids if f.aux.layer_ids is not None else f"default {f.aux.vllm_entering_layers}"
+        table.add_row("aux layer ids", f"{ids} [dim]({f.aux.source})[/dim]")
+        table.add_row(
+            "aux taps",
+            f"vLLM: outputs of layers {f.aux.vllm_taps}   SGLang: outputs of layers {f.aux.sglang_taps}",
+        )
+    if f.verifier:
+        table.add_row("verifier", f.verifier)
+    for note in f.notes:
+        table.add_row("note", note)
+    return table
+
+
+def _plan_table(report: InspectReport) -> Table:
+    p = report.plan
+    title = (
+        f"Capture plan — {p.framework}, {p.behavior}, {p.attention_backend}, "
+        f"K={p.num_speculative_tokens}, max_num_seqs={p.max_num_seqs}"
+    )
+    table = Table(title=title, title_justify="left")
+    table.add_column("phase", style="bold", no_wrap=True)
+    table.add_column("mode", no_wrap=True)
+    table.add_column("graphs", justify="right")
+    table.add_column("padding", overflow="fold")
+    for ph in p.phases:
+        table.add_row(ph.phase, ph.mode.name, str(ph.descriptor_count), ph.padding_rule)
+    return table
+
+
+def _memory_table(report: InspectReport) -> Table:
+    m = report.memory
+    table = Table(title=f"Memory ({m.label}, {m.dtype})", title_justify="left", show_header=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    table.add_column(style="dim", overflow="fold")
+    table.add_row("target weights", fmt_bytes(m.target_weight_bytes), m.weights_source)
+    table.add_row("draft weights", fmt_bytes(m.draft_weight_bytes), m.weights_source)
+    table.add_row("KV per token (target)", fmt_bytes(m.kv_bytes_per_token_target), "K+V, all layers")
+    table.add_row("KV per token (draft)", fmt_bytes(m.kv_bytes_per_token_draft), "")
+    table.add_row(
+        "target logits", fmt_bytes(m.target_logits_bytes), f"fp32 at {m.largest_capture_tokens} tokens"
+    )
+    table.add_row("draft logits", fmt_bytes(m.draft_logits_bytes), "fp32, largest draft rows")
+    table.add_row(
+        "dedicated EAGLE pool extra",
+        fmt_bytes(m.dedicated_pool_extra_bytes),
+        "draft transient peak reserved a second time (vLLM 0.22)",
+    )
+    return table
+
+
+def render_inspect(report: InspectReport, console: Console) -> None:
+    console.print(_sides_table(report))
+    if report.pair.missing:
+        console.print(f"[yellow]{report.pair.missing}[/yellow]")
+    facts = _facts_table(report)
+    if facts is not None:
+        console.print(facts)
+    p = report.plan
+    console.print(
+        f"[bold]capture sizes[/bold] ({len(p.capture_sizes)}): {fmt_sizes(p.capture_sizes)}"
+        + (
+            f"  [dim](rounded to multiples of K+1={p.num_speculative_tokens + 1} from "
+            f"{len(p.capture_sizes_before_rounding)} sizes)[/dim]"
+            if p.framework == "vllm" and p.capture_sizes != p.capture_sizes_before_rounding
+            else ""
+        )
+    )
+    mode_line = f"[bold]mode[/bold]: requested {p.requested_mode.name} → resolved {p.resolved_mode.name}"
+    console.print(mode_line)
+    for reason in p.downgrades:
+        console.print(f"  [yellow]{reason}[/yellow]")
+    console.print(_plan_table(report))
+    for ph in p.phases:
+        for note in ph.notes:
+            console.print(f"  [dim]{ph.phase}: {note}[/dim]")
+    console.print(_memory_table(report))
+    render_findings(report.findings, console)

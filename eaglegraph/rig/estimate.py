@@ -1,0 +1,98 @@
+"""A memory estimate from geometry and plan alone (labelled an estimate everywhere).
+
+The numbers that matter for "OOM while capturing graphs" and for the dedicated-pool cost of
+vLLM 0.22 (PR #44078): weights, KV bytes per token, the largest logits buffers at the largest
+capture size, and the draft's transient peak — which a dedicated EAGLE pool reserves a second
+time instead of reusing blocks the target's graphs already freed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from eaglegraph.pair.geometry import DTYPE_BYTES, Geometry
+from eaglegraph.pair.model import Pair
+from eaglegraph.rig.plan import CapturePlan
+
+
+@dataclass
+class MemoryEstimate:
+    dtype: str
+    target_weight_bytes: int | None
+    draft_weight_bytes: int | None
+    weights_source: str
+    kv_bytes_per_token_target: int | None
+    kv_bytes_per_token_draft: int | None
+    largest_capture_tokens: int
+    target_logits_bytes: int | None
+    draft_logits_bytes: int | None
+    draft_transient_peak_bytes: int | None
+    dedicated_pool_extra_bytes: int | None
+    notes: list[str] = field(default_factory=list)
+    label: str = "estimate"
+
+
+def _kv_per_token(g: Geometry, layers: int, nbytes: int) -> int:
+    return 2 * layers * g.num_key_value_heads * g.head_dim * nbytes
+
+
+def _draft_activation_bytes(g: Geometry, fc_in: int, tokens: int, nbytes: int) -> int:
+    """Live activations of one draft forward over `tokens` rows (order-of-magnitude model)."""
+    per_token = fc_in + g.hidden_size * 4 + g.q_width * 2 + g.kv_width * 2 + g.intermediate_size * 3
+    return per_token * tokens * nbytes
+
+
+def estimate_memory(pair: Pair, plan: CapturePlan, dtype: str | None = None) -> MemoryEstimate:
+    t = pair.target.geometry if pair.target else None
+    d = pair.draft.geometry if pair.draft else None
+    facts = pair.draft_facts
+    name = dtype or (t.dtype if t and t.dtype else None) or "bfloat16"
+    nbytes = DTYPE_BYTES.get(name, 2)
+    notes: list[str] = []
+
+    def weights(side: object) -> int | None:
+        if side is None:
+            return None
+        w = side.weights  # type: ignore[attr-defined]
+        if w.weight_bytes is not None:
+            return int(w.weight_bytes)
+        return int(side.estimated_parameter_count) * nbytes  # type: ignore[attr-defined]
+
+    has_headers = any(
+        s is not None and s.weights.weight_bytes is not None for s in (pair.target, pair.draft)
+    )
+    largest = max(plan.capture_sizes) if plan.capture_sizes else 0
+    rows_draft = min(largest, plan.max_num_seqs) if largest else 0
+    kv_t = _kv_per_token(t, t.num_hidden_layers, nbytes) if t else None
+    kv_d = _kv_per_token(d, d.num_hidden_layers, nbytes) if d else None
+    target_logits = largest * t.vocab_size * 4 if t and largest else None
+    draft_vocab = (facts.draft_vocab_size if facts and facts.draft_vocab_size else None) or (
+        d.vocab_size if d else None
+    )
+    draft_logits = rows_draft * draft_vocab * 4 if draft_vocab and rows_draft else None
+    peak = None
+    if d is not None and largest:
+        fc_in = facts.fc_in_features if facts and facts.fc_in_features else 2 * d.hidden_size
+        peak = _draft_activation_bytes(d, fc_in, largest, nbytes) + (draft_logits or 0)
+        peak += rows_draft * d.hidden_size * nbytes  # hidden gathered at last_token_indices
+    if peak is not None:
+        notes.append(
+            "draft transient peak = draft activations at the largest capture size + draft logits "
+            "(fp32) + gathered hidden rows; a dedicated EAGLE pool reserves it again"
+        )
+    if not has_headers:
+        notes.append("weights estimated from config geometry (no safetensors headers)")
+    return MemoryEstimate(
+        dtype=name,
+        target_weight_bytes=weights(pair.target),
+        draft_weight_bytes=weights(pair.draft),
+        weights_source="safetensors headers" if has_headers else "config geometry",
+        kv_bytes_per_token_target=kv_t,
+        kv_bytes_per_token_draft=kv_d,
+        largest_capture_tokens=largest,
+        target_logits_bytes=target_logits,
+        draft_logits_bytes=draft_logits,
+        draft_transient_peak_bytes=peak,
+        dedicated_pool_extra_bytes=peak,
+        notes=notes,
+    )

@@ -1,0 +1,42 @@
+"""Shared test setup: an isolated preset cache, the cuda marker, the device fixture."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _preset_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Presets materialise once per session into a private cache (never the user's)."""
+    root = tmp_path_factory.mktemp("eaglegraph-cache")
+    os.environ["EAGLEGRAPH_CACHE"] = str(root)
+    os.environ["EAGLEGRAPH_NO_PROGRESS"] = "1"
+    return root
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    return FIXTURES
