@@ -21,6 +21,8 @@ from eaglegraph.errors import BadInput
 
 
 def to_jsonable(obj: Any) -> Any:
+    if hasattr(obj, "to_json") and not isinstance(obj, type):
+        return to_jsonable(obj.to_json())
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {
             f.name: to_jsonable(getattr(obj, f.name))
@@ -40,8 +42,6 @@ def to_jsonable(obj: Any) -> Any:
         return None
     if obj is None or isinstance(obj, (str, int, float, bool)):
         return obj
-    if hasattr(obj, "to_json"):
-        return obj.to_json()
     return str(obj)
 
 

@@ -76,7 +76,9 @@ def target_shapes(cfg: dict[str, Any], layers: int | None = None) -> dict[str, t
     return shapes
 
 
-def eagle3_shapes(cfg: dict[str, Any], n_aux: int = 3, target_hidden: int | None = None) -> dict[str, tuple[int, ...]]:
+def eagle3_shapes(
+    cfg: dict[str, Any], n_aux: int = 3, target_hidden: int | None = None
+) -> dict[str, tuple[int, ...]]:
     h, i_, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
     nh, nkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     hd = cfg.get("head_dim", h // nh)

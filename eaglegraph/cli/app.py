@@ -94,9 +94,7 @@ class ProgressHandle:
 
 def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """`--json` and `--no-color`, on every command."""
-    func = click.option(
-        "--no-color", is_flag=True, help="Plain text output without colours."
-    )(func)
+    func = click.option("--no-color", is_flag=True, help="Plain text output without colours.")(func)
     func = click.option(
         "--json",
         "json_output",

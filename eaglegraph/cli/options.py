@@ -29,9 +29,7 @@ _PLAN_OPTIONS: list[Callable[[Any], Any]] = [
         default=None,
         help="Draft tokens per step (default: the draft config's, else 3).",
     ),
-    click.option(
-        "--max-num-batched-tokens", type=int, default=None, help="Default 8192."
-    ),
+    click.option("--max-num-batched-tokens", type=int, default=None, help="Default 8192."),
     click.option(
         "--mode",
         default=None,

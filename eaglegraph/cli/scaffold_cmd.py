@@ -41,7 +41,9 @@ def _render_list(presets: list[dict[str, str]], console: Console) -> None:
 @click.argument("directory", required=False, type=click.Path(file_okay=True, dir_okay=True))
 @click.option("--preset", default=None, help="Preset name (see --list).")
 @click.option("--list", "list_presets", is_flag=True, help="List the built-in presets.")
-@click.option("--force", is_flag=True, help="Write into a non-empty folder (never over target/ or draft/).")
+@click.option(
+    "--force", is_flag=True, help="Write into a non-empty folder (never over target/ or draft/)."
+)
 @output_options
 @click.pass_context
 def command(
@@ -74,7 +76,9 @@ def command(
             }
             for p in PRESETS.values()
         ]
-        app.emit("eaglegraph.presets/1", {"presets": rows}, lambda r, c: _render_list(r["presets"], c))
+        app.emit(
+            "eaglegraph.presets/1", {"presets": rows}, lambda r, c: _render_list(r["presets"], c)
+        )
         return
     if directory is None or preset is None:
         raise BadInput("give DIRECTORY and --preset NAME (or --list)")

@@ -16,7 +16,7 @@ from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.kinds import DraftKind
 from eaglegraph.pair.model import ModelSide, Pair
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 ShapeRule = tuple[re.Pattern[str], Callable[[Geometry], tuple[int, ...]]]
 
@@ -51,7 +51,9 @@ def _rules(g: Geometry, qkv_in_first: int, fc_in: int | None, lm_rows: int) -> l
     return [(re.compile(p + "$"), fn) for p, fn in rules]  # type: ignore[misc]
 
 
-def shape_findings(side: ModelSide, facts: DraftFacts | None, target: Geometry | None) -> list[Finding]:
+def shape_findings(
+    side: ModelSide, facts: DraftFacts | None, target: Geometry | None
+) -> list[Finding]:
     """Tensor shapes that disagree with config.json, one finding per tensor family."""
     index = side.checkpoint
     if not index.has_weights:
@@ -170,7 +172,11 @@ def _draft_target_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
     if facts.kind is DraftKind.EAGLE3:
         declared = facts.target_hidden_size or g.hidden_size
         if declared != t.hidden_size:
-            key = "target_hidden_size" if facts.target_hidden_size else "hidden_size (no target_hidden_size)"
+            key = (
+                "target_hidden_size"
+                if facts.target_hidden_size
+                else "hidden_size (no target_hidden_size)"
+            )
             out.append(
                 Finding(
                     id="hidden-mismatch",
@@ -231,7 +237,9 @@ def _draft_target_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
                     ref="research eagle-formats §2.3",
                 )
             )
-        sglang_past_end = [i for i in facts.aux.layer_ids if 0 <= i and i + 1 >= t.num_hidden_layers]
+        sglang_past_end = [
+            i for i in facts.aux.layer_ids if i >= 0 and i + 1 >= t.num_hidden_layers
+        ]
         if sglang_past_end and not bad:
             out.append(
                 Finding(
@@ -260,7 +268,7 @@ def _draft_target_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
         out.append(
             Finding(
                 id="head-dim-differs",
-                severity=I,
+                severity=INFO,
                 message=f"draft head_dim {g.head_dim} differs from target head_dim {t.head_dim}",
             )
         )
@@ -274,7 +282,7 @@ def _eagle1_bias_findings(facts: DraftFacts) -> list[Finding]:
             return [
                 Finding(
                     id="eagle1-fc-bias",
-                    severity=I,
+                    severity=INFO,
                     message="EAGLE-1 config has no 'bias' key: SafeAILab's loader then expects "
                     "fc.bias (default true); without weights this cannot be confirmed",
                     ref=refs,
@@ -286,7 +294,7 @@ def _eagle1_bias_findings(facts: DraftFacts) -> list[Finding]:
             Finding(
                 id="eagle1-fc-bias",
                 severity=E,
-                message="checkpoint has fc.bias but config says \"bias\": false; loaders that "
+                message='checkpoint has fc.bias but config says "bias": false; loaders that '
                 "trust the config drop the bias and acceptance falls",
                 ref=refs,
             )
@@ -306,7 +314,7 @@ def _eagle1_bias_findings(facts: DraftFacts) -> list[Finding]:
             Finding(
                 id="eagle1-fc-bias",
                 severity=W,
-                message="no fc.bias in the checkpoint, but config does not say \"bias\": false; "
+                message='no fc.bias in the checkpoint, but config does not say "bias": false; '
                 "SGLang's LlamaForCausalLMEagle always builds a bias and SafeAILab defaults to one",
                 ref=refs,
             )
@@ -335,7 +343,12 @@ def _eagle3_findings(facts: DraftFacts, g: Geometry, target: ModelSide | None) -
                 ref="research eagle-formats §2.2",
             )
         )
-    if vd is not None and vd != g.vocab_size and facts.d2t_shape is None and facts.fc_in_source == "tensor":
+    if (
+        vd is not None
+        and vd != g.vocab_size
+        and facts.d2t_shape is None
+        and facts.fc_in_source == "tensor"
+    ):
         out.append(
             Finding(
                 id="d2t-missing",
@@ -355,7 +368,7 @@ def _eagle3_findings(facts: DraftFacts, g: Geometry, target: ModelSide | None) -
         ht = facts.target_hidden_size or g.hidden_size
         n_ids = len(facts.aux.layer_ids) if facts.aux and facts.aux.layer_ids else 0
         narrow = ht * max(n_ids, 1) if facts.use_aux_hidden_state else g.hidden_size
-        wide = (facts.expected_fc_in or 3 * ht)
+        wide = facts.expected_fc_in or 3 * ht
         if narrow != wide:
             out.append(
                 Finding(
@@ -369,11 +382,15 @@ def _eagle3_findings(facts: DraftFacts, g: Geometry, target: ModelSide | None) -
                     "true} to the draft config, or use an SGLang build with PR #29464",
                 )
             )
-    if facts.aux and facts.aux.layer_ids is not None and facts.aux.vllm_taps != facts.aux.sglang_taps:
+    if (
+        facts.aux
+        and facts.aux.layer_ids is not None
+        and facts.aux.vllm_taps != facts.aux.sglang_taps
+    ):
         out.append(
             Finding(
                 id="aux-convention",
-                severity=I,
+                severity=INFO,
                 message=f"explicit aux ids {facts.aux.layer_ids}: vLLM taps the outputs of layers "
                 f"{facts.aux.vllm_taps}, SGLang of layers {facts.aux.sglang_taps} (one apart); the "
                 "draft was trained against one of them",
@@ -389,7 +406,9 @@ def check_pair(pair: Pair) -> list[Finding]:
         if side is not None:
             findings += side_findings(side)
             target_geometry = pair.target.geometry if pair.target else None
-            findings += shape_findings(side, pair.draft_facts if side.role == "draft" else None, target_geometry)
+            findings += shape_findings(
+                side, pair.draft_facts if side.role == "draft" else None, target_geometry
+            )
     facts = pair.draft_facts
     if facts is not None:
         if not facts.kind.supported and facts.kind is not DraftKind.UNKNOWN:
@@ -404,5 +423,5 @@ def check_pair(pair: Pair) -> list[Finding]:
         if pair.draft is not None and facts.kind in (DraftKind.EAGLE1, DraftKind.EAGLE3):
             findings += _draft_target_findings(pair, facts)
     if pair.missing:
-        findings.append(Finding(id="incomplete-pair", severity=I, message=pair.missing))
+        findings.append(Finding(id="incomplete-pair", severity=INFO, message=pair.missing))
     return findings

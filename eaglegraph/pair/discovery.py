@@ -37,9 +37,7 @@ def _model_dir(path: Path, what: str) -> Path:
     return path
 
 
-def locate(
-    path: Path | None, target: Path | None = None, draft: Path | None = None
-) -> Located:
+def locate(path: Path | None, target: Path | None = None, draft: Path | None = None) -> Located:
     if target is not None or draft is not None:
         return Located(
             layout="--target/--draft",

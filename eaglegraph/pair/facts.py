@@ -174,9 +174,13 @@ def draft_facts(
     if kind is DraftKind.EAGLE1:
         lm_head_state = "own (ignored: EAGLE-1 uses the target's)" if lm_head else "shared"
     elif kind is DraftKind.EAGLE3:
-        lm_head_state = "own" if lm_head else ("unknown (no weights)" if not has_weights else "shared")
+        lm_head_state = (
+            "own" if lm_head else ("unknown (no weights)" if not has_weights else "shared")
+        )
     else:
-        lm_head_state = "own" if lm_head else ("unknown (no weights)" if not has_weights else "shared")
+        lm_head_state = (
+            "own" if lm_head else ("unknown (no weights)" if not has_weights else "shared")
+        )
     embed_state = "own" if embed else ("unknown (no weights)" if not has_weights else "shared")
 
     return DraftFacts(

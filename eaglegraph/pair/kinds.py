@@ -90,7 +90,10 @@ def detect_draft_kind(cfg: Config, index: CheckpointIndex | None) -> KindVerdict
         if arch.endswith("ForCausalLMEagle") or arch.startswith("Eagle"):
             style = "sglang" if arch.endswith("ForCausalLMEagle") else "vllm"
             return KindVerdict(DraftKind.EAGLE1, style, [f"architecture {arch!r} names EAGLE-1/2"])
-        if arch.lower() in ("medusamodel", "mlpspeculatorpretrainedmodel") or "medusa" in arch.lower():
+        if (
+            arch.lower() in ("medusamodel", "mlpspeculatorpretrainedmodel")
+            or "medusa" in arch.lower()
+        ):
             return KindVerdict(DraftKind.OTHER, None, [f"architecture {arch!r} (not EAGLE)"])
 
     names = _draft_names(index)
@@ -101,7 +104,9 @@ def detect_draft_kind(cfg: Config, index: CheckpointIndex | None) -> KindVerdict
         return KindVerdict(
             DraftKind.EAGLE3,
             "safeailab",
-            [f"{layers}-layer {archs[0] if archs else 'model'} with '{key}' (SafeAILab EAGLE-3 style)"],
+            [
+                f"{layers}-layer {archs[0] if archs else 'model'} with '{key}' (SafeAILab EAGLE-3 style)"
+            ],
         )
     if names:
         verdict = _kind_from_tensors(cfg, names)
@@ -122,7 +127,9 @@ def detect_draft_kind(cfg: Config, index: CheckpointIndex | None) -> KindVerdict
 
 def _kind_from_tensors(cfg: Config, names: set[str]) -> KindVerdict | None:
     if any(n.startswith("midlayer.") for n in names):
-        return KindVerdict(DraftKind.EAGLE3, "safeailab", ["tensor names use 'midlayer.' (EAGLE-3)"])
+        return KindVerdict(
+            DraftKind.EAGLE3, "safeailab", ["tensor names use 'midlayer.' (EAGLE-3)"]
+        )
     if "d2t" in names or "t2d" in names:
         return KindVerdict(DraftKind.EAGLE3, "safeailab", ["'d2t'/'t2d' vocabulary maps present"])
     if "fc.weight" not in names:
@@ -137,7 +144,9 @@ def _kind_from_tensors(cfg: Config, names: set[str]) -> KindVerdict | None:
             ["'fc.weight' with 'layers.0.*', no layer-0 input norm and no lm_head (EAGLE-1)"],
         )
     if len(layer_ids) >= 3:
-        return KindVerdict(DraftKind.DFLASH, None, ["'fc.weight' over several layers (DFlash-like)"])
+        return KindVerdict(
+            DraftKind.DFLASH, None, ["'fc.weight' over several layers (DFlash-like)"]
+        )
     return KindVerdict(DraftKind.EAGLE3, "safeailab", ["'fc.weight' with a draft head (EAGLE-3)"])
 
 

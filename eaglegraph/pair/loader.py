@@ -10,7 +10,13 @@ from eaglegraph.pair.config import Config
 from eaglegraph.pair.discovery import locate, resolve_verifier
 from eaglegraph.pair.facts import DraftFacts, draft_facts
 from eaglegraph.pair.geometry import geometry_from_config
-from eaglegraph.pair.kinds import DraftKind, KindVerdict, detect_draft_kind, mtp_layer_count, mtp_weight_names
+from eaglegraph.pair.kinds import (
+    DraftKind,
+    KindVerdict,
+    detect_draft_kind,
+    mtp_layer_count,
+    mtp_weight_names,
+)
 from eaglegraph.pair.model import (
     ModelSide,
     Pair,
@@ -81,7 +87,11 @@ def _assemble(root: Path, layout: str, target: _Folder | None, draft: _Folder | 
         else:
             missing = f"no draft found: {target.path} was inspected alone as a target"
     if target is None and draft is not None:
-        where = f" (its config names verifier {facts.verifier!r}, not found locally)" if facts and facts.verifier else ""
+        where = (
+            f" (its config names verifier {facts.verifier!r}, not found locally)"
+            if facts and facts.verifier
+            else ""
+        )
         missing = f"no target found: {draft.path} was inspected alone as a draft{where}"
     pair = Pair(
         root=root,

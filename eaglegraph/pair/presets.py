@@ -256,7 +256,10 @@ PRESETS: dict[str, Preset] = {
             _eagle3_draft(
                 _TINY_QWEN3,
                 192,
-                eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 3, 4], "use_aux_hidden_state": True},
+                eagle_config={
+                    "eagle_aux_hidden_state_layer_ids": [1, 3, 4],
+                    "use_aux_hidden_state": True,
+                },
             ),
             "eagle3",
             True,

@@ -103,7 +103,7 @@ def _read_header(path: Path, index: CheckpointIndex) -> None:
     except OSError as exc:
         raise BadInput(f"{path}: cannot open ({exc.strerror or exc})") from None
     with handle as fh:
-        for name in fh.keys():
+        for name in fh.keys():  # noqa: SIM118 (a safe_open handle, not a dict)
             if name in index.tensors:
                 other = index.tensors[name].file
                 raise BadInput(f"tensor {name!r} appears in both {other} and {path.name}")
@@ -112,7 +112,10 @@ def _read_header(path: Path, index: CheckpointIndex) -> None:
             if dtype not in SAFETENSORS_ITEMSIZE:
                 index.unknown_dtypes.append(f"{name}:{dtype}")
             index.tensors[name] = TensorInfo(
-                name=name, dtype=dtype, shape=tuple(int(d) for d in view.get_shape()), file=path.name
+                name=name,
+                dtype=dtype,
+                shape=tuple(int(d) for d in view.get_shape()),
+                file=path.name,
             )
 
 

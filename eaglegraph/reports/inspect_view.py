@@ -15,33 +15,44 @@ _GEOMETRY_ROWS = (
     ("hidden_size", lambda s: str(s.geometry.hidden_size)),
     ("intermediate_size", lambda s: str(s.geometry.intermediate_size)),
     ("num_hidden_layers", lambda s: str(s.geometry.num_hidden_layers)),
-    ("heads / kv heads", lambda s: f"{s.geometry.num_attention_heads} / {s.geometry.num_key_value_heads}"),
+    (
+        "heads / kv heads",
+        lambda s: f"{s.geometry.num_attention_heads} / {s.geometry.num_key_value_heads}",
+    ),
     (
         "head_dim",
-        lambda s: f"{s.geometry.head_dim} ({'explicit' if s.geometry.head_dim_explicit else 'derived'})",
+        lambda s: (
+            f"{s.geometry.head_dim} ({'explicit' if s.geometry.head_dim_explicit else 'derived'})"
+        ),
     ),
     ("vocab_size", lambda s: str(s.geometry.vocab_size)),
     (
         "rope",
-        lambda s: f"{s.geometry.rope.rope_type} θ={s.geometry.rope.rope_theta:g}"
-        + (f" ×{s.geometry.rope.factor:g}" if s.geometry.rope.factor else "")
-        + f" [dim]({s.geometry.rope.source})[/dim]",
+        lambda s: (
+            f"{s.geometry.rope.rope_type} θ={s.geometry.rope.rope_theta:g}"
+            + (f" ×{s.geometry.rope.factor:g}" if s.geometry.rope.factor else "")
+            + f" [dim]({s.geometry.rope.source})[/dim]"
+        ),
     ),
     ("max_position_embeddings", lambda s: str(s.geometry.max_position_embeddings)),
     ("dtype", lambda s: s.geometry.dtype or "unset"),
     ("tie_word_embeddings", lambda s: str(s.geometry.tie_word_embeddings).lower()),
     (
         "parameters",
-        lambda s: fmt_count(s.weights.parameter_count)
-        if s.weights.parameter_count is not None
-        else f"~{fmt_count(s.estimated_parameter_count)} [dim](from config)[/dim]",
+        lambda s: (
+            fmt_count(s.weights.parameter_count)
+            if s.weights.parameter_count is not None
+            else f"~{fmt_count(s.estimated_parameter_count)} [dim](from config)[/dim]"
+        ),
     ),
     (
         "weights",
-        lambda s: f"{s.weights.format}: {len(s.weights.files)} file(s), "
-        f"{s.weights.tensor_count} tensors, {fmt_bytes(s.weights.weight_bytes)}"
-        if s.weights.format == "safetensors"
-        else s.weights.format,
+        lambda s: (
+            f"{s.weights.format}: {len(s.weights.files)} file(s), "
+            f"{s.weights.tensor_count} tensors, {fmt_bytes(s.weights.weight_bytes)}"
+            if s.weights.format == "safetensors"
+            else s.weights.format
+        ),
     ),
 )
 
@@ -65,7 +76,9 @@ def _facts_table(report: InspectReport) -> Table | None:
     table = Table(title="Draft", title_justify="left", show_header=False)
     table.add_column(style="bold")
     table.add_column(overflow="fold")
-    supported = "" if f.kind.supported else " [yellow](recognised, not supported by the rig)[/yellow]"
+    supported = (
+        "" if f.kind.supported else " [yellow](recognised, not supported by the rig)[/yellow]"
+    )
     table.add_row("kind", f"{f.kind.value}{' / ' + f.style if f.style else ''}{supported}")
     table.add_row("evidence", "; ".join(f.evidence))
     if f.mtp_layers:
@@ -84,7 +97,11 @@ def _facts_table(report: InspectReport) -> Table | None:
         table.add_row("vocab maps", ", ".join(maps) or "none")
         table.add_row("embed_tokens / lm_head", f"{f.embed_tokens} / {f.lm_head}")
     if f.aux is not None:
-        ids = f.aux.layer_ids if f.aux.layer_ids is not None else f"default {f.aux.vllm_entering_layers}"
+        ids = (
+            f.aux.layer_ids
+            if f.aux.layer_ids is not None
+            else f"default {f.aux.vllm_entering_layers}"
+        )
         table.add_row("aux layer ids", f"{ids} [dim]({f.aux.source})[/dim]")
         table.add_row(
             "aux taps",
@@ -121,10 +138,14 @@ def _memory_table(report: InspectReport) -> Table:
     table.add_column(style="dim", overflow="fold")
     table.add_row("target weights", fmt_bytes(m.target_weight_bytes), m.weights_source)
     table.add_row("draft weights", fmt_bytes(m.draft_weight_bytes), m.weights_source)
-    table.add_row("KV per token (target)", fmt_bytes(m.kv_bytes_per_token_target), "K+V, all layers")
+    table.add_row(
+        "KV per token (target)", fmt_bytes(m.kv_bytes_per_token_target), "K+V, all layers"
+    )
     table.add_row("KV per token (draft)", fmt_bytes(m.kv_bytes_per_token_draft), "")
     table.add_row(
-        "target logits", fmt_bytes(m.target_logits_bytes), f"fp32 at {m.largest_capture_tokens} tokens"
+        "target logits",
+        fmt_bytes(m.target_logits_bytes),
+        f"fp32 at {m.largest_capture_tokens} tokens",
     )
     table.add_row("draft logits", fmt_bytes(m.draft_logits_bytes), "fp32, largest draft rows")
     table.add_row(
@@ -152,7 +173,9 @@ def render_inspect(report: InspectReport, console: Console) -> None:
             else ""
         )
     )
-    mode_line = f"[bold]mode[/bold]: requested {p.requested_mode.name} → resolved {p.resolved_mode.name}"
+    mode_line = (
+        f"[bold]mode[/bold]: requested {p.requested_mode.name} → resolved {p.resolved_mode.name}"
+    )
     console.print(mode_line)
     for reason in p.downgrades:
         console.print(f"  [yellow]{reason}[/yellow]")

@@ -35,9 +35,7 @@ def user_sizes(sizes: list[int], max_num_batched_tokens: int) -> list[int]:
         raise BadInput(f"capture sizes must be positive, found {bad}")
     kept = sorted({s for s in sizes if s <= max_num_batched_tokens})
     if not kept:
-        raise BadInput(
-            f"no capture size is <= max_num_batched_tokens ({max_num_batched_tokens})"
-        )
+        raise BadInput(f"no capture size is <= max_num_batched_tokens ({max_num_batched_tokens})")
     return kept
 
 

@@ -79,9 +79,7 @@ class Dispatcher:
     def descriptors(self) -> list[BatchDescriptor]:
         return [d for n in self.sizes for d in self.by_size[n]]
 
-    def dispatch(
-        self, num_reqs: int, num_tokens: int, uniform: int | None
-    ) -> BatchDescriptor:
+    def dispatch(self, num_reqs: int, num_tokens: int, uniform: int | None) -> BatchDescriptor:
         for n in self.sizes:
             if n < num_tokens:
                 continue

@@ -49,9 +49,7 @@ class InspectReport:
                 draft = {"role": "draft", "path": None, "architecture": None, "geometry": None}
             draft.update(fact_json)
             draft["aux_layer_ids"] = facts.aux.layer_ids if facts.aux else None
-            draft["aux_layer_ids_effective"] = (
-                facts.aux.vllm_entering_layers if facts.aux else None
-            )
+            draft["aux_layer_ids_effective"] = facts.aux.vllm_entering_layers if facts.aux else None
         return {
             "root": str(self.pair.root),
             "layout": self.pair.layout,
@@ -79,4 +77,6 @@ def open_pair(
 def inspect_pair(pair: Pair, plan_options: Any, dtype: str | None = None) -> InspectReport:
     plan = build_plan(plan_options)
     memory = estimate_memory(pair, plan, dtype)
-    return InspectReport(pair=pair, plan=plan, memory=memory, findings=pair.findings + plan.findings)
+    return InspectReport(
+        pair=pair, plan=plan, memory=memory, findings=pair.findings + plan.findings
+    )

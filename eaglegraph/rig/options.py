@@ -105,11 +105,15 @@ def resolve_plan_options(
         try:
             sizes_flag = tuple(int(s) for s in capture_sizes.replace(" ", "").split(",") if s)
         except ValueError:
-            raise BadInput(f"--capture-sizes: expected comma-separated integers, got {capture_sizes!r}") from None
+            raise BadInput(
+                f"--capture-sizes: expected comma-separated integers, got {capture_sizes!r}"
+            ) from None
     sizes_json = comp.get("cudagraph_capture_sizes")
     if sizes_json is not None:
         if not isinstance(sizes_json, list) or not all(isinstance(s, int) for s in sizes_json):
-            raise BadInput("--compilation-config: cudagraph_capture_sizes must be a list of integers")
+            raise BadInput(
+                "--compilation-config: cudagraph_capture_sizes must be a list of integers"
+            )
         sizes_json = tuple(sizes_json)
     sizes = _merge(sizes_flag, sizes_json, "capture sizes")
     max_size = comp.get("max_cudagraph_capture_size")
@@ -118,8 +122,12 @@ def resolve_plan_options(
 
     backend = attention_backend or "flash_attn"
     if backend not in ATTENTION_BACKENDS:
-        raise BadInput(f"unknown attention backend {backend!r}; choose {', '.join(ATTENTION_BACKENDS)}")
-    seqs = _positive(max_num_seqs if max_num_seqs is not None else DEFAULT_MAX_NUM_SEQS[fw], "max_num_seqs")
+        raise BadInput(
+            f"unknown attention backend {backend!r}; choose {', '.join(ATTENTION_BACKENDS)}"
+        )
+    seqs = _positive(
+        max_num_seqs if max_num_seqs is not None else DEFAULT_MAX_NUM_SEQS[fw], "max_num_seqs"
+    )
     tokens = _positive(max_num_batched_tokens or 8192, "max_num_batched_tokens")
     return PlanOptions(
         framework=fw,

@@ -129,7 +129,9 @@ def _padding_rule(descs: list[BatchDescriptor], k1: int, framework: str) -> str:
     if not descs:
         return "eager: no graphs, no padding"
     kinds = []
-    uniform = [d.uniform_token_count for d in descs if d.mode is Mode.FULL and d.uniform_token_count]
+    uniform = [
+        d.uniform_token_count for d in descs if d.mode is Mode.FULL and d.uniform_token_count
+    ]
     if uniform:
         u = uniform[0]
         if framework == "sglang":

@@ -18,7 +18,9 @@ from tests.helpers import (
 )
 
 
-def _pair(tmp_path: Path, target_cfg: dict, draft_cfg: dict, draft_shapes=None, target_shapes_=None):  # type: ignore[no-untyped-def]
+def _pair(
+    tmp_path: Path, target_cfg: dict, draft_cfg: dict, draft_shapes=None, target_shapes_=None
+):  # type: ignore[no-untyped-def]
     t = write_config(tmp_path / "target", target_cfg)
     d = write_config(tmp_path / "draft", draft_cfg)
     if target_shapes_ is not None:
@@ -75,16 +77,24 @@ def test_lm_head_rows_and_d2t_length(tmp_path: Path) -> None:
 
 
 def test_aux_ids_out_of_range_and_sglang_shift(tmp_path: Path) -> None:
-    cfg = tiny_eagle3_config(eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 4, 9], "use_aux_hidden_state": True})
+    cfg = tiny_eagle3_config(
+        eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 4, 9], "use_aux_hidden_state": True}
+    )
     pair = _pair(tmp_path, tiny_target_config(), cfg)
     f = next(f for f in pair.findings if f.id == "aux-ids-out-of-range")
     assert "[9]" in f.message
-    cfg = tiny_eagle3_config(eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 4, 7], "use_aux_hidden_state": True})
+    cfg = tiny_eagle3_config(
+        eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 4, 7], "use_aux_hidden_state": True}
+    )
     assert "aux-ids-sglang-shift" in _ids(_pair(tmp_path / "b", tiny_target_config(), cfg))
 
 
 def test_draft_max_positions_below_target(tmp_path: Path) -> None:
-    pair = _pair(tmp_path, tiny_target_config(max_position_embeddings=131072), tiny_eagle3_config(max_position_embeddings=2048))
+    pair = _pair(
+        tmp_path,
+        tiny_target_config(max_position_embeddings=131072),
+        tiny_eagle3_config(max_position_embeddings=2048),
+    )
     f = next(f for f in pair.findings if f.id == "draft-max-positions")
     assert "2048" in f.message and "vllm-project/vllm#21986" in (f.ref or "")
 
@@ -96,16 +106,24 @@ def test_explicit_head_dim(tmp_path: Path) -> None:
 
 def test_eagle1_fc_bias_cases(tmp_path: Path) -> None:
     cfg = tiny_eagle1_config(bias=False)
-    pair = _pair(tmp_path / "a", tiny_target_config(), cfg, draft_shapes=eagle1_shapes(cfg, bias=True))
+    pair = _pair(
+        tmp_path / "a", tiny_target_config(), cfg, draft_shapes=eagle1_shapes(cfg, bias=True)
+    )
     assert next(f for f in pair.findings if f.id == "eagle1-fc-bias").severity.value == "error"
     cfg = tiny_eagle1_config()
     del cfg["bias"]
-    pair = _pair(tmp_path / "b", tiny_target_config(), cfg, draft_shapes=eagle1_shapes(cfg, bias=True))
+    pair = _pair(
+        tmp_path / "b", tiny_target_config(), cfg, draft_shapes=eagle1_shapes(cfg, bias=True)
+    )
     assert next(f for f in pair.findings if f.id == "eagle1-fc-bias").severity.value == "warning"
-    pair = _pair(tmp_path / "c", tiny_target_config(), cfg, draft_shapes=eagle1_shapes(cfg, bias=False))
+    pair = _pair(
+        tmp_path / "c", tiny_target_config(), cfg, draft_shapes=eagle1_shapes(cfg, bias=False)
+    )
     assert "no fc.bias" in next(f for f in pair.findings if f.id == "eagle1-fc-bias").message
     cfg = tiny_eagle1_config(bias=False)
-    pair = _pair(tmp_path / "d", tiny_target_config(), cfg, draft_shapes=eagle1_shapes(cfg, bias=False))
+    pair = _pair(
+        tmp_path / "d", tiny_target_config(), cfg, draft_shapes=eagle1_shapes(cfg, bias=False)
+    )
     assert "eagle1-fc-bias" not in _ids(pair)
 
 

@@ -61,7 +61,10 @@ def test_draft_naming_its_verifier_finds_the_target(tmp_path: Path) -> None:
             "algorithm": "eagle3",
             "default_proposal_method": "greedy",
             "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 5}],
-            "verifier": {"name_or_path": "meta-llama/Llama-3.1-8B-Instruct", "architectures": ["LlamaForCausalLM"]},
+            "verifier": {
+                "name_or_path": "meta-llama/Llama-3.1-8B-Instruct",
+                "architectures": ["LlamaForCausalLM"],
+            },
         },
     }
     draft = write_config(tmp_path / "speculator", cfg)
@@ -150,7 +153,9 @@ def test_invalid_json_names_line_and_column(tmp_path: Path) -> None:
         load_pair(tmp_path)
 
 
-@pytest.mark.parametrize("key", ["hidden_size", "num_attention_heads", "vocab_size", "intermediate_size"])
+@pytest.mark.parametrize(
+    "key", ["hidden_size", "num_attention_heads", "vocab_size", "intermediate_size"]
+)
 def test_missing_keys(tmp_path: Path, key: str) -> None:
     cfg = tiny_target_config()
     del cfg[key]
@@ -169,7 +174,9 @@ def test_eagle3_weights_identify_kind_without_config_markers(tmp_path: Path) -> 
 
 
 def test_fixture_dflash_next_to_target(tmp_path: Path) -> None:
-    shutil.copy(CONFIGS / "qwen3-8b-target.json", write_config(tmp_path / "target", {}) / "config.json")
+    shutil.copy(
+        CONFIGS / "qwen3-8b-target.json", write_config(tmp_path / "target", {}) / "config.json"
+    )
     shutil.copy(
         CONFIGS / "specforge-qwen3-8b-dflash-draft-not-eagle.json",
         write_config(tmp_path / "draft", {}) / "config.json",

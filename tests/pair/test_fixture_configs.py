@@ -91,7 +91,9 @@ def test_fixture_identified(name: str, tmp_path: Path) -> None:
 
 
 def test_dflash_is_recognised_not_supported(tmp_path: Path) -> None:
-    shutil.copy(CONFIGS / "specforge-qwen3-8b-dflash-draft-not-eagle.json", tmp_path / "config.json")
+    shutil.copy(
+        CONFIGS / "specforge-qwen3-8b-dflash-draft-not-eagle.json", tmp_path / "config.json"
+    )
     pair = load_pair(tmp_path)
     assert pair.draft_facts is not None and not pair.draft_facts.kind.supported
     assert "unsupported-draft-kind" in {f.id for f in pair.findings}

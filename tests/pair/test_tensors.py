@@ -43,7 +43,9 @@ def test_sharded_index_is_followed(tmp_path: Path) -> None:
 def test_missing_shard(tmp_path: Path) -> None:
     _sharded(tmp_path, 3)
     (tmp_path / "model-00002-of-00003.safetensors").unlink()
-    with pytest.raises(BadInput, match="names shard model-00002-of-00003.safetensors, which is missing"):
+    with pytest.raises(
+        BadInput, match="names shard model-00002-of-00003.safetensors, which is missing"
+    ):
         load_pair(tmp_path)
 
 
