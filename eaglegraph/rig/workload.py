@@ -1,0 +1,131 @@
+"""Workloads: schedules in which requests join and finish, so batches grow and shrink.
+
+Shrinking batches are the real trigger of stale padding: a graph captured for a larger batch
+replays over buffers whose tails still hold the larger batch's values. The driver keeps all
+request bookkeeping on the host (tokens, drafts, blocks) and hands the rig one batch per step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from eaglegraph.errors import BadInput
+
+
+@dataclass(frozen=True)
+class Arrival:
+    step: int
+    prompt_len: int
+    max_new_tokens: int
+
+
+@dataclass(frozen=True)
+class Schedule:
+    name: str
+    arrivals: tuple[Arrival, ...]
+    seed: int = 0
+    max_steps: int = 200
+
+    @classmethod
+    def grow_shrink(cls, max_num_seqs: int, seed: int = 0, waves: int = 2) -> Schedule:
+        """Requests join one per step up to max_num_seqs, leave at staggered times, then a
+        second wave joins while the first drains: batch sizes rise, fall and rise again."""
+        arrivals = []
+        step = 0
+        for wave in range(waves):
+            for i in range(max_num_seqs):
+                arrivals.append(
+                    Arrival(
+                        step=step + i,
+                        prompt_len=3 + (5 * i + 3 * wave) % 9,
+                        max_new_tokens=6 + (7 * (max_num_seqs - i) + 5 * wave) % 17,
+                    )
+                )
+            step += max_num_seqs + 6
+        return cls("grow-shrink", tuple(arrivals), seed)
+
+    @classmethod
+    def shrink_after_large(cls, max_num_seqs: int, small: int, seed: int = 0) -> Schedule:
+        """A full batch, then all but `small` requests finish at once (the probe's case)."""
+        if not 0 < small < max_num_seqs:
+            raise BadInput(f"shrink target {small} must be between 1 and {max_num_seqs - 1}")
+        arrivals = [Arrival(0, 4 + i % 5, 4 if i >= small else 40) for i in range(max_num_seqs)]
+        return cls(f"shrink-{max_num_seqs}-to-{small}", tuple(arrivals), seed)
+
+
+@dataclass
+class Request:
+    rid: int
+    prompt: list[int]
+    max_new_tokens: int
+    slot: int
+    tokens: list[int] = field(default_factory=list)
+    drafts: list[int] = field(default_factory=list)
+    blocks: list[int] = field(default_factory=list)
+    generated: int = 0
+    proposed: int = 0
+    accepted: int = 0
+
+    @property
+    def is_new(self) -> bool:
+        return not self.tokens
+
+    @property
+    def done(self) -> bool:
+        return self.generated >= self.max_new_tokens
+
+
+@dataclass
+class ScheduledRequest:
+    """What the rig sees of one request in one step."""
+
+    rid: int
+    slot: int
+    query: list[int]
+    start_pos: int
+    num_drafts: int
+    blocks: list[int]
+
+
+@dataclass
+class StepRecord:
+    step: int
+    num_reqs: int
+    num_tokens: int
+    rids: list[int]
+    draft_tokens: list[list[int]]
+    accepted: list[int]
+    proposed: list[int]
+    next_tokens: list[int]
+    descriptors: dict[str, str]
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        proposed = sum(self.proposed)
+        return sum(self.accepted) / proposed if proposed else None
+
+
+@dataclass
+class WorkloadResult:
+    schedule: str
+    steps: list[StepRecord]
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        proposed = sum(sum(s.proposed) for s in self.steps)
+        accepted = sum(sum(s.accepted) for s in self.steps)
+        return accepted / proposed if proposed else None
+
+    def token_trace(self) -> list[tuple[int, tuple[int, ...], tuple[tuple[int, ...], ...]]]:
+        """Per step: (step, accepted counts, draft tokens) — what equivalence tests compare."""
+        return [
+            (s.step, tuple(s.accepted), tuple(tuple(d) for d in s.draft_tokens)) for s in self.steps
+        ]
+
+
+def make_prompts(schedule: Schedule, vocab_size: int) -> list[list[int]]:
+    rng = np.random.default_rng(schedule.seed)
+    low = min(3, vocab_size - 1)  # skip the lowest ids (bos/eos/pad in real vocabularies)
+    return [rng.integers(low, vocab_size, size=a.prompt_len).tolist() for a in schedule.arrivals]
