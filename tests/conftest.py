@@ -10,6 +10,9 @@ import torch
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+# The suite is dominated by tiny tensors: one thread avoids OpenMP spin-waits that make each op
+# ~100x slower on a loaded 2-core machine.
+torch.set_num_threads(1)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -10,12 +10,7 @@ from __future__ import annotations
 
 import torch
 
-# The package init sets TRITON_INTERPRET when there is no CUDA device; it must run first.
-import eaglegraph.kernels  # noqa: F401
-
-# isort: split
-import triton
-import triton.language as tl
+from eaglegraph.kernels._triton import check_device, next_pow2, rows_per_program, tl, triton
 
 _MAX_BLOCK = 4096
 
@@ -25,20 +20,25 @@ def _embedding_kernel(
     weight_ptr,
     ids_ptr,
     out_ptr,
+    num_tokens,
     vocab,
     hidden,
     weight_stride,
     out_stride,
+    BLOCK_T: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    token = tl.program_id(0).to(tl.int64)
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    mask = cols < hidden
-    tok = tl.load(ids_ptr + token).to(tl.int64)
+    row_ok = rows < num_tokens
+    mask = row_ok[:, None] & (cols < hidden)[None, :]
+    tok = tl.load(ids_ptr + rows, mask=row_ok, other=0).to(tl.int64)
     valid = (tok >= 0) & (tok < vocab)
-    row = tl.load(weight_ptr + tl.where(valid, tok, 0) * weight_stride + cols, mask=mask, other=0.0)
-    row = tl.where(valid, row.to(tl.float32), float("nan"))
-    tl.store(out_ptr + token * out_stride + cols, row.to(out_ptr.dtype.element_ty), mask=mask)
+    src = weight_ptr + tl.where(valid, tok, 0)[:, None] * weight_stride + cols[None, :]
+    row = tl.load(src, mask=mask, other=0.0)
+    row = tl.where(valid[:, None], row.to(tl.float32), float("nan"))
+    dst = out_ptr + rows[:, None] * out_stride + cols[None, :]
+    tl.store(dst, row.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 def embedding_lookup(
@@ -56,18 +56,22 @@ def embedding_lookup(
         raise ValueError("embedding_lookup: rows of weight and out must be contiguous")
     if num_tokens > min(ids.shape[0], out.shape[0]):
         raise ValueError(f"embedding_lookup: num_tokens {num_tokens} exceeds the buffers")
+    check_device(weight, ids, out)
     if num_tokens <= 0:
         return
     hidden = weight.shape[1]
-    block = min(triton.next_power_of_2(hidden), _MAX_BLOCK)
-    grid = (num_tokens, triton.cdiv(hidden, block))
+    block = min(next_pow2(hidden), _MAX_BLOCK)
+    block_t = rows_per_program(num_tokens, block)
+    grid = (triton.cdiv(num_tokens, block_t), triton.cdiv(hidden, block))
     _embedding_kernel[grid](
         weight,
         ids,
         out,
+        num_tokens,
         weight.shape[0],
         hidden,
         weight.stride(0),
         out.stride(0),
+        BLOCK_T=block_t,
         BLOCK=block,
     )

@@ -15,18 +15,16 @@ from __future__ import annotations
 
 import torch
 
-# The package init sets TRITON_INTERPRET when there is no CUDA device; it must run first.
-import eaglegraph.kernels  # noqa: F401
-
-# isort: split
-import triton
-import triton.language as tl
+from eaglegraph.kernels._triton import check_device, next_pow2, rows_per_program, tl, triton
 
 
 @triton.jit
 def _rotate_heads(
     base,
+    stride_t,
     stride_h,
+    rows,
+    row_ok,
     n_heads,
     cos,
     sin,
@@ -35,16 +33,17 @@ def _rotate_heads(
     BLOCK_H: tl.constexpr,
     BLOCK_D: tl.constexpr,
 ):
-    heads = tl.arange(0, BLOCK_H)[:, None]
-    cols = tl.arange(0, BLOCK_D)[None, :]
-    mask = (heads < n_heads) & (cols < HALF)
-    first = base + heads * stride_h + cols
+    heads = tl.arange(0, BLOCK_H)[None, :, None]
+    cols = tl.arange(0, BLOCK_D)[None, None, :]
+    mask = row_ok[:, None, None] & (heads < n_heads) & (cols < HALF)
+    first = base + rows[:, None, None] * stride_t + heads * stride_h + cols
     x1 = tl.load(first, mask=mask, other=0.0).to(tl.float32)
     x2 = tl.load(first + HALF, mask=mask, other=0.0).to(tl.float32)
-    out1 = x1 * cos[None, :] - x2 * sin[None, :]
-    out2 = x2 * cos[None, :] + x1 * sin[None, :]
-    out1 = tl.where(valid, out1, float("nan"))
-    out2 = tl.where(valid, out2, float("nan"))
+    c = cos[:, None, :]
+    s = sin[:, None, :]
+    ok = valid[:, None, None]
+    out1 = tl.where(ok, x1 * c - x2 * s, float("nan"))
+    out2 = tl.where(ok, x2 * c + x1 * s, float("nan"))
     tl.store(first, out1.to(base.dtype.element_ty), mask=mask)
     tl.store(first + HALF, out2.to(base.dtype.element_ty), mask=mask)
 
@@ -55,6 +54,7 @@ def _rope_kernel(
     k_ptr,
     pos_ptr,
     cache_ptr,
+    num_tokens,
     q_stride_t,
     q_stride_h,
     k_stride_t,
@@ -64,39 +64,28 @@ def _rope_kernel(
     NUM_Q_HEADS: tl.constexpr,
     NUM_K_HEADS: tl.constexpr,
     HALF: tl.constexpr,
+    BLOCK_T: tl.constexpr,
     BLOCK_QH: tl.constexpr,
     BLOCK_KH: tl.constexpr,
     BLOCK_D: tl.constexpr,
 ):
-    token = tl.program_id(0).to(tl.int64)
-    pos = tl.load(pos_ptr + token).to(tl.int64)
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T)
+    row_ok = rows < num_tokens
+    pos = tl.load(pos_ptr + rows, mask=row_ok, other=0).to(tl.int64)
     valid = (pos >= 0) & (pos < max_pos)
-    row = cache_ptr + tl.where(valid, pos, 0) * cache_stride
-    cols = tl.arange(0, BLOCK_D)
-    cos = tl.load(row + cols, mask=cols < HALF, other=0.0).to(tl.float32)
-    sin = tl.load(row + HALF + cols, mask=cols < HALF, other=0.0).to(tl.float32)
+    cols = tl.arange(0, BLOCK_D)[None, :]
+    row = cache_ptr + tl.where(valid, pos, 0)[:, None] * cache_stride
+    cmask = row_ok[:, None] & (cols < HALF)
+    cos = tl.load(row + cols, mask=cmask, other=0.0).to(tl.float32)
+    sin = tl.load(row + HALF + cols, mask=cmask, other=0.0).to(tl.float32)
     _rotate_heads(
-        q_ptr + token * q_stride_t,
-        q_stride_h,
-        NUM_Q_HEADS,
-        cos,
-        sin,
-        valid,
-        HALF,
-        BLOCK_QH,
-        BLOCK_D,
-    )
+        q_ptr, q_stride_t, q_stride_h, rows, row_ok, NUM_Q_HEADS, cos, sin, valid,
+        HALF, BLOCK_QH, BLOCK_D,
+    )  # fmt: skip
     _rotate_heads(
-        k_ptr + token * k_stride_t,
-        k_stride_h,
-        NUM_K_HEADS,
-        cos,
-        sin,
-        valid,
-        HALF,
-        BLOCK_KH,
-        BLOCK_D,
-    )
+        k_ptr, k_stride_t, k_stride_h, rows, row_ok, NUM_K_HEADS, cos, sin, valid,
+        HALF, BLOCK_KH, BLOCK_D,
+    )  # fmt: skip
 
 
 def apply_rotary(
@@ -128,14 +117,17 @@ def apply_rotary(
         )
     if num_tokens > min(q.shape[0], k.shape[0], positions.shape[0]):
         raise ValueError(f"apply_rotary: num_tokens {num_tokens} exceeds the buffers")
+    check_device(q, k, positions, cos_sin_cache)
     if num_tokens <= 0:
         return
     half = head_dim // 2
-    _rope_kernel[(num_tokens,)](
+    block_t = rows_per_program(num_tokens, (q.shape[1] + k.shape[1]) * head_dim)
+    _rope_kernel[(triton.cdiv(num_tokens, block_t),)](
         q,
         k,
         positions,
         cos_sin_cache,
+        num_tokens,
         q.stride(0),
         q.stride(1),
         k.stride(0),
@@ -145,7 +137,8 @@ def apply_rotary(
         NUM_Q_HEADS=q.shape[1],
         NUM_K_HEADS=k.shape[1],
         HALF=half,
-        BLOCK_QH=triton.next_power_of_2(q.shape[1]),
-        BLOCK_KH=triton.next_power_of_2(k.shape[1]),
-        BLOCK_D=triton.next_power_of_2(half),
+        BLOCK_T=block_t,
+        BLOCK_QH=next_pow2(q.shape[1]),
+        BLOCK_KH=next_pow2(k.shape[1]),
+        BLOCK_D=next_pow2(half),
     )

@@ -8,7 +8,7 @@ from eaglegraph.models.draft import Draft, DraftArch, Eagle1Draft, Eagle3Draft
 from eaglegraph.models.init import random_draft, random_target
 from eaglegraph.models.layers import AttentionFn, LayerSpec
 from eaglegraph.models.loading import load_draft, load_target, resolve_dtype
-from eaglegraph.models.rope import build_cos_sin_cache, cache_length, rope_extras
+from eaglegraph.models.rope import build_cos_sin_cache, cache_length, rope_extras_from_config
 from eaglegraph.models.target import TargetModel, target_family
 
 __all__ = [
@@ -26,6 +26,6 @@ __all__ = [
     "random_draft",
     "random_target",
     "resolve_dtype",
-    "rope_extras",
+    "rope_extras_from_config",
     "target_family",
 ]

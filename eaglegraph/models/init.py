@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from eaglegraph.errors import BadInput
 from eaglegraph.models.draft import Draft, DraftArch, Eagle1Draft, Eagle3Draft
 from eaglegraph.models.layers import RMSNorm
 from eaglegraph.models.loading import resolve_dtype
@@ -77,6 +78,8 @@ def random_draft(
     EAGLE-3's d2t maps the draft vocabulary onto a sorted random subset of the target's,
     as a real frequency-ranked table would (non-decreasing offsets, all ids valid).
     """
+    if arch.kind not in ("eagle1", "eagle3"):
+        raise BadInput(f"unsupported draft kind {arch.kind!r} (supported: eagle1, eagle3)")
     dev = torch.device(device)
     torch_dtype = resolve_dtype(dtype)
     offset = target.num_layers if layer_offset is None else layer_offset

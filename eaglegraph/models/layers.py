@@ -82,7 +82,7 @@ class VocabEmbedding(nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         out = torch.empty(
-            (ids.shape[0], self.weight.shape[1]), dtype=self.weight.dtype, device=ids.device
+            (ids.shape[0], self.weight.shape[1]), dtype=self.weight.dtype, device=self.weight.device
         )
         embedding_lookup(self.weight, ids, out, ids.shape[0])
         return out

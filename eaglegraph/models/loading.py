@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import safe_open
 
 from eaglegraph.errors import BadInput
 from eaglegraph.models.draft import (
@@ -31,7 +32,7 @@ from eaglegraph.models.draft import (
     draft_layer_spec,
 )
 from eaglegraph.models.layers import Attention, DecoderLayer, GatedMLP, LayerSpec
-from eaglegraph.models.rope import rope_extras
+from eaglegraph.models.rope import rope_extras_from_config
 from eaglegraph.models.target import TargetModel, layer_spec, target_family
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.geometry import Geometry
@@ -127,18 +128,25 @@ class _Plan:
             raise BadInput(
                 f"{self.index.folder}: missing {len(self.missing)} required tensor(s): {shown}"
             )
-        from safetensors import safe_open
-
         by_file: dict[str, list[tuple[torch.Tensor, TensorInfo]]] = {}
         for dst, info in self.copies:
             by_file.setdefault(info.file, []).append((dst, info))
-        target = "cpu" if device.type == "cpu" else str(device)
+        target = _safetensors_device(device)
         with torch.no_grad():
             for file, items in by_file.items():
                 with safe_open(str(self.index.folder / file), framework="pt", device=target) as fh:
                     for dst, info in items:
                         dst.copy_(fh.get_tensor(info.name))
         return tuple(sorted(set(self.index.tensors) - self.used))
+
+
+def _safetensors_device(device: torch.device) -> str:
+    """safe_open wants an explicit accelerator index; 'cuda' means the current device."""
+    if device.type == "cpu":
+        return "cpu"
+    if device.index is None and device.type == "cuda":
+        return f"cuda:{torch.cuda.current_device()}"
+    return str(device)
 
 
 def _open_index(folder: Path) -> CheckpointIndex:
@@ -154,7 +162,7 @@ def _open_index(folder: Path) -> CheckpointIndex:
 
 def _folder_rope_extras(folder: Path) -> dict[str, Any]:
     path = folder / "config.json"
-    return rope_extras(Config.read(path)) if path.exists() else {}
+    return rope_extras_from_config(Config.read(path)) if path.exists() else {}
 
 
 def _detect(base: LayerSpec, plan: _Plan, prefixes: Sequence[str]) -> LayerSpec:
@@ -227,7 +235,7 @@ def load_target(
     device: torch.device | str,
     *,
     max_positions: int | None = None,
-    extras: Mapping[str, Any] | None = None,
+    rope_extras: Mapping[str, Any] | None = None,
 ) -> TargetModel:
     """A target from its folder. `model.extra_tensors` lists tensors that were not used."""
     folder = Path(folder)
@@ -241,7 +249,7 @@ def load_target(
         dev,
         spec=spec,
         max_positions=max_positions,
-        rope_extras=_folder_rope_extras(folder) if extras is None else extras,
+        rope_extras=_folder_rope_extras(folder) if rope_extras is None else rope_extras,
     )
     shape = (geometry.vocab_size, geometry.hidden_size)
     plan.add(model.embed_tokens.weight, ["model.embed_tokens.weight"])
@@ -267,14 +275,14 @@ def load_draft(
     layer_offset: int | None = None,
     *,
     max_positions: int | None = None,
-    extras: Mapping[str, Any] | None = None,
+    rope_extras: Mapping[str, Any] | None = None,
 ) -> Draft:
     """An EAGLE-1 or EAGLE-3 draft; `layer_offset` defaults to the target's layer count."""
     folder = Path(folder)
     dev = torch.device(device)
     index = _open_index(folder)
     offset = target.num_layers if layer_offset is None else layer_offset
-    rope = _folder_rope_extras(folder) if extras is None else extras
+    rope = _folder_rope_extras(folder) if rope_extras is None else rope_extras
     if arch.kind == "eagle1":
         return _load_eagle1(
             index, geometry, arch, target, resolve_dtype(dtype), dev, offset, max_positions, rope

@@ -7,7 +7,7 @@ hold), and table lengths and the static dynamic-NTK base follow vLLM (so the pos
 are valid, and hence what the probe calls out of range, match the serving engine).
 
 YaRN needs parameters `Rope` does not carry (beta_fast, beta_slow, attention_factor, mscale,
-mscale_all_dim, truncate); `rope_extras` reads them from the config so the loaders can pass
+mscale_all_dim, truncate); `rope_extras_from_config` reads them from the config so the loaders can pass
 them along. Without them the HF/vLLM defaults apply.
 """
 
@@ -36,7 +36,7 @@ YARN_KEYS = (
 )
 
 
-def rope_extras(cfg: Config) -> dict[str, Any]:
+def rope_extras_from_config(cfg: Config) -> dict[str, Any]:
     """The YaRN keys of a config, wherever it keeps its RoPE spec (all three spellings)."""
     src = cfg.sub("transformer_layer_config") if cfg.has("speculators_model_type") else None
     src = src or cfg

@@ -1,0 +1,162 @@
+"""Terminal view of a memdiff: two pool policies side by side, per pool, phase and graph.
+
+Deltas read as b − a, so with `--pool shared --against dedicated` a positive delta is what the
+dedicated pool costs. PR #44078's own measurement is printed beside ours, labelled as the PR's,
+because "how does this compare with upstream's 0.27 GiB" is the first question a reader asks —
+and a tiny preset will never reproduce an 8B model's number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.padding import Padding
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+
+from eaglegraph.reports.capture_view import context_grid, render_failure
+from eaglegraph.reports.findings_view import render_findings
+from eaglegraph.reports.format import fmt_bytes
+from eaglegraph.reports.timeline_view import EMULATED_NA, memory_na
+from eaglegraph.rig.timeline import MemdiffRun
+
+PR_44078 = {
+    "ref": "vllm#44078",
+    "dedicated": 1.39,
+    "shared": 1.12,
+    "saved": 0.27,
+    "setup": "Llama-3.1-8B-Instruct + EAGLE, K=5, H200",
+}
+
+
+def render_memdiff(run: MemdiffRun, console: Console) -> None:
+    """The full memdiff report, as `memdiff` prints it and `report` re-renders it."""
+    a, b = run.a.pool_policy, run.b.pool_policy
+    title = Text("Memdiff", style="bold")
+    model = run.config.get("model") or run.config.get("model_dir")
+    if isinstance(model, str):
+        title.append(f"  {model}")
+    title.append(f"  a = {a}  vs  b = {b}", style="cyan")
+    title.append(f"  backend {run.a.backend}", style="dim")
+    console.print(Rule(title, align="left", style="dim"))
+    console.print(context_grid(run.config, run.a.environment))
+    for side, capture in (("a", run.a), ("b", run.b)):
+        if capture.failed is not None:
+            console.print(Text(f"run {side} ({capture.pool_policy}) did not finish:", style="red"))
+            render_failure(capture, console)
+    if memory_na(run.a) or memory_na(run.b):
+        console.print(Text(f"memory figures: {EMULATED_NA}", style="yellow"))
+    else:
+        render_diffs(run, console)
+        render_total(run, console)
+    render_tokens(run, console)
+    render_findings(run.findings, console)
+
+
+def signed_bytes(delta: int) -> Text:
+    """A delta with its sign: red when b needs more, green when it needs less."""
+    if delta == 0:
+        return Text("±0", style="dim")
+    text = fmt_bytes(delta)
+    return Text(text if delta < 0 else f"+{text}", style="red" if delta > 0 else "green")
+
+
+def render_diffs(run: MemdiffRun, console: Console) -> None:
+    groups = [
+        ("per pool", run.per_pool),
+        ("per phase", run.per_phase),
+        ("per graph", run.per_graph),
+    ]
+    groups = [(name, diffs) for name, diffs in groups if diffs]
+    if not groups:
+        return
+    heads = (f"a: {run.a.pool_policy}", f"b: {run.b.pool_policy}", "Δ b−a")
+    # One label width for all three tables so they line up; long labels fold, numbers never do.
+    numbers = sum(_number_width(h) + 1 for h in heads)
+    room = max(12, console.width - _INDENT - numbers - 1)
+    label_width = min(room, max(len(d.label) for _, diffs in groups for d in diffs))
+    for n, (name, diffs) in enumerate(groups):
+        table = _diff_table(name, heads, label_width, header=n == 0)
+        for d in diffs:
+            table.add_row(
+                Text(d.label), fmt_bytes(d.a_bytes), fmt_bytes(d.b_bytes), signed_bytes(d.delta)
+            )
+        console.print(Padding(table, (0, 0, 0, _INDENT)))
+
+
+_INDENT = 2
+
+
+def _number_width(head: str) -> int:
+    return max(len(head), 11)
+
+
+def _diff_table(name: str, heads: Sequence[str], label_width: int, header: bool) -> Table:
+    table = Table(
+        title=Text(name, style="bold cyan"),
+        title_justify="left",
+        show_header=header,
+        box=None,
+        padding=(0, 1),
+        pad_edge=False,
+        header_style="dim",
+    )
+    table.add_column("", width=label_width, overflow="fold")
+    for head in heads:
+        table.add_column(Text(head), justify="right", no_wrap=True, width=_number_width(head))
+    return table
+
+
+def render_total(run: MemdiffRun, console: Console) -> None:
+    line = Text("Total", style="bold")
+    line.append(f"  a ({run.a.pool_policy}) {fmt_bytes(run.total_a)}")
+    line.append(f" → b ({run.b.pool_policy}) {fmt_bytes(run.total_b)}  ")
+    line.append_text(signed_bytes(run.total_delta))
+    if run.total_a:
+        line.append(f" ({run.total_delta / run.total_a:+.1%})", style="dim")
+    console.print(line)
+    console.print(Padding(_reference_table(run), (0, 0, 0, _INDENT)))
+    setup = Text(f"PR #44078 measured upstream: {PR_44078['setup']}", style="dim")
+    console.print(Padding(setup, (0, 0, 0, _INDENT)))
+
+
+def _reference_table(run: MemdiffRun) -> Table:
+    """This run beside PR #44078's figure, in the PR's terms (dedicated → shared)."""
+    table = Table(box=None, padding=(0, 1), pad_edge=False, header_style="dim")
+    table.add_column("graph-pool memory", overflow="fold")
+    for head in ("dedicated", "shared", "saved"):
+        table.add_column(head, justify="right", no_wrap=True)
+    by_policy = {run.a.pool_policy: run.total_a, run.b.pool_policy: run.total_b}
+    if {"dedicated", "shared"} <= set(by_policy):
+        dedicated, shared = by_policy["dedicated"], by_policy["shared"]
+        table.add_row(
+            Text("this run (measured)", style="bold"),
+            fmt_bytes(dedicated),
+            fmt_bytes(shared),
+            fmt_bytes(dedicated - shared),
+        )
+    table.add_row(
+        Text("PR #44078's number, not ours", style="dim"),
+        f"{PR_44078['dedicated']:.2f} GiB",
+        f"{PR_44078['shared']:.2f} GiB",
+        f"{PR_44078['saved']:.2f} GiB",
+        style="dim",
+    )
+    return table
+
+
+def render_tokens(run: MemdiffRun, console: Console) -> None:
+    """The accuracy half: a pool policy must never change what the draft proposes."""
+    line = Text("Draft tokens  ", style="bold")
+    steps = f"over {run.token_steps} step{'s' if run.token_steps != 1 else ''} of the same schedule"
+    if run.tokens_identical is None:
+        line.append("not compared", style="dim")
+    elif run.tokens_identical:
+        line.append("✓ identical under both policies ", style="green")
+        line.append(steps, style="dim")
+    else:
+        line.append("✗ differ between the policies ", style="bold red")
+        line.append(steps, style="dim")
+    console.print(line)

@@ -1,0 +1,204 @@
+"""The capture timeline: one row per graph, grouped by phase, with bars drawn to scale.
+
+Also home of the small layout pieces the other capture views share (phase order, the emulated
+backend's "N/A", time formatting, the bar), so every view spells them the same way. Bars are
+the only arithmetic here: a row's share of the longest capture or the largest allocation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from eaglegraph.reports.format import fmt_bytes
+from eaglegraph.rig.plan import PHASES
+from eaglegraph.rig.timeline import CaptureEvent, CaptureRun
+
+EMULATED_NA = "N/A (emulated backend)"
+SEGMENTED_MODES = ("PIECEWISE", "BREAKABLE")
+WIDE = 100  # console width from which the timeline also draws a bar for bytes
+
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def memory_na(run: CaptureRun) -> bool:
+    """The emulated backend measures no memory: every byte figure reads N/A."""
+    return run.backend == "emulated"
+
+
+def phase_order(phases: Iterable[str]) -> list[str]:
+    """Known phases in capture order (target, draft_prefill, draft_decode), then any others."""
+    seen = list(dict.fromkeys(phases))
+    return [p for p in PHASES if p in seen] + [p for p in seen if p not in PHASES]
+
+
+def fmt_seconds(seconds: float) -> str:
+    if seconds < 0.001:
+        return f"{seconds * 1e6:.0f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.1f} ms"
+    if seconds < 100:
+        return f"{seconds:.2f} s"
+    return f"{seconds:.0f} s"
+
+
+def fmt_reqs(event: CaptureEvent) -> str:
+    return f"{event.num_tokens}/{'—' if event.num_reqs is None else event.num_reqs}"
+
+
+def pool_labels(run: CaptureRun) -> dict[str, str]:
+    """Pool id → the label the pool table uses, so rows and pools name a pool alike."""
+    return {p.id: p.label for p in run.pools}
+
+
+class Bar:
+    """A horizontal bar that fills `fraction` of whatever width its table cell gets.
+
+    Drawing at render time (not at a fixed character count) keeps bars to scale at 80 columns
+    and lets them grow on a wider terminal or in the HTML export.
+    """
+
+    def __init__(self, fraction: float, style: str = "") -> None:
+        self.fraction = min(max(fraction, 0.0), 1.0)
+        self.style = style
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(4, max(4, options.max_width))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        eighths = round(self.fraction * options.max_width * 8)
+        if self.fraction > 0 and eighths == 0:
+            eighths = 1  # a nonzero value never draws as nothing
+        full, rest = divmod(eighths, 8)
+        yield Text("█" * full + (_EIGHTHS[rest] if rest else ""), style=self.style)
+
+
+def _share(value: float | None, largest: float) -> float:
+    return 0.0 if value is None or largest <= 0 else max(value, 0) / largest
+
+
+def timeline_rows(run: CaptureRun) -> list[CaptureEvent]:
+    """The captured graphs, then the failed attempt (if any) as the last row."""
+    rows = list(run.events)
+    if run.failed is not None and run.failed not in rows:
+        rows.append(run.failed)
+    return rows
+
+
+def render_timeline(run: CaptureRun, console: Console) -> None:
+    rows = timeline_rows(run)
+    if not rows:
+        console.print(Text("Capture timeline: no graphs captured", style="bold"))
+        return
+    na = memory_na(run)
+    labels = pool_labels(run)
+    longest = max(e.duration_s for e in rows)
+    largest = max((e.bytes or 0 for e in rows), default=0)
+    byte_bar = not na and largest > 0 and console.width >= WIDE
+    segmented = any(e.mode in SEGMENTED_MODES or e.segments > 1 for e in rows)
+    widths = _widths(rows, labels, na)
+
+    console.print(Text("Capture timeline", style="bold"))
+    for n, phase in enumerate(phase_order(e.phase for e in rows)):
+        mine = [e for e in rows if e.phase == phase]
+        table = _phase_table(phase, mine, widths, segmented, byte_bar, header=n == 0)
+        for e in mine:
+            table.add_row(*_cells(e, labels, na, longest, largest, segmented, byte_bar))
+        console.print(Padding(table, (0, 0, 0, 2)))
+    legend = Text("  bars: capture time ", style="dim")
+    legend.append("█", style="cyan")
+    legend.append(f" (longest {fmt_seconds(longest)})", style="dim")
+    if byte_bar:
+        legend.append(" · bytes added ", style="dim")
+        legend.append("█", style="magenta")
+        legend.append(f" (largest {fmt_bytes(largest)})", style="dim")
+    console.print(legend)
+    if na:
+        console.print(Text(f"  memory figures: {EMULATED_NA}", style="yellow"))
+
+
+_HEADERS = ("mode", "tokens/reqs", "pool", "segs", "warmup", "capture", "bytes added")
+
+
+def _widths(rows: Sequence[CaptureEvent], labels: dict[str, str], na: bool) -> dict[str, int]:
+    """Fixed column widths shared by every phase's table, so the groups line up."""
+    cells = [_texts(e, labels, na) for e in rows]
+    return {h: max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(_HEADERS)}
+
+
+def _texts(e: CaptureEvent, labels: dict[str, str], na: bool) -> tuple[str, ...]:
+    added = e.status.upper() if e.status != "ok" else "N/A" if na else fmt_bytes(e.bytes)
+    pool = "—" if e.pool is None else labels.get(e.pool, e.pool)
+    segs = str(e.segments) if e.mode in SEGMENTED_MODES or e.segments > 1 else ""
+    return (
+        e.mode,
+        fmt_reqs(e),
+        pool,
+        segs,
+        fmt_seconds(e.warmup_s),
+        fmt_seconds(e.duration_s),
+        added,
+    )
+
+
+def _phase_table(
+    phase: str,
+    rows: Sequence[CaptureEvent],
+    widths: dict[str, int],
+    segmented: bool,
+    byte_bar: bool,
+    header: bool,
+) -> Table:
+    """One phase's rows; only the first phase carries the column headers."""
+    ok = sum(1 for e in rows if e.status == "ok")
+    title = Text(phase, style="bold cyan")
+    title.append(f"  {ok} graph{'s' if ok != 1 else ''}", style="dim")
+    if ok < len(rows):
+        title.append(f" + {len(rows) - ok} failed", style="bold red")
+    table = Table(
+        title=title,
+        title_justify="left",
+        show_header=header,
+        expand=True,
+        box=None,
+        padding=(0, 1),
+        pad_edge=False,
+        header_style="dim",
+    )
+    for h in _HEADERS:
+        if h == "segs" and not segmented:
+            continue
+        right = h not in ("mode", "pool")
+        table.add_column(h, width=widths[h], justify="right" if right else "left", no_wrap=True)
+    table.add_column("time", ratio=1, no_wrap=True)
+    if byte_bar:
+        table.add_column("bytes", ratio=1, no_wrap=True)
+    return table
+
+
+def _cells(
+    e: CaptureEvent,
+    labels: dict[str, str],
+    na: bool,
+    longest: float,
+    largest: int,
+    segmented: bool,
+    byte_bar: bool,
+) -> list[Text | Bar]:
+    failed = e.status != "ok"
+    style = "bold red" if failed else ""
+    texts = [Text(t, style=style) for t in _texts(e, labels, na)]
+    if not segmented:
+        del texts[_HEADERS.index("segs")]
+    cells: list[Text | Bar] = [
+        *texts,
+        Bar(_share(e.duration_s, longest), "red" if failed else "cyan"),
+    ]
+    if byte_bar:
+        cells.append(Text("✖", style=style) if failed else Bar(_share(e.bytes, largest), "magenta"))
+    return cells

@@ -1,0 +1,160 @@
+"""From an inspected Pair to loaded (or seeded random) target and draft modules.
+
+Everything that can be wrong with the pair is refused here, before any tensor is allocated:
+an unsupported draft kind, a missing side, config-only folders without --random-weights, and
+the pair checks that would make the forward pass impossible (widths, vocabularies).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from eaglegraph.errors import BadInput
+from eaglegraph.findings import Severity
+from eaglegraph.models.draft import Draft, DraftArch
+from eaglegraph.models.init import random_draft, random_target
+from eaglegraph.models.loading import load_draft, load_target, resolve_dtype
+from eaglegraph.models.target import TargetModel, target_family
+from eaglegraph.pair.facts import default_aux_layers
+from eaglegraph.pair.kinds import DraftKind
+from eaglegraph.pair.model import Pair
+
+# pair checks that make the rig impossible to build (others are reported, not fatal)
+FATAL_CHECKS = {
+    "hidden-mismatch",
+    "fc-width-mismatch",
+    "vocab-mismatch",
+    "t2d-length-mismatch",
+    "lm-head-rows-mismatch",
+    "d2t-length-mismatch",
+    "aux-ids-out-of-range",
+    "tensor-shape-mismatch",
+    "bin-checkpoint",
+    "d2t-missing",
+}
+
+
+@dataclass
+class LoadedPair:
+    target: TargetModel
+    draft: Draft
+    arch: DraftArch
+    kind: str
+    aux_layer_ids: tuple[int, ...]
+    dtype: torch.dtype
+    device: torch.device
+    random_weights: bool
+
+    @property
+    def vocab_size(self) -> int:
+        return self.target.vocab_size
+
+    @property
+    def draft_vocab_size(self) -> int:
+        return int(getattr(self.draft, "draft_vocab_size", self.target.vocab_size))
+
+
+def resolve_model_dtype(name: str, pair: Pair, device: torch.device) -> torch.dtype:
+    """`auto`: the config's dtype on CUDA, float32 on CPU (bf16 on CPU is slow and lossy)."""
+    if name != "auto":
+        return resolve_dtype(name)
+    if device.type != "cuda":
+        return torch.float32
+    config_dtype = pair.target.geometry.dtype if pair.target else None
+    return resolve_dtype(config_dtype or "bfloat16")
+
+
+def check_buildable(pair: Pair, random_weights: bool) -> None:
+    facts = pair.draft_facts
+    if pair.target is None:
+        raise BadInput(pair.missing or "no target model found; give MODEL_DIR with a target")
+    if facts is None or pair.draft is None:
+        raise BadInput(pair.missing or "no draft model found; the rig needs an EAGLE draft")
+    if not facts.kind.supported:
+        raise BadInput(
+            f"draft kind {facts.kind.value} is recognised but not supported by the rig "
+            "(EAGLE-1 and EAGLE-3 only)"
+        )
+    fatal = [f for f in pair.findings if f.id in FATAL_CHECKS and f.severity is Severity.ERROR]
+    if fatal:
+        raise BadInput(f"the pair cannot be built: {fatal[0].id}: {fatal[0].message}")
+    if not random_weights:
+        for side in (pair.target, pair.draft):
+            if not side.checkpoint.has_weights:
+                raise BadInput(
+                    f"{side.role} {side.path} has no weights; pass --random-weights to build "
+                    "it from config.json alone"
+                )
+    target_family(pair.target.geometry)  # unsupported target architectures fail here
+
+
+def draft_arch(pair: Pair) -> DraftArch:
+    facts, draft, target = pair.draft_facts, pair.draft, pair.target
+    assert facts is not None and draft is not None and target is not None
+    cfg = draft.config
+    if facts.kind is DraftKind.EAGLE1:
+        bias = facts.fc_bias_tensor if facts.fc_bias_tensor is not None else bool(facts.config_bias)
+        return DraftArch("eagle1", target.geometry.hidden_size, fc_bias=bias)
+    ids = facts.aux.layer_ids if facts.aux and facts.aux.layer_ids else None
+    num_aux = 0 if facts.use_aux_hidden_state is False else (len(ids) if ids else 3)
+    return DraftArch(
+        "eagle3",
+        facts.target_hidden_size or target.geometry.hidden_size,
+        num_aux=num_aux,
+        draft_vocab_size=facts.draft_vocab_size,
+        fc_bias=bool(facts.fc_bias_tensor) or bool(cfg.bool("bias", default=False)),
+        norm_before_residual=bool(cfg.bool("norm_before_residual", default=False)),
+        fc_norm=bool(cfg.bool("fc_norm", default=False)),
+        norm_before_fc=bool(cfg.bool("norm_before_fc", default=False)),
+    )
+
+
+def aux_layer_ids(pair: Pair, framework: str) -> tuple[int, ...]:
+    """Entering-layer ids the target taps: vLLM uses explicit ids as given, SGLang adds 1."""
+    facts, target = pair.draft_facts, pair.target
+    if facts is None or facts.kind is not DraftKind.EAGLE3 or target is None:
+        return ()
+    if facts.use_aux_hidden_state is False:
+        return ()
+    ids = facts.aux.layer_ids if facts.aux else None
+    if not ids:
+        return tuple(default_aux_layers(target.geometry.num_hidden_layers))
+    if framework == "sglang":
+        return tuple(i + 1 for i in ids)
+    return tuple(ids)
+
+
+def build_models(
+    pair: Pair,
+    dtype: torch.dtype,
+    device: torch.device,
+    *,
+    random_weights: bool = False,
+    seed: int = 0,
+    framework: str = "vllm",
+    max_positions: int | None = None,
+) -> LoadedPair:
+    check_buildable(pair, random_weights)
+    assert pair.target is not None and pair.draft is not None and pair.draft_facts is not None
+    arch = draft_arch(pair)
+    aux = aux_layer_ids(pair, framework)
+    if aux and max(aux) >= pair.target.geometry.num_hidden_layers:
+        raise BadInput(
+            f"aux layer ids {list(aux)} ({framework} convention) tap past the target's "
+            f"{pair.target.geometry.num_hidden_layers} layers"
+        )
+    if random_weights:
+        target = random_target(pair.target.geometry, dtype, device, seed, max_positions=max_positions)
+        draft = random_draft(
+            pair.draft.geometry, arch, target, dtype, device, seed + 1, max_positions=max_positions
+        )
+    else:
+        target = load_target(pair.target.path, pair.target.geometry, dtype, device, max_positions=max_positions)
+        draft = load_draft(
+            pair.draft.path, pair.draft.geometry, arch, target, dtype, device, max_positions=max_positions
+        )
+    target.eval()
+    draft.eval()
+    return LoadedPair(target, draft, arch, pair.draft_facts.kind.value, aux, dtype, device, random_weights)

@@ -1,0 +1,95 @@
+"""A straightforward EAGLE reference: no paging, no buffers, no graphs, no kernels.
+
+Each request is recomputed from scratch every step with dense causal attention over its whole
+sequence: the target verifies, greedy rejection keeps the longest agreeing prefix, the draft
+reruns over the accepted sequence (token i+1 with the target's feature at i) and then extends
+itself K-1 times with its own tokens and hidden states. The rig's paged, padded, buffer-reusing
+step must produce exactly the same draft and accepted tokens.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from eaglegraph.rig.driver import StepOutput
+from eaglegraph.rig.model_setup import LoadedPair
+from eaglegraph.rig.workload import Request, ScheduledRequest
+
+
+def dense_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor) -> None:
+    """Causal attention over all T tokens of one sequence (GQA expanded)."""
+    groups = q.shape[1] // k.shape[1]
+    kk = k.repeat_interleave(groups, dim=1).transpose(0, 1)
+    vv = v.repeat_interleave(groups, dim=1).transpose(0, 1)
+    res = F.scaled_dot_product_attention(q.transpose(0, 1), kk, vv, is_causal=True)
+    out.copy_(res.transpose(0, 1))
+
+
+def _attn(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor) -> None:
+    dense_attention(q.float(), k.float(), v.float(), out)
+
+
+class ReferenceEngine:
+    """The step engine of the reference; same interface as the rig for the workload driver."""
+
+    def __init__(self, models: LoadedPair, num_speculative_tokens: int, max_num_seqs: int, max_model_len: int) -> None:
+        self.models = models
+        self.num_speculative_tokens = num_speculative_tokens
+        self.max_num_seqs = max_num_seqs
+        self.max_model_len = max_model_len
+        self.vocab_size = models.vocab_size
+        self.history: dict[int, list[int]] = {}
+
+    def allocate(self, request: Request, num_tokens: int) -> None:
+        return None
+
+    def release(self, request: Request) -> None:
+        self.history.pop(request.rid, None)
+
+    @torch.inference_mode()
+    def step(self, batch: list[ScheduledRequest]) -> StepOutput:
+        nexts, accepted, drafts = [], [], []
+        for req in batch:
+            s, n, d = self._one(req)
+            nexts.append(s)
+            accepted.append(n)
+            drafts.append(d)
+        return StepOutput(nexts, accepted, drafts, {"reference": "dense"})
+
+    def _tensor(self, ids: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        dev = self.models.device
+        return (
+            torch.tensor(ids, dtype=torch.int64, device=dev),
+            torch.arange(len(ids), dtype=torch.int64, device=dev),
+        )
+
+    def _one(self, req: ScheduledRequest) -> tuple[int, int, list[int]]:
+        m, k = self.models, self.num_speculative_tokens
+        context = self.history.get(req.rid, [])[: req.start_pos] + req.query
+        ids, pos = self._tensor(context)
+        hidden, aux = m.target(ids, pos, _attn, m.aux_layer_ids)
+        logits = m.target.compute_logits(hidden)
+        verdict = logits[req.start_pos :].argmax(-1).tolist()
+        n = 0
+        while n < req.num_drafts and req.query[n + 1] == verdict[n]:
+            n += 1
+        next_token = verdict[n]
+        valid = req.start_pos + len(req.query) - (req.num_drafts - n)
+        full = context[:valid] + [next_token]
+        self.history[req.rid] = full[:valid]
+
+        feature = hidden[:valid] if m.kind == "eagle1" else m.draft.combine(aux[:valid])  # type: ignore[union-attr, index]
+        tokens = full[1 : valid + 1]
+        feats = [feature]
+        out_drafts: list[int] = []
+        for _ in range(k):
+            d_ids, d_pos = self._tensor(tokens)
+            h_in = torch.cat(feats, 0)
+            logit_h, h_out = m.draft(d_ids, d_pos, h_in, _attn)
+            draft_logits = m.draft.compute_logits(logit_h[-1:])
+            token = int(m.draft.draft_to_target(draft_logits.argmax(-1))[0])
+            out_drafts.append(token)
+            tokens = [*tokens, token]
+            feats.append(h_out[-1:])
+        return next_token, n, out_drafts
