@@ -12,7 +12,15 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["check_device", "interpreting", "next_pow2", "splat_mask", "tl", "triton"]
+__all__ = [
+    "check_device",
+    "interpreting",
+    "next_pow2",
+    "rows_per_program",
+    "splat_mask",
+    "tl",
+    "triton",
+]
 
 
 def interpreting() -> bool:
@@ -23,6 +31,18 @@ def interpreting() -> bool:
 def next_pow2(n: int, minimum: int = 1) -> int:
     """Smallest power of two >= max(n, minimum): Triton block shapes must be powers of two."""
     return max(triton.next_power_of_2(max(int(n), 1)), minimum)
+
+
+def rows_per_program(rows: int, elems_per_row: int, gpu_rows: int = 1) -> int:
+    """Rows one program handles: a few on a GPU (many programs in flight), as many as fit in
+    one block under the CPU interpreter, where each program costs ~0.1 ms per operation no
+    matter how wide its blocks are. A power of two, from Python ints only (capture-safe)."""
+    if not interpreting():
+        return next_pow2(gpu_rows)
+    budget = max(1, (1 << 16) // max(1, next_pow2(elems_per_row)))
+    return min(
+        next_pow2(rows), next_pow2(budget) if budget & (budget - 1) == 0 else next_pow2(budget) // 2
+    )
 
 
 def check_device(*tensors: torch.Tensor) -> None:

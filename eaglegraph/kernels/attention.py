@@ -33,7 +33,7 @@ from eaglegraph.kernels._triton import (
     tl,
     triton,
 )
-from eaglegraph.kernels.guard import Guard, guard_args, log_violation
+from eaglegraph.kernels.guard import Guard, check_bounds_pair, guard_args, log_violation
 
 __all__ = [
     "build_csr_page_indices",
@@ -111,8 +111,7 @@ def _paged_prefill_kernel(
 
     if GUARD:
         first = (h == 0) & (mb == 0)
-        bad_qs = (qs < 0) | (qs > num_q_rows)
-        bad_qe = (qe < qs) | (qe > num_q_rows)
+        bad_qs, bad_qe = check_bounds_pair(qs, qe, num_q_rows)
         log_violation(
             log_entries_ptr,
             log_count_ptr,
@@ -124,12 +123,18 @@ def _paged_prefill_kernel(
             first & (r == 0) & bad_qs,
         )
         log_violation(
-            log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qo_id, r + 1, qe, first & bad_qe
+            log_entries_ptr,
+            log_count_ptr,
+            log_capacity,
+            kernel_id,
+            qo_id,
+            r + 1,
+            qe,
+            first & bad_qe,
         )
         meta_ok = ~bad_qs & ~bad_qe
         if CSR:
-            bad_ks = (ks < 0) | (ks > pages_extent)
-            bad_ke = (ke < ks) | (ke > pages_extent)
+            bad_ks, bad_ke = check_bounds_pair(ks, ke, pages_extent)
             log_violation(
                 log_entries_ptr,
                 log_count_ptr,
@@ -153,7 +158,14 @@ def _paged_prefill_kernel(
             kv_ok = ~bad_ks & ~bad_ke
             bad_lpl = (lpl < 0) | (lpl > PAGE_SIZE) | (kv_ok & (n_pages > 0) & (lpl < 1))
             log_violation(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, len_id, r, lpl, first & bad_lpl
+                log_entries_ptr,
+                log_count_ptr,
+                log_capacity,
+                kernel_id,
+                len_id,
+                r,
+                lpl,
+                first & bad_lpl,
             )
             meta_ok = meta_ok & kv_ok & ~bad_lpl
         else:
@@ -204,10 +216,7 @@ def _paged_prefill_kernel(
         page = tl.load(page_base + page_idx, mask=n_ok, other=0).to(tl.int64)
         if GUARD:
             bad_page = n_ok & ((page < 0) | (page >= num_blocks))
-            if CSR:
-                page_row = ks + page_idx
-            else:
-                page_row = r * pages_extent + page_idx
+            page_row = ks + page_idx if CSR else r * pages_extent + page_idx
             log_violation(
                 log_entries_ptr,
                 log_count_ptr,
@@ -314,8 +323,7 @@ def _csr_decode_kernel(
     active = b >= 0
     if GUARD:
         first = h == 0
-        bad_ks = (ks < 0) | (ks > num_indices)
-        bad_ke = (ke < ks) | (ke > num_indices)
+        bad_ks, bad_ke = check_bounds_pair(ks, ke, num_indices)
         log_violation(
             log_entries_ptr,
             log_count_ptr,
@@ -430,8 +438,8 @@ def _copy_page_indices_kernel(
     end = tl.load(kv_indptr_ptr + r + 1)
     n = end - start
     if GUARD:
-        bad_start = (start < 0) | (start > num_indices)
-        bad_end = (end < start) | (end > num_indices) | (n > n_cols)
+        bad_start, bad_end = check_bounds_pair(start, end, num_indices)
+        bad_end = bad_end | (~bad_start & (n > n_cols))
         log_violation(
             log_entries_ptr,
             log_count_ptr,
@@ -443,7 +451,14 @@ def _copy_page_indices_kernel(
             (r == 0) & bad_start,
         )
         log_violation(
-            log_entries_ptr, log_count_ptr, log_capacity, kernel_id, kv_indptr_id, r + 1, end, bad_end
+            log_entries_ptr,
+            log_count_ptr,
+            log_capacity,
+            kernel_id,
+            kv_indptr_id,
+            r + 1,
+            end,
+            bad_end,
         )
         n = tl.where(bad_start | bad_end, 0, n)
     src = block_table_ptr + r.to(tl.int64) * bt_stride
@@ -465,7 +480,9 @@ def _check_attention_shapes(
     _, block_size, num_kv_heads, head_dim = k_cache.shape
     num_heads = q.shape[1]
     if q.shape[2] != head_dim or num_heads % num_kv_heads:
-        raise ValueError(f"q {tuple(q.shape)} does not fit cache heads ({num_kv_heads}, {head_dim})")
+        raise ValueError(
+            f"q {tuple(q.shape)} does not fit cache heads ({num_kv_heads}, {head_dim})"
+        )
     for t in (q, out, k_cache, v_cache):
         if t.stride(-1) != 1:
             raise ValueError("q, out and the caches need a contiguous last dimension")
@@ -506,7 +523,9 @@ def _launch_prefill(
     roles: tuple[str, str, str, str],
     guard: Guard | None,
 ) -> None:
-    num_heads, num_kv_heads, head_dim, block_size = _check_attention_shapes(q, k_cache, v_cache, out)
+    num_heads, num_kv_heads, head_dim, block_size = _check_attention_shapes(
+        q, k_cache, v_cache, out
+    )
     if num_reqs <= 0 or max_query_len <= 0:
         return
     block_m, block_n, block_d = _prefill_tiles(head_dim, max_query_len)
@@ -677,7 +696,9 @@ def csr_paged_decode(
     entry each row reads. Guard roles as in :func:`csr_paged_prefill` (no ``qo_indptr``).
     """
     check_device(q, k_cache, v_cache, out, kv_indptr, kv_indices, last_page_len)
-    num_heads, num_kv_heads, head_dim, block_size = _check_attention_shapes(q, k_cache, v_cache, out)
+    num_heads, num_kv_heads, head_dim, block_size = _check_attention_shapes(
+        q, k_cache, v_cache, out
+    )
     if batch_size > q.shape[0]:
         raise ValueError(f"batch_size {batch_size} exceeds q rows {q.shape[0]}")
     if kv_indptr.numel() < batch_size + 1 or last_page_len.numel() < batch_size:
@@ -687,7 +708,9 @@ def csr_paged_decode(
     if batch_size <= 0:
         return
     block_d = next_pow2(head_dim)
-    g = guard_args(guard, "csr_paged_decode", ("kv_indptr", "last_page_len", "kv_indices"), kv_indptr)
+    g = guard_args(
+        guard, "csr_paged_decode", ("kv_indptr", "last_page_len", "kv_indices"), kv_indptr
+    )
     _csr_decode_kernel[(batch_size, num_heads)](
         q,
         k_cache,

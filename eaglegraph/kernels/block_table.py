@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from eaglegraph.kernels._triton import check_device, next_pow2, tl, triton
-from eaglegraph.kernels.guard import Guard, guard_args, log_violation
+from eaglegraph.kernels.guard import Guard, check_bounds_pair, guard_args, log_violation
 
 __all__ = [
     "compute_slot_mappings",
@@ -184,7 +184,7 @@ def _compute_slot_mappings_kernel(
         # Pad program: slot_mapping[qsl[num_reqs]:pad_until] = PAD_SLOT_ID.
         end = tl.load(qsl_ptr + num_reqs)
         if GUARD:
-            bad = ((end < 0) | (end > max_tokens)) & (num_reqs == 0)
+            bad = ((end < 0) | (end > max_tokens)) & (r == 0)  # r == num_reqs here
             log_violation(
                 log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qsl_id, num_reqs, end, bad
             )
@@ -196,8 +196,7 @@ def _compute_slot_mappings_kernel(
         start = tl.load(qsl_ptr + r)
         end = tl.load(qsl_ptr + r + 1)
         if GUARD:
-            bad_start = (start < 0) | (start > max_tokens)
-            bad_end = (end < start) | (end > max_tokens)
+            bad_start, bad_end = check_bounds_pair(start, end, max_tokens)
             log_violation(
                 log_entries_ptr,
                 log_count_ptr,

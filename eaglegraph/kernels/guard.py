@@ -35,6 +35,7 @@ __all__ = [
     "GuardArgs",
     "GuardLog",
     "Violation",
+    "check_bounds_pair",
     "guard_args",
     "log_violation",
 ]
@@ -189,5 +190,18 @@ def log_violation(entries_ptr, count_ptr, capacity, kernel_id, buffer_id, row, v
     base = entries_ptr + slot.to(tl.int64) * 4
     tl.store(base, zero + kernel_id, mask=keep)
     tl.store(base + 1, zero + buffer_id, mask=keep)
-    tl.store(base + 2, zero + row.to(tl.int64), mask=keep)
-    tl.store(base + 3, zero + value.to(tl.int64), mask=keep)
+    # ``zero +`` widens to int64 and also accepts constexpr ints (a count of 1 is one).
+    tl.store(base + 2, zero + row, mask=keep)
+    tl.store(base + 3, zero + value, mask=keep)
+
+
+@triton.jit
+def check_bounds_pair(start, end, bound):
+    """``(bad_start, bad_end)`` for entries ``i`` and ``i+1`` of a cumulative index array.
+
+    Both must lie in ``[0, bound]``; ``end >= start`` is judged only when ``start`` is itself
+    valid, so one bad entry is blamed once (by the program that reads it as its end).
+    """
+    bad_start = (start < 0) | (start > bound)
+    bad_end = (end < 0) | (end > bound) | (~bad_start & (end < start))
+    return bad_start, bad_end

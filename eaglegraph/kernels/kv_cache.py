@@ -62,7 +62,7 @@ def _write_kv_kernel(
     offset = slot % PAGE_SIZE
     h = tl.arange(0, BLOCK_H)[:, None]
     d = tl.arange(0, BLOCK_D)[None, :]
-    mask = (h < num_kv_heads) & (d < head_dim) & do_write
+    mask = (h < tl.where(do_write, num_kv_heads, 0)) & (d < head_dim)
     k = tl.load(k_ptr + t * stride_kt + h * stride_kh + d, mask=mask)
     v = tl.load(v_ptr + t * stride_vt + h * stride_vh + d, mask=mask)
     k_dst = k_cache_ptr + block * stride_kcb + offset * stride_kco + h * stride_kch + d

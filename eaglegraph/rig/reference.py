@@ -74,7 +74,7 @@ class ReferenceEngine:
         n = 0
         while n < req.num_drafts and req.query[n + 1] == verdict[n]:
             n += 1
-        next_token = verdict[n]
+        next_token = verdict[n] if req.num_drafts else verdict[len(req.query) - 1]
         valid = req.start_pos + len(req.query) - (req.num_drafts - n)
         full = context[:valid] + [next_token]
         self.history[req.rid] = full[:valid]

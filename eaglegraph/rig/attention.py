@@ -1,0 +1,245 @@
+"""Attention metadata in the two styles the probe cares about, and the paged-attention callback.
+
+flash-attn style: metadata holds views of the caller's query_start_loc, seq_lens and block
+table; kernels process only tokens up to query_start_loc[num_reqs], so padded tokens are never
+read. FlashInfer style: the builder owns persistent CSR buffers (kv_indptr, kv_indices,
+last_page_len), written only for [0, num_reqs]; its decode path takes the batch size from
+num_tokens and assumes one token per request — which is why a PIECEWISE draft decode (tokens
+padded, requests not) reads stale kv_indptr rows (vLLM PR #39773).
+
+The callback (`AttentionRuntime`) is what models call at every attention layer: it writes the
+layer's KV by slot mapping and runs the kernel for whatever metadata is current. It is also the
+split point of segmented (PIECEWISE/BREAKABLE) graphs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from eaglegraph.kernels.attention import (
+    build_csr_page_indices,
+    csr_paged_decode,
+    csr_paged_prefill,
+    default_scale,
+    varlen_paged_attention,
+)
+from eaglegraph.kernels.guard import Guard, GuardLog
+from eaglegraph.kernels.kv_cache import write_kv
+from eaglegraph.rig.buffers import BufferRegistry
+
+
+@dataclass
+class CommonMetadata:
+    """What every builder starts from (vLLM's CommonAttentionMetadata, reduced)."""
+
+    query_start_loc: torch.Tensor
+    seq_lens: torch.Tensor
+    block_table: torch.Tensor
+    seq_lens_cpu: list[int]
+    num_reqs: int
+    num_tokens: int
+    max_query_len: int
+    owner: str
+
+
+@dataclass
+class FlashAttnMetadata:
+    query_start_loc: torch.Tensor
+    seq_lens: torch.Tensor
+    block_table: torch.Tensor
+    num_reqs: int
+    num_tokens: int
+    max_query_len: int
+    guard_ids: dict[str, int] = field(default_factory=dict)
+    style: str = "flash_attn"
+
+
+@dataclass
+class FlashInferMetadata:
+    qo_indptr: torch.Tensor
+    kv_indptr: torch.Tensor
+    kv_indices: torch.Tensor
+    last_page_len: torch.Tensor
+    num_reqs: int
+    num_tokens: int
+    max_query_len: int
+    decode: bool
+    guard_ids: dict[str, int] = field(default_factory=dict)
+    style: str = "flashinfer"
+
+
+Metadata = FlashAttnMetadata | FlashInferMetadata
+
+
+class FlashAttnBuilder:
+    """Holds no buffers of its own: a graph records the caller's buffers directly."""
+
+    def __init__(self, registry: BufferRegistry, owner: str) -> None:
+        self.registry = registry
+        self.owner = owner
+
+    def build(self, common: CommonMetadata) -> FlashAttnMetadata:
+        ids = self.registry.ids(
+            query_start_loc=f"{common.owner}.query_start_loc",
+            seq_lens=f"{common.owner}.seq_lens",
+            block_table="block_table",
+        )
+        return FlashAttnMetadata(
+            query_start_loc=common.query_start_loc,
+            seq_lens=common.seq_lens,
+            block_table=common.block_table,
+            num_reqs=common.num_reqs,
+            num_tokens=common.num_tokens,
+            max_query_len=common.max_query_len,
+            guard_ids=ids,
+        )
+
+
+class FlashInferBuilder:
+    """Owns persistent CSR buffers; writes indptr only for [0, num_reqs] (as FlashInfer's does)."""
+
+    def __init__(
+        self,
+        registry: BufferRegistry,
+        owner: str,
+        max_num_reqs: int,
+        max_pages: int,
+        block_size: int,
+        device: torch.device,
+    ) -> None:
+        self.owner = owner
+        self.block_size = block_size
+        phase = "target" if owner == "target" else "draft_decode"
+        self.kv_indptr = registry.register(
+            f"{owner}.kv_indptr",
+            phase,
+            torch.zeros(max_num_reqs + 1, dtype=torch.int32, device=device),
+            "num_reqs+1",
+        )
+        self.kv_indices = registry.register(
+            f"{owner}.kv_indices",
+            phase,
+            torch.zeros(max_pages, dtype=torch.int32, device=device),
+            "num_pages",
+        )
+        self.last_page_len = registry.register(
+            f"{owner}.last_page_len",
+            phase,
+            torch.zeros(max_num_reqs, dtype=torch.int32, device=device),
+            "num_reqs",
+        )
+        self.ids = registry.ids(
+            kv_indptr=f"{owner}.kv_indptr",
+            kv_indices=f"{owner}.kv_indices",
+            last_page_len=f"{owner}.last_page_len",
+            qo_indptr=f"{registry_owner(owner)}.query_start_loc",
+            block_table="block_table",
+        )
+        self.last_num_pages = 0
+
+    def csr(self, seq_lens: list[int]) -> tuple[list[int], list[int]]:
+        bs = self.block_size
+        indptr, last = [0], []
+        for n in seq_lens:
+            pages = -(-n // bs)
+            indptr.append(indptr[-1] + pages)
+            last.append(0 if n == 0 else (n % bs or bs))
+        return indptr, last
+
+    def build(self, common: CommonMetadata, guard: Guard | None = None) -> FlashInferMetadata:
+        indptr, last = self.csr(common.seq_lens_cpu[: common.num_reqs])
+        n = common.num_reqs
+        dev = self.kv_indptr.device
+        self.kv_indptr[: n + 1].copy_(torch.tensor(indptr, dtype=torch.int32), non_blocking=dev.type == "cuda")
+        if n:
+            self.last_page_len[:n].copy_(torch.tensor(last, dtype=torch.int32), non_blocking=dev.type == "cuda")
+        self.last_num_pages = indptr[-1]
+        if indptr[-1] > self.kv_indices.shape[0]:
+            raise RuntimeError(f"{indptr[-1]} pages exceed the kv_indices capacity {self.kv_indices.shape[0]}")
+        build_csr_page_indices(self.kv_indices, common.block_table, self.kv_indptr, n, guard)
+        return FlashInferMetadata(
+            qo_indptr=common.query_start_loc,
+            kv_indptr=self.kv_indptr,
+            kv_indices=self.kv_indices,
+            last_page_len=self.last_page_len,
+            num_reqs=n,
+            num_tokens=common.num_tokens,
+            max_query_len=common.max_query_len,
+            decode=common.max_query_len <= 1,
+            guard_ids=self.ids,
+        )
+
+
+def registry_owner(owner: str) -> str:
+    """Builders named 'target'/'draft' read the query_start_loc of that input-buffer owner."""
+    return "target" if owner == "target" else "eagle"
+
+
+BreakHook = Callable[[Callable[[], None]], None]
+
+
+class AttentionRuntime:
+    """The models' attention callback: KV write + paged attention for the current metadata."""
+
+    def __init__(
+        self,
+        kv_caches: list[tuple[torch.Tensor, torch.Tensor]],
+        slot_mapping: torch.Tensor,
+        head_dims: list[int],
+        registry: BufferRegistry,
+        guard_log: GuardLog | None = None,
+    ) -> None:
+        self.kv_caches = kv_caches
+        self.slot_mapping = slot_mapping
+        self.scales = [default_scale(d) for d in head_dims]
+        self.guard_log = guard_log
+        self.metadata: Metadata | None = None
+        self.break_hook: BreakHook | None = None
+        self._slot_ids = registry.ids(slot_mapping="slot_mapping")
+
+    def guard(self, ids: dict[str, int]) -> Guard | None:
+        return Guard(self.guard_log, ids) if self.guard_log is not None else None
+
+    def __call__(
+        self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor
+    ) -> None:
+        if self.break_hook is not None:
+            self.break_hook(lambda: self.run(layer, q, k, v, out))
+        else:
+            self.run(layer, q, k, v, out)
+
+    def run(
+        self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor
+    ) -> None:
+        md = self.metadata
+        if md is None:
+            raise RuntimeError("attention called without metadata")
+        k_cache, v_cache = self.kv_caches[layer]
+        write_kv(k, v, k_cache, v_cache, self.slot_mapping, q.shape[0], self.guard(self._slot_ids))
+        guard = self.guard(md.guard_ids)
+        scale = self.scales[layer]
+        if isinstance(md, FlashAttnMetadata):
+            varlen_paged_attention(
+                q, k_cache, v_cache, out, md.query_start_loc, md.seq_lens, md.block_table,
+                md.num_reqs, md.max_query_len, scale, guard,
+            )  # fmt: skip
+        elif md.decode:
+            csr_paged_decode(
+                q, k_cache, v_cache, out, md.kv_indptr, md.kv_indices, md.last_page_len,
+                md.num_tokens, scale, guard,
+            )  # fmt: skip
+        else:
+            csr_paged_prefill(
+                q, k_cache, v_cache, out, md.qo_indptr, md.kv_indptr, md.kv_indices,
+                md.last_page_len, md.num_reqs, md.max_query_len, scale, guard,
+            )  # fmt: skip
+
+
+def describe(md: Any) -> str:
+    if md is None:
+        return "none"
+    return f"{md.style}(reqs={md.num_reqs}, tokens={md.num_tokens}, max_q={md.max_query_len})"

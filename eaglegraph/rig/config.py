@@ -1,0 +1,39 @@
+"""RigConfig: everything that sizes and shapes one rebuilt serving step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from eaglegraph.rig.options import PlanOptions
+
+
+@dataclass(frozen=True)
+class RigConfig:
+    options: PlanOptions
+    device: torch.device
+    dtype: str = "auto"
+    max_model_len: int = 1024
+    block_size: int = 16
+    num_blocks: int | None = None
+    random_weights: bool = False
+    seed: int = 0
+    guard: bool = False
+    guard_capacity: int = 1 << 14
+    backend: str = "auto"
+
+    @property
+    def max_num_seqs(self) -> int:
+        return self.options.max_num_seqs
+
+    @property
+    def num_speculative_tokens(self) -> int:
+        return self.options.num_speculative_tokens
+
+    @property
+    def graph_backend(self) -> str:
+        """cuda on a CUDA device, emulated on CPU (unless forced)."""
+        if self.backend != "auto":
+            return self.backend
+        return "cuda" if self.device.type == "cuda" else "emulated"

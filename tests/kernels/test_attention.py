@@ -1,0 +1,316 @@
+"""Paged attention kernels against a dense float64 reference, padded batches included."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from eaglegraph.kernels.attention import (
+    build_csr_page_indices,
+    csr_paged_decode,
+    csr_paged_prefill,
+    varlen_paged_attention,
+)
+
+from .reference import (
+    TOL,
+    Req,
+    csr_from_reqs,
+    disjoint_pages,
+    randint,
+    randn,
+    ref_attention,
+    scale_for,
+)
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+SENTINEL = 7.0
+
+
+def make_batch(
+    gen: torch.Generator,
+    q_lens: list[int],
+    ctx_lens: list[int],
+    num_blocks: int,
+    block_size: int,
+    extra_pages: int = 1,
+) -> list[Req]:
+    """Requests with uneven queries, kv_len = context + query, shuffled disjoint pages.
+
+    Each request owns ``extra_pages`` more pages than it uses, so a kernel that reads past
+    ``kv_len`` would pick up valid-looking but wrong KV.
+    """
+    kv_lens = [c + q for c, q in zip(ctx_lens, q_lens, strict=True)]
+    counts = [math.ceil(k / block_size) + extra_pages for k in kv_lens]
+    pages = disjoint_pages(num_blocks, counts, gen)
+    reqs, start = [], 0
+    for q_len, kv_len, p in zip(q_lens, kv_lens, pages, strict=True):
+        reqs.append(Req(start, q_len, kv_len, p))
+        start += q_len
+    return reqs
+
+
+def check_varlen(
+    device: torch.device,
+    dtype: torch.dtype,
+    gen: torch.Generator,
+    head_dim: int = 16,
+    num_heads: int = 4,
+    num_kv_heads: int = 2,
+    block_size: int = 4,
+) -> None:
+    """num_reqs=3 of R=5 slots; padding of qsl/seq_lens/block_table holds plausible stale values."""
+    num_blocks, n_cols, R = 40, 6, 5
+    q_lens, ctx = [3, 1, 6], [5, 14, 0]
+    reqs = make_batch(gen, q_lens, ctx, num_blocks, block_size)
+    num_reqs, T = len(reqs), 14  # 10 real tokens + 4 padded rows
+    k_cache = randn((num_blocks, block_size, num_kv_heads, head_dim), gen, dtype, device)
+    v_cache = randn((num_blocks, block_size, num_kv_heads, head_dim), gen, dtype, device)
+    q = randn((T, num_heads, head_dim), gen, dtype, device)
+    out = torch.full_like(q, SENTINEL)
+    qsl = [0]
+    for r in reqs:
+        qsl.append(qsl[-1] + r.q_len)
+    qsl += [12, 13]  # stale: would make "requests" over the padded rows
+    seq_lens = [r.kv_len for r in reqs] + [9, 11]  # stale
+    bt = randint(0, num_blocks, (R, n_cols), gen, torch.int32, "cpu")  # stale everywhere
+    for i, r in enumerate(reqs):
+        bt[i, : len(r.pages)] = torch.tensor(r.pages, dtype=torch.int32)
+    qsl_t = torch.tensor(qsl, dtype=torch.int32, device=device)
+    seq_t = torch.tensor(seq_lens, dtype=torch.int32, device=device)
+    scale = scale_for(head_dim)
+    varlen_paged_attention(
+        q, k_cache, v_cache, out, qsl_t, seq_t, bt.to(device), num_reqs, max(q_lens), scale
+    )
+    expected = ref_attention(q, k_cache, v_cache, torch.full_like(q, SENTINEL), reqs, scale)
+    torch.testing.assert_close(out.cpu(), expected.cpu(), **TOL[dtype])
+    assert torch.all(out[qsl[num_reqs] :] == SENTINEL)  # padded rows untouched
+
+
+def check_csr_prefill(
+    device: torch.device,
+    dtype: torch.dtype,
+    gen: torch.Generator,
+    head_dim: int = 16,
+    block_size: int = 4,
+) -> None:
+    num_blocks, num_heads, num_kv_heads = 40, 4, 1
+    q_lens, ctx = [4, 4, 2], [9, 0, 3]
+    reqs = make_batch(gen, q_lens, ctx, num_blocks, block_size)
+    num_reqs, T = len(reqs), 12
+    k_cache = randn((num_blocks, block_size, num_kv_heads, head_dim), gen, dtype, device)
+    v_cache = randn((num_blocks, block_size, num_kv_heads, head_dim), gen, dtype, device)
+    q = randn((T, num_heads, head_dim), gen, dtype, device)
+    out = torch.full_like(q, SENTINEL)
+    indptr, indices, last = csr_from_reqs(reqs, block_size)
+    qo = [0, 4, 8, 10, 11, 12]  # stale tail: 11, 12
+    kv_indptr = [*indptr, indptr[-1] + 3, indptr[-1] + 5]  # stale tail
+    kv_indices = indices + randint(0, num_blocks, (8,), gen, torch.int64, "cpu").tolist()
+    last += [2, 3]
+    args = [
+        torch.tensor(x, dtype=torch.int32, device=device) for x in (qo, kv_indptr, kv_indices, last)
+    ]
+    scale = scale_for(head_dim)
+    csr_paged_prefill(q, k_cache, v_cache, out, *args, num_reqs, max(q_lens), scale)
+    expected = ref_attention(q, k_cache, v_cache, torch.full_like(q, SENTINEL), reqs, scale)
+    torch.testing.assert_close(out.cpu(), expected.cpu(), **TOL[dtype])
+    assert torch.all(out[qo[num_reqs] :] == SENTINEL)
+
+
+def check_csr_decode(
+    device: torch.device,
+    dtype: torch.dtype,
+    gen: torch.Generator,
+    head_dim: int = 16,
+    block_size: int = 4,
+) -> None:
+    """batch_size rows, one query each, padded rows with empty (FULL-padded) metadata."""
+    num_blocks, num_heads, num_kv_heads = 40, 4, 2
+    kv_lens = [5, 1, 12, 8]
+    reqs = make_batch(gen, [1] * len(kv_lens), [k - 1 for k in kv_lens], num_blocks, block_size)
+    batch_size, T = 6, 8  # 4 real rows + 2 request-padded rows (empty), 2 rows never touched
+    reqs += [Req(4, 1, 0, []), Req(5, 1, 0, [])]
+    q = randn((T, num_heads, head_dim), gen, dtype, device)
+    k_cache = randn((num_blocks, block_size, num_kv_heads, head_dim), gen, dtype, device)
+    v_cache = randn((num_blocks, block_size, num_kv_heads, head_dim), gen, dtype, device)
+    out = torch.full_like(q, SENTINEL)
+    indptr, indices, last = csr_from_reqs(reqs, block_size)
+    kv_indptr = [*indptr, indptr[-1] + 2]  # stale entry past batch_size
+    kv_indices = indices + randint(0, num_blocks, (6,), gen, torch.int64, "cpu").tolist()
+    last += [3]
+    args = [
+        torch.tensor(x, dtype=torch.int32, device=device) for x in (kv_indptr, kv_indices, last)
+    ]
+    scale = scale_for(head_dim)
+    csr_paged_decode(q, k_cache, v_cache, out, *args, batch_size, scale)
+    expected = ref_attention(q, k_cache, v_cache, torch.full_like(q, SENTINEL), reqs, scale)
+    torch.testing.assert_close(out.cpu(), expected.cpu(), **TOL[dtype])
+    assert torch.all(out[batch_size:] == SENTINEL)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_varlen_paged_attention(
+    device: torch.device, dtype: torch.dtype, gen: torch.Generator
+) -> None:
+    check_varlen(device, dtype, gen)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_csr_paged_prefill(device: torch.device, dtype: torch.dtype, gen: torch.Generator) -> None:
+    check_csr_prefill(device, dtype, gen)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_csr_paged_decode(device: torch.device, dtype: torch.dtype, gen: torch.Generator) -> None:
+    check_csr_decode(device, dtype, gen)
+
+
+@pytest.mark.parametrize("head_dim", [24, 64])
+def test_other_head_dims(device: torch.device, gen: torch.Generator, head_dim: int) -> None:
+    """A non-power-of-two head_dim is masked; a larger one uses wider tiles."""
+    check_varlen(device, torch.float32, gen, head_dim=head_dim, num_heads=2, num_kv_heads=2)
+    check_csr_decode(device, torch.float32, gen, head_dim=head_dim)
+
+
+def test_block_size_16_and_mha(device: torch.device, gen: torch.Generator) -> None:
+    check_varlen(device, torch.float32, gen, num_heads=2, num_kv_heads=2, block_size=16)
+    check_csr_prefill(device, torch.float32, gen, block_size=16)
+
+
+def test_varlen_empty_and_long_queries(device: torch.device, gen: torch.Generator) -> None:
+    """Zero-length requests (FULL-padded) do nothing; a query longer than BLOCK_M spans blocks."""
+    num_blocks, bs, hd = 48, 4, 16
+    reqs = make_batch(gen, [0, 37, 0], [0, 6, 0], num_blocks, bs)
+    reqs[0].kv_len = reqs[2].kv_len = 0
+    k_cache = randn((num_blocks, bs, 1, hd), gen, torch.float32, device)
+    v_cache = randn((num_blocks, bs, 1, hd), gen, torch.float32, device)
+    q = randn((40, 2, hd), gen, torch.float32, device)
+    out = torch.full_like(q, SENTINEL)
+    bt = torch.zeros((3, 16), dtype=torch.int32)
+    bt[1, : len(reqs[1].pages)] = torch.tensor(reqs[1].pages, dtype=torch.int32)
+    qsl = torch.tensor([0, 0, 37, 37], dtype=torch.int32, device=device)
+    seq = torch.tensor([0, 43, 0], dtype=torch.int32, device=device)
+    varlen_paged_attention(q, k_cache, v_cache, out, qsl, seq, bt.to(device), 3, 37, scale_for(hd))
+    expected = ref_attention(q, k_cache, v_cache, torch.full_like(q, SENTINEL), reqs, scale_for(hd))
+    torch.testing.assert_close(out.cpu(), expected.cpu(), **TOL[torch.float32])
+
+
+def test_strided_q_view(device: torch.device, gen: torch.Generator) -> None:
+    """q may be a strided view of a fused qkv projection, as in a real forward."""
+    num_blocks, bs, hd, nh, nkv = 24, 4, 16, 4, 2
+    reqs = make_batch(gen, [2, 3], [3, 2], num_blocks, bs)
+    k_cache = randn((num_blocks, bs, nkv, hd), gen, torch.float32, device)
+    v_cache = randn((num_blocks, bs, nkv, hd), gen, torch.float32, device)
+    qkv = randn((5, (nh + 2 * nkv) * hd), gen, torch.float32, device)
+    q = qkv[:, : nh * hd].view(5, nh, hd)
+    out = torch.full((5, nh, hd), SENTINEL, device=device)
+    indptr, indices, last = csr_from_reqs(reqs, bs)
+    meta = [
+        torch.tensor(x, dtype=torch.int32, device=device)
+        for x in ([0, 2, 5], indptr, indices, last)
+    ]
+    csr_paged_prefill(q, k_cache, v_cache, out, *meta, 2, 3, scale_for(hd))
+    expected = ref_attention(
+        q, k_cache, v_cache, torch.full_like(out, SENTINEL), reqs, scale_for(hd)
+    )
+    torch.testing.assert_close(out.cpu(), expected.cpu(), **TOL[torch.float32])
+
+
+def test_nan_in_read_kv_propagates(device: torch.device, gen: torch.Generator) -> None:
+    """A NaN in KV a request legitimately reads poisons its rows (the probe relies on it);
+    NaN in pages nobody reads changes nothing."""
+    num_blocks, bs, hd = 24, 4, 16
+    reqs = make_batch(gen, [1, 1], [6, 3], num_blocks, bs)
+    k_cache = randn((num_blocks, bs, 1, hd), gen, torch.float32, device)
+    v_cache = randn((num_blocks, bs, 1, hd), gen, torch.float32, device)
+    used = {p for r in reqs for p in r.pages[: math.ceil(r.kv_len / bs)]}
+    unused = [b for b in range(num_blocks) if b not in used]
+    k_cache[unused] = float("nan")
+    v_cache[unused] = float("nan")
+    k_cache[reqs[0].pages[0], 1] = float("nan")  # position 1 of request 0
+    q = randn((2, 2, hd), gen, torch.float32, device)
+    out = torch.zeros_like(q)
+    indptr, indices, last = csr_from_reqs(reqs, bs)
+    meta = [torch.tensor(x, dtype=torch.int32, device=device) for x in (indptr, indices, last)]
+    csr_paged_decode(q, k_cache, v_cache, out, *meta, 2, scale_for(hd))
+    assert torch.isnan(out[0]).all()
+    assert not torch.isnan(out[1]).any()
+
+
+def test_build_csr_page_indices(device: torch.device, gen: torch.Generator) -> None:
+    num_reqs, R, n_cols = 3, 5, 6
+    bt = randint(1, 100, (R, n_cols), gen, torch.int32, device)
+    counts = [2, 0, 6]
+    indptr = torch.tensor([0, 2, 2, 8, 99, 99], dtype=torch.int32, device=device)  # stale tail
+    kv_indices = torch.full((12,), -5, dtype=torch.int32, device=device)
+    build_csr_page_indices(kv_indices, bt, indptr, num_reqs)
+    expected = torch.full((12,), -5, dtype=torch.int32)
+    at = 0
+    for r, c in enumerate(counts):
+        expected[at : at + c] = bt[r, :c].cpu()
+        at += c
+    assert torch.equal(kv_indices.cpu(), expected)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_random_padded_batches(device: torch.device, seed: int) -> None:
+    """Random request counts, query/context lengths and GQA; garbage in every padding region."""
+    gen = torch.Generator().manual_seed(seed)
+    bs, hd, num_blocks, n_cols = 4, 16, 64, 8
+    nkv = int(torch.randint(1, 3, (1,), generator=gen))
+    nh = nkv * int(torch.randint(1, 3, (1,), generator=gen))
+    R = int(torch.randint(3, 7, (1,), generator=gen))
+    num_reqs = int(torch.randint(2, R, (1,), generator=gen))  # always some padded slots
+    q_lens = torch.randint(0, 7, (num_reqs,), generator=gen).tolist()
+    ctx = torch.randint(0, n_cols * bs - 6, (num_reqs,), generator=gen).tolist()
+    reqs = make_batch(gen, q_lens, ctx, num_blocks, bs, extra_pages=0)
+    T = sum(q_lens) + 5
+    k_cache = randn((num_blocks, bs, nkv, hd), gen, torch.float32, device)
+    v_cache = randn((num_blocks, bs, nkv, hd), gen, torch.float32, device)
+    q = randn((T, nh, hd), gen, torch.float32, device)
+    scale = scale_for(hd)
+    expected = ref_attention(q, k_cache, v_cache, torch.full_like(q, SENTINEL), reqs, scale)
+    max_q = max(max(q_lens), 1)
+
+    # flash-attn style: stale (but in-range) values past num_reqs everywhere
+    qsl = [0, *torch.tensor(q_lens).cumsum(0).tolist()]
+    qsl_t = randint(0, T + 1, (R + 1,), gen, torch.int32, "cpu")
+    qsl_t[: num_reqs + 1] = torch.tensor(qsl, dtype=torch.int32)
+    seq_t = randint(0, n_cols * bs, (R,), gen, torch.int32, "cpu")
+    seq_t[:num_reqs] = torch.tensor([r.kv_len for r in reqs], dtype=torch.int32)
+    bt = randint(0, num_blocks, (R, n_cols), gen, torch.int32, "cpu")
+    for i, r in enumerate(reqs):
+        bt[i, : len(r.pages)] = torch.tensor(r.pages, dtype=torch.int32)
+    out = torch.full_like(q, SENTINEL)
+    varlen_paged_attention(
+        q,
+        k_cache,
+        v_cache,
+        out,
+        qsl_t.to(device),
+        seq_t.to(device),
+        bt.to(device),
+        num_reqs,
+        max_q,
+        scale,
+    )
+    torch.testing.assert_close(out.cpu(), expected.cpu(), **TOL[torch.float32])
+
+    # FlashInfer style over the same requests, stale tails in the CSR arrays
+    indptr, indices, last = csr_from_reqs(reqs, bs)
+    pad = R - num_reqs
+    stale = randint(0, len(indices) + 1, (pad,), gen, torch.int64, "cpu").tolist()
+    meta = [
+        torch.tensor(x, dtype=torch.int32, device=device)
+        for x in (
+            qsl + [T] * pad,
+            indptr + sorted(stale),
+            indices + randint(0, num_blocks, (4,), gen, torch.int64, "cpu").tolist(),
+            last + [bs] * pad,
+        )
+    ]
+    out = torch.full_like(q, SENTINEL)
+    csr_paged_prefill(q, k_cache, v_cache, out, *meta, num_reqs, max_q, scale)
+    torch.testing.assert_close(out.cpu(), expected.cpu(), **TOL[torch.float32])
