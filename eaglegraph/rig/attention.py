@@ -179,7 +179,7 @@ def registry_owner(owner: str) -> str:
     return "target" if owner == "target" else "eagle"
 
 
-BreakHook = Callable[[Callable[[], None]], None]
+BreakHook = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], None]
 
 
 class AttentionRuntime:
@@ -208,7 +208,7 @@ class AttentionRuntime:
         self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor
     ) -> None:
         if self.break_hook is not None:
-            self.break_hook(lambda: self.run(layer, q, k, v, out))
+            self.break_hook(layer, q, k, v, out)
         else:
             self.run(layer, q, k, v, out)
 

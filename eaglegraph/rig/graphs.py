@@ -1,44 +1,316 @@
-"""Phase runners: dispatch a batch to a descriptor and run the phase's routine for it.
+"""Graph managers and backends: capture a phase's routine per descriptor, then replay it.
 
-A routine is the function a graph records: it reads only persistent buffers and Python ints
-fixed by the descriptor. Running it eagerly, replaying a captured CUDA graph, or re-running it
-at the captured padded shape over the same buffers (the emulated backend) are therefore the
-same computation — which is what makes replay correctness testable on CPU.
+Backends:
+  cuda     — torch.cuda.CUDAGraph captured on one side stream into the pool the policy picks;
+  emulated — CPU: "replay" re-runs the routine at the captured, padded shape over the same
+             persistent buffers, with the attention metadata baked at capture (FULL) or the
+             live one (segmented), which is exactly what a CUDA graph does.
+Modes:
+  FULL       — the whole routine is one graph;
+  BREAKABLE  — the whole routine is captured once, broken at every attention call into graph
+               segments; attention runs eagerly between them (SGLang BCG, vLLM PR #44050);
+  PIECEWISE  — only the model forward is captured (per num_tokens, like vLLM's compiled
+               CUDAGraphWrapper pieces), split at attention; everything around it stays eager.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
 
 from eaglegraph.rig.attention import AttentionRuntime, Metadata
 from eaglegraph.rig.descriptors import BatchDescriptor, Dispatcher
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.plan import PhasePlan
+from eaglegraph.rig.pools import PoolAssignment, PoolManager, pool_label
+from eaglegraph.rig.timeline import CaptureEvent
 
 Routine = Callable[[int, int], None]
+DummyFn = Callable[[BatchDescriptor, int, int], Metadata | None]
+
+
+def weak_alias(t: torch.Tensor) -> torch.Tensor:
+    """A tensor over the same memory that does not keep it alive (vLLM's weak_ref_tensor).
+
+    Graph outputs and tensors handed to eager breaks are held this way, so their blocks
+    return to the pool after capture and later captures can reuse them — the pool sharing
+    whose memory effect memdiff measures.
+    """
+    if t.device.type != "cuda":
+        return t
+    storage = torch._C._construct_storage_from_data_pointer(  # type: ignore[attr-defined]
+        t.untyped_storage().data_ptr(), t.device, t.untyped_storage().nbytes()
+    )
+    out = torch.empty(0, dtype=t.dtype, device=t.device)
+    out.set_(storage, t.storage_offset(), t.size(), t.stride())  # type: ignore[call-overload]
+    return out
+
+
+@dataclass
+class Segmented:
+    """Graph segments and the eager attention calls between them."""
+
+    graphs: list[Any] = field(default_factory=list)
+    breaks: list[tuple[int, tuple[torch.Tensor, ...]]] = field(default_factory=list)
+
+    def replay(self, attention: AttentionRuntime) -> None:
+        for i, graph in enumerate(self.graphs):
+            graph.replay()
+            if i < len(self.breaks):
+                layer, (q, k, v, out) = self.breaks[i]
+                attention.run(layer, q, k, v, out)
+
+
+class SegmentRecorder:
+    """Captures one callable as segments split at attention (the break hook)."""
+
+    def __init__(self, attention: AttentionRuntime, pool: Any) -> None:
+        self.attention = attention
+        self.pool = pool
+        self.result = Segmented()
+        self._graph: Any = None
+
+    def _begin(self) -> None:
+        self._graph = torch.cuda.CUDAGraph()
+        self._graph.capture_begin(pool=self.pool)
+
+    def _end(self) -> None:
+        self._graph.capture_end()
+        self.result.graphs.append(self._graph)
+        if self.pool is None:  # a private pool: every later segment joins the first's
+            self.pool = self._graph.pool()
+
+    def hook(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor) -> None:
+        self._end()
+        self.attention.run(layer, q, k, v, out)
+        self.result.breaks.append((layer, tuple(weak_alias(t) for t in (q, k, v, out))))
+        self._begin()
+
+    def record(self, fn: Callable[[], Any]) -> tuple[Segmented, Any]:
+        self.attention.break_hook = self.hook
+        try:
+            self._begin()
+            try:
+                value = fn()
+            finally:
+                self._end()
+        finally:
+            self.attention.break_hook = None
+        return self.result, value
+
+
+@dataclass
+class CapturedGraph:
+    desc: BatchDescriptor
+    num_reqs: int
+    num_tokens: int
+    metadata: Metadata | None
+    pool_id: tuple[int, int] | None
+    full: Any = None
+    segments: Segmented | None = None
+
+
+class GraphContext:
+    """What all phase managers share: backend, stream, pools, the piecewise model cache."""
+
+    def __init__(self, backend: str, attention: AttentionRuntime, pools: PoolManager) -> None:
+        self.backend = backend
+        self.attention = attention
+        self.pools = pools
+        self.stream = torch.cuda.Stream() if backend == "cuda" else None
+        self.piecewise: dict[tuple[str, int], tuple[Segmented | None, Any]] = {}
+        self.piecewise_mode: str | None = None  # None | "capture" | "replay"
+        self.piecewise_pool: PoolAssignment | None = None
+        self.piecewise_pool_ids: dict[tuple[str, int], tuple[int, int] | None] = {}
+
+    # -------------------------------------------------------------- model-level pieces
+
+    def call_model(self, name: str, fn: Callable[..., Any], num_tokens: int, *args: Any) -> Any:
+        """Run a model forward, through its PIECEWISE graph when one applies."""
+        mode, key = self.piecewise_mode, (name, num_tokens)
+        if mode is None:
+            return fn(*args)
+        if key in self.piecewise:
+            segments, outputs = self.piecewise[key]
+            if segments is None:  # emulated
+                return fn(*args)
+            segments.replay(self.attention)
+            return outputs
+        if mode == "replay":
+            return fn(*args)
+        # capture: the first call with this num_tokens records the pieces
+        if self.backend != "cuda":
+            self.piecewise[key] = (None, None)
+            self.piecewise_pool_ids[key] = None
+            return fn(*args)
+        assert self.piecewise_pool is not None
+        recorder = SegmentRecorder(self.attention, self.piecewise_pool.handle)
+        segments, outputs = recorder.record(lambda: fn(*args))
+        aliases = tuple(weak_alias(t) if isinstance(t, torch.Tensor) else t for t in outputs)
+        self.piecewise[key] = (segments, aliases)
+        self.piecewise_pool_ids[key] = tuple(segments.graphs[0].pool()) if segments.graphs else None
+        return outputs
+
+    def on_stream(self, fn: Callable[[], Any]) -> Any:
+        if self.stream is None:
+            return fn()
+        torch.cuda.synchronize()
+        self.stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(self.stream):
+            value = fn()
+        torch.cuda.current_stream().wait_stream(self.stream)
+        torch.cuda.synchronize()
+        return value
 
 
 class PhaseRunner:
-    """One phase (target, draft_prefill, draft_decode): its descriptors and its routine."""
+    """One phase's graph manager: descriptors, dispatch, capture and replay."""
 
     def __init__(
-        self, plan: PhasePlan, routine: Routine, attention: AttentionRuntime
+        self,
+        plan: PhasePlan,
+        routine: Routine,
+        attention: AttentionRuntime,
+        context: GraphContext | None = None,
     ) -> None:
         self.plan = plan
         self.phase = plan.phase
         self.routine = routine
         self.attention = attention
+        self.context = context
         self.dispatcher: Dispatcher = plan.dispatcher()
-        self.captured: set[BatchDescriptor] = set()
+        self.graphs: dict[BatchDescriptor, CapturedGraph] = {}
+        self.model_name = "target" if plan.phase == "target" else "draft"
+
+    @property
+    def captured(self) -> set[BatchDescriptor]:
+        return set(self.graphs)
 
     def dispatch(self, num_reqs: int, num_tokens: int, uniform: int | None) -> BatchDescriptor:
         """vLLM's dispatch, restricted to descriptors actually captured (eager otherwise)."""
         desc = self.dispatcher.dispatch(num_reqs, num_tokens, uniform)
-        if desc.mode is not Mode.NONE and desc not in self.captured:
+        if desc.mode is not Mode.NONE and desc not in self.graphs:
             return BatchDescriptor(Mode.NONE, num_tokens, num_reqs)
         return desc
 
     def run(self, desc: BatchDescriptor, num_reqs: int, num_tokens: int, live: Metadata | None) -> None:
-        """Eager execution of the routine with the step's live metadata."""
+        graph = self.graphs.get(desc)
+        ctx = self.context
+        if graph is None or ctx is None:
+            self.attention.metadata = live
+            self.routine(num_reqs, num_tokens)
+            return
+        if desc.mode is Mode.FULL:
+            if graph.full is not None:
+                graph.full.replay()
+            else:
+                self.attention.metadata = graph.metadata
+                self.routine(graph.num_reqs, graph.num_tokens)
+            return
         self.attention.metadata = live
-        self.routine(num_reqs, num_tokens)
+        if desc.mode is Mode.BREAKABLE and graph.segments is not None:
+            graph.segments.replay(self.attention)
+            return
+        if desc.mode is Mode.PIECEWISE:
+            ctx.piecewise_mode = "replay"
+            try:
+                self.routine(num_reqs, num_tokens)
+            finally:
+                ctx.piecewise_mode = None
+            return
+        self.routine(graph.num_reqs, graph.num_tokens)
+
+    def capture(
+        self,
+        desc: BatchDescriptor,
+        dummy: DummyFn,
+        max_num_reqs: int,
+        index: int,
+        t0: float,
+    ) -> tuple[CaptureEvent, Metadata | None]:
+        """One eager warmup, then the capture (vLLM MRV2 `CudaGraphManager.capture`)."""
+        ctx = self.context
+        assert ctx is not None
+        num_reqs = desc.num_reqs or min(desc.num_tokens, max_num_reqs)
+        num_tokens = desc.num_tokens
+        assignment = ctx.pools.assign(self.phase, desc.mode)
+        cuda = ctx.backend == "cuda"
+        mem = _MemoryProbe(cuda)
+
+        start = time.perf_counter()
+        self.attention.metadata = dummy(desc, num_reqs, num_tokens)
+        ctx.on_stream(lambda: self.routine(num_reqs, num_tokens))
+        warm = time.perf_counter()
+        before = mem.read()
+        graph = CapturedGraph(desc, num_reqs, num_tokens, None, None)
+        if desc.mode is Mode.FULL:
+            graph.metadata = dummy(desc, num_reqs, num_tokens)  # a fresh state for the capture
+            self.attention.metadata = graph.metadata
+            if cuda:
+                graph.full = ctx.on_stream(lambda: _capture_full(self.routine, num_reqs, num_tokens, assignment.handle))
+                graph.pool_id = tuple(graph.full.pool())
+            else:
+                graph.pool_id = assignment.handle
+        elif desc.mode is Mode.BREAKABLE:
+            if cuda:
+                recorder = SegmentRecorder(self.attention, assignment.handle)
+                graph.segments, _ = ctx.on_stream(lambda: recorder.record(lambda: self.routine(num_reqs, num_tokens)))
+                graph.pool_id = tuple(graph.segments.graphs[0].pool())
+            else:
+                graph.pool_id = assignment.handle
+        else:  # PIECEWISE: the routine runs eagerly, its model calls capture their pieces
+            ctx.piecewise_mode, ctx.piecewise_pool = "capture", assignment
+            try:
+                ctx.on_stream(lambda: self.routine(num_reqs, num_tokens))
+            finally:
+                ctx.piecewise_mode = None
+            pool_id = ctx.piecewise_pool_ids.get((self.model_name, num_tokens))
+            graph.pool_id = pool_id if cuda else assignment.handle
+        end = time.perf_counter()
+        after = mem.read()
+        self.graphs[desc] = graph
+        event = CaptureEvent(
+            index=index,
+            phase=self.phase,
+            mode=desc.mode.name,
+            num_tokens=num_tokens,
+            num_reqs=desc.num_reqs,
+            uniform_token_count=desc.uniform_token_count,
+            pool=pool_label(graph.pool_id) if graph.pool_id is not None else None,
+            backend=ctx.backend,
+            start_s=start - t0,
+            duration_s=end - warm,
+            warmup_s=warm - start,
+            segments=len(graph.segments.graphs) if graph.segments else (1 if desc.mode is Mode.FULL else 0),
+            allocated_before=before[0],
+            allocated_after=after[0],
+            reserved_before=before[1],
+            reserved_after=after[1],
+            bytes=(after[1] - before[1]) if cuda else None,
+        )
+        return event, graph.metadata
+
+
+def _capture_full(routine: Routine, num_reqs: int, num_tokens: int, pool: Any) -> Any:
+    graph = torch.cuda.CUDAGraph()
+    graph.capture_begin(pool=pool)
+    try:
+        routine(num_reqs, num_tokens)
+    finally:
+        graph.capture_end()
+    return graph
+
+
+class _MemoryProbe:
+    def __init__(self, cuda: bool) -> None:
+        self.cuda = cuda
+
+    def read(self) -> tuple[int | None, int | None]:
+        if not self.cuda:
+            return None, None
+        torch.cuda.synchronize()
+        return torch.cuda.memory_allocated(), torch.cuda.memory_reserved()

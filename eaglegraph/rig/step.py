@@ -11,6 +11,10 @@ eagerly, under CUDA graphs, or under the emulated backend.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -40,11 +44,14 @@ from eaglegraph.rig.buffers import BufferRegistry
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.descriptors import BatchDescriptor, uniform_token_count
 from eaglegraph.rig.driver import StepOutput
-from eaglegraph.rig.graphs import PhaseRunner
+from eaglegraph.rig.graphs import GraphContext, PhaseRunner
 from eaglegraph.rig.kv_cache import BlockAllocator, KVLayout, allocate_kv_caches
 from eaglegraph.rig.model_setup import LoadedPair, build_models, check_buildable, resolve_model_dtype
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.plan import CapturePlan, build_plan
+from eaglegraph.rig.pools import PoolManager
+from eaglegraph.rig.timeline import CaptureEvent
+from eaglegraph.findings import Finding, Severity
 from eaglegraph.rig.workload import Request, ScheduledRequest
 
 KV_BUDGET_BYTES = {"cuda": 16 << 30, "cpu": 256 << 20}
@@ -159,6 +166,8 @@ class Rig:
             "draft_prefill": PhaseRunner(self.plan.phase("draft_prefill"), self._prefill_routine, self.attention),
             "draft_decode": PhaseRunner(self.plan.phase("draft_decode"), self._decode_routine, self.attention),
         }
+        self.graph_context: GraphContext | None = None
+        self.captured_states: dict[BatchDescriptor, Metadata | None] = {}
 
     # ------------------------------------------------------------------ helpers
 
@@ -185,9 +194,15 @@ class Rig:
 
     # ------------------------------------------------------------------ routines
 
+    def _model(self, name: str, fn: Any, num_tokens: int, *args: Any) -> Any:
+        ctx = self.graph_context
+        return fn(*args) if ctx is None else ctx.call_model(name, fn, num_tokens, *args)
+
     def _target_routine(self, num_reqs: int, num_tokens: int) -> None:
         n, m = num_tokens, self.models
-        hidden, aux = m.target(self.input_ids[:n], self.positions[:n], self.attention, m.aux_layer_ids)
+        hidden, aux = self._model(
+            "target", m.target, n, self.input_ids[:n], self.positions[:n], self.attention, m.aux_layer_ids
+        )
         self.target_hidden[:n].copy_(hidden)
         if self.target_aux is not None and aux is not None:
             self.target_aux[:n].copy_(aux)
@@ -199,8 +214,8 @@ class Rig:
         guard = self.guard(last_token_indices="eagle.last_token_indices")
         pos = torch.empty(r, dtype=torch.int64, device=dev)
         gather_rows(self.eagle_positions, self.last_token_indices, pos, r, n, guard)
-        logit_h, hidden = m.draft(
-            self.eagle_input_ids[:n], self.eagle_positions[:n], self.eagle_hidden[:n], self.attention
+        logit_h, hidden = self._model(
+            "draft", m.draft, n, self.eagle_input_ids[:n], self.eagle_positions[:n], self.eagle_hidden[:n], self.attention
         )
         last = torch.empty((r, logit_h.shape[1]), dtype=logit_h.dtype, device=dev)
         gather_rows(logit_h, self.last_token_indices, last, r, n, guard)
@@ -216,8 +231,8 @@ class Rig:
     def _decode_routine(self, num_reqs: int, num_tokens: int) -> None:
         """vLLM `generate_draft`: one draft step; a FULL decode graph serves every step."""
         n, r, m = num_tokens, num_reqs, self.models
-        logit_h, hidden = m.draft(
-            self.eagle_input_ids[:n], self.eagle_positions[:n], self.eagle_hidden[:n], self.attention
+        logit_h, hidden = self._model(
+            "draft", m.draft, n, self.eagle_input_ids[:n], self.eagle_positions[:n], self.eagle_hidden[:n], self.attention
         )
         logits = m.draft.compute_logits(logit_h[:r])
         sampled = torch.empty(r, dtype=torch.int64, device=logit_h.device)
@@ -227,6 +242,113 @@ class Rig:
             self.eagle_positions, self.eagle_seq_lens, self.current_draft_step, r,
             self.num_speculative_tokens, self.max_model_len,
         )  # fmt: skip
+
+    # ------------------------------------------------------------------ capture
+
+    def _dummy_inputs(self, owner: str, num_reqs: int, num_tokens: int) -> list[int]:
+        """vLLM `InputBatch.make_dummy`: even query split (remainder to the last request),
+        seq_len = query_len, zeroed ids/positions, all slots PAD (no KV is written)."""
+        per, rem = divmod(num_tokens, num_reqs)
+        lens = [per] * num_reqs
+        lens[-1] += rem
+        r = self.max_num_seqs
+        qsl = [0, *np.cumsum(lens).tolist()] + [num_tokens] * (r - num_reqs)
+        if owner == "target":
+            ids, pos, qbuf, sbuf = self.input_ids, self.positions, self.query_start_loc, self.seq_lens
+        else:
+            ids, pos, qbuf, sbuf = self.eagle_input_ids, self.eagle_positions, self.eagle_qsl, self.eagle_seq_lens
+        ids[:num_tokens].zero_()
+        pos[:num_tokens].zero_()
+        self._h2d(qbuf, qsl)
+        self._h2d(sbuf, lens + [0] * (r - num_reqs))
+        self.slot_mapping.fill_(-1)
+        return lens
+
+    def _dummy_target(self, desc: BatchDescriptor, num_reqs: int, num_tokens: int) -> Metadata:
+        lens = self._dummy_inputs("target", num_reqs, num_tokens)
+        max_q = graph_max_query_len(desc, max(lens))
+        return self._build(self.target_builder, self._common("target", lens, num_reqs, num_tokens, max_q))
+
+    def _dummy_prefill(self, desc: BatchDescriptor, num_reqs: int, num_tokens: int) -> Metadata:
+        self.last_token_indices.zero_()
+        if desc.mode is Mode.FULL and self.behavior.reuse_target_attn_state:
+            state = self.captured_states.get(desc)
+            if state is not None:
+                self._dummy_inputs("eagle", num_reqs, num_tokens)
+                return state
+        if desc.mode is not Mode.FULL:
+            md = self._dummy_target(desc, num_reqs, num_tokens)
+            self._dummy_inputs("eagle", num_reqs, num_tokens)
+            return md
+        lens = self._dummy_inputs("eagle", num_reqs, num_tokens)
+        max_q = graph_max_query_len(desc, max(lens))
+        return self._build(self.draft_builder, self._common("eagle", lens, num_reqs, num_tokens, max_q))
+
+    def _dummy_decode(self, desc: BatchDescriptor, num_reqs: int, num_tokens: int) -> Metadata:
+        lens = self._dummy_inputs("eagle", num_reqs, num_tokens)
+        return self._build(self.draft_builder, self._common("eagle", lens, num_reqs, num_tokens, 1))
+
+    def capture(
+        self,
+        pool_policy: str | None = None,
+        on_event: Callable[[CaptureEvent], None] | None = None,
+    ) -> tuple[list[CaptureEvent], list[Finding]]:
+        """Capture every planned graph: target first, then draft prefill, then draft decode;
+        within a phase PIECEWISE-like before FULL, largest first, one eager warmup each."""
+        policy = pool_policy or self.behavior.default_pool
+        backend = self.config.graph_backend
+        self.graph_context = ctx = GraphContext(backend, self.attention, PoolManager(policy, backend))
+        for runner in self.runners.values():
+            runner.context = ctx
+        dummies = {
+            "target": self._dummy_target,
+            "draft_prefill": self._dummy_prefill,
+            "draft_decode": self._dummy_decode,
+        }
+        events: list[CaptureEvent] = []
+        findings: list[Finding] = []
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            for phase in ("target", "draft_prefill", "draft_decode"):
+                runner = self.runners[phase]
+                if phase == "draft_prefill":
+                    findings += self._handoff_findings(runner)
+                for desc in runner.dispatcher.capture_order():
+                    try:
+                        event, state = runner.capture(desc, dummies[phase], self.max_num_seqs, len(events), t0)
+                    except (torch.OutOfMemoryError, RuntimeError) as exc:
+                        failed = _failed_event(desc, phase, backend, len(events), t0, exc)
+                        raise CaptureFailed(events, failed, exc) from exc
+                    if phase == "target" and desc.mode is Mode.FULL:
+                        self.captured_states[desc] = state
+                    events.append(event)
+                    if on_event is not None:
+                        on_event(event)
+        if self.guard_log is not None:
+            self.guard_log.reset()
+        return events, findings
+
+    def _handoff_findings(self, runner: PhaseRunner) -> list[Finding]:
+        """PR #40410 hands the target's captured attention state to the draft prefill by
+        descriptor key: both managers must have identical FULL descriptor sets."""
+        if not self.behavior.reuse_target_attn_state:
+            return []
+        want = {d for d in runner.dispatcher.descriptors if d.mode is Mode.FULL}
+        have = {d for d in self.captured_states}
+        missing = sorted(want - have, key=lambda d: d.num_tokens)
+        if not missing:
+            return []
+        return [
+            Finding(
+                id="attn-state-handoff-mismatch",
+                severity=Severity.ERROR,
+                phase="draft_prefill",
+                message=f"{len(missing)} FULL draft-prefill descriptor(s) have no target-captured "
+                f"attention state, e.g. {missing[0].label()}; they are captured with freshly built "
+                "metadata instead",
+                ref="vllm#40410",
+            )
+        ]
 
     # ------------------------------------------------------------------ the step
 
@@ -387,6 +509,36 @@ class Rig:
         self._h2d(self.eagle_qsl[: r_pad + 1], list(range(r_pad + 1)))
         if self.behavior.reset_positions_on_padded_replay:
             self.eagle_positions[rb:r_pad].zero_()
+
+
+class CaptureFailed(Exception):
+    """A capture stopped (OOM or an error); carries the events captured before it."""
+
+    def __init__(self, events: list[CaptureEvent], failed: CaptureEvent, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.events = events
+        self.failed = failed
+        self.cause = cause
+
+
+def _failed_event(
+    desc: BatchDescriptor, phase: str, backend: str, index: int, t0: float, exc: BaseException
+) -> CaptureEvent:
+    oom = isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
+    return CaptureEvent(
+        index=index,
+        phase=phase,
+        mode=desc.mode.name,
+        num_tokens=desc.num_tokens,
+        num_reqs=desc.num_reqs,
+        uniform_token_count=desc.uniform_token_count,
+        pool=None,
+        backend=backend,
+        start_s=time.perf_counter() - t0,
+        duration_s=0.0,
+        status="oom" if oom else "error",
+        error=str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__,
+    )
 
 
 def graph_max_query_len(desc: BatchDescriptor, max_query_len: int) -> int:

@@ -1,0 +1,66 @@
+"""Pool policies: which graph-memory pool each capture allocates from.
+
+shared    — one global `graph_pool_handle()` for every graph (vLLM ≥ 0.23, SGLang);
+dedicated — vLLM 0.22: target graphs and every PIECEWISE piece in the global pool, EAGLE FULL
+            prefill/decode graphs in one extra pool (removed by PR #44078);
+per-graph — each capture its own private pool (torch's default without `pool=`).
+On the emulated backend pools are labels only: nothing is allocated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from eaglegraph.errors import BadInput
+from eaglegraph.rig.modes import Mode
+
+POLICIES = ("shared", "dedicated", "per-graph")
+
+
+def pool_label(pool_id: tuple[int, int] | None) -> str:
+    return "default" if pool_id is None else f"({pool_id[0]},{pool_id[1]})"
+
+
+@dataclass
+class PoolAssignment:
+    """Where one capture goes: an existing handle, or a fresh private pool (None)."""
+
+    key: str
+    handle: Any
+
+
+@dataclass
+class PoolManager:
+    policy: str
+    backend: str
+    handles: dict[str, Any] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise BadInput(f"unknown pool policy {self.policy!r}; choose {', '.join(POLICIES)}")
+
+    def _handle(self, key: str, label: str) -> Any:
+        if key not in self.handles:
+            if self.backend == "cuda":
+                import torch
+
+                self.handles[key] = torch.cuda.graph_pool_handle()
+            else:
+                self.handles[key] = (0, len(self.handles) + 1)
+            self.labels[key] = label
+        return self.handles[key]
+
+    def assign(self, phase: str, mode: Mode) -> PoolAssignment:
+        if self.policy == "per-graph":
+            return PoolAssignment("private", None)
+        if self.policy == "dedicated" and phase != "target" and mode is Mode.FULL:
+            return PoolAssignment("eagle", self._handle("eagle", "eagle (dedicated)"))
+        return PoolAssignment("global", self._handle("global", "global"))
+
+    def label_for(self, pool_id: tuple[int, int]) -> str:
+        for key, handle in self.handles.items():
+            if tuple(handle) == tuple(pool_id):
+                return self.labels[key]
+        return "private"
