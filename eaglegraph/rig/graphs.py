@@ -246,6 +246,7 @@ class PhaseRunner:
         ctx.on_stream(lambda: self.routine(num_reqs, num_tokens))
         warm = time.perf_counter()
         before = mem.read()
+        mem.reset_peak()
         graph = CapturedGraph(desc, num_reqs, num_tokens, None, None)
         if desc.mode is Mode.FULL:
             graph.metadata = dummy(desc, num_reqs, num_tokens)  # a fresh state for the capture
@@ -253,7 +254,8 @@ class PhaseRunner:
             if cuda:
                 graph.full = ctx.on_stream(lambda: _capture_full(self.routine, num_reqs, num_tokens, assignment.handle))
                 graph.pool_id = tuple(graph.full.pool())
-            else:
+            else:  # the emulated "capture" is one pass of the routine, as recording is
+                self.routine(num_reqs, num_tokens)
                 graph.pool_id = assignment.handle
         elif desc.mode is Mode.BREAKABLE:
             if cuda:
@@ -261,6 +263,7 @@ class PhaseRunner:
                 graph.segments, _ = ctx.on_stream(lambda: recorder.record(lambda: self.routine(num_reqs, num_tokens)))
                 graph.pool_id = tuple(graph.segments.graphs[0].pool())
             else:
+                self.routine(num_reqs, num_tokens)
                 graph.pool_id = assignment.handle
         else:  # PIECEWISE: the routine runs eagerly, its model calls capture their pieces
             ctx.piecewise_mode, ctx.piecewise_pool = "capture", assignment
@@ -291,6 +294,7 @@ class PhaseRunner:
             reserved_before=before[1],
             reserved_after=after[1],
             bytes=(after[1] - before[1]) if cuda else None,
+            need_bytes=(mem.peak() - before[0]) if cuda and before[0] is not None else None,
         )
         return event, graph.metadata
 
@@ -308,6 +312,13 @@ def _capture_full(routine: Routine, num_reqs: int, num_tokens: int, pool: Any) -
 class _MemoryProbe:
     def __init__(self, cuda: bool) -> None:
         self.cuda = cuda
+
+    def reset_peak(self) -> None:
+        if self.cuda:
+            torch.cuda.reset_peak_memory_stats()
+
+    def peak(self) -> int:
+        return int(torch.cuda.max_memory_allocated())
 
     def read(self) -> tuple[int | None, int | None]:
         if not self.cuda:

@@ -41,6 +41,7 @@ class CaptureEvent:
     bytes: int | None = None
     status: str = "ok"
     error: str | None = None
+    need_bytes: int | None = None
 
     @property
     def descriptor(self) -> str:

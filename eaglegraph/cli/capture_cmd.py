@@ -1,0 +1,97 @@
+"""`eaglegraph capture`: capture a pair's graphs under a mode and pool policy, and show them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from eaglegraph.cli.app import make_app, output_options
+from eaglegraph.cli.options import pair_arguments, plan_options, pop_plan_kwargs
+from eaglegraph.cli.rig_options import pop_rig_kwargs, rig_options
+
+
+@click.command("capture")
+@pair_arguments
+@plan_options
+@click.option(
+    "--pool",
+    type=click.Choice(["shared", "dedicated", "per-graph"]),
+    default=None,
+    help="Graph pool policy (default: the behavior's: shared, or dedicated for vllm ≤ 0.22).",
+)
+@rig_options
+@click.option("--replay", is_flag=True, help="After capture, run a grow/shrink schedule through the graphs.")
+@click.option("--save", type=click.Path(dir_okay=False), default=None, help="Write the run (eaglegraph.capture/1).")
+@click.option("--html", type=click.Path(dir_okay=False), default=None, help="Write the report as HTML.")
+@click.option("--trace", type=click.Path(dir_okay=False), default=None, help="Write a Chrome trace (Perfetto).")
+@click.option("--snapshot", type=click.Path(dir_okay=False), default=None, help="Write the allocator snapshot (memory_viz pickle; CUDA).")
+@click.option("--force", is_flag=True, help="Replace existing output files.")
+@output_options
+@click.pass_context
+def command(
+    ctx: click.Context,
+    model_dir: str | None,
+    target_dir: str | None,
+    draft_dir: str | None,
+    pool: str | None,
+    replay: bool,
+    save: str | None,
+    html: str | None,
+    trace: str | None,
+    snapshot: str | None,
+    force: bool,
+    json_output: bool,
+    no_color: bool,
+    **kwargs: Any,
+) -> None:
+    """Capture target, draft-prefill and draft-decode graphs and show the timeline and pools.
+
+    On CUDA graphs are real (torch.cuda.CUDAGraph, real pools, allocator snapshot); on CPU
+    the emulated backend replays captured routines and memory figures are N/A. Exit 1 when a
+    capture fails (e.g. OOM): the partial timeline is still shown and saved.
+    """
+    app = make_app(ctx, json_output, no_color)
+    from eaglegraph.probes.capture import CaptureRequest, run_capture
+    from eaglegraph.probes.setup import rig_config
+    from eaglegraph.reports.capture_view import render_capture
+    from eaglegraph.reports.html import write_html
+    from eaglegraph.reports.trace import write_trace
+    from eaglegraph.rig.inspect import open_pair
+    from eaglegraph.rig.timeline import CAPTURE_SCHEMA
+    from eaglegraph.rig.workload import Schedule
+    from eaglegraph.serial import atomic_write, document, dumps
+
+    outputs = [Path(p) for p in (save, html, trace, snapshot) if p]
+    for out in outputs:
+        if out.exists() and not force:
+            raise click.UsageError(f"{out} already exists; pass --force to replace it")
+    pair = open_pair(model_dir, target_dir, draft_dir)
+    config = rig_config(pair, pop_plan_kwargs(kwargs), **pop_rig_kwargs(kwargs))
+    request = CaptureRequest(
+        config=config,
+        pool=pool,
+        schedule=Schedule.grow_shrink(config.max_num_seqs) if replay else None,
+        snapshot=Path(snapshot) if snapshot else None,
+        overwrite=force,
+        model=str(model_dir or target_dir or ""),
+    )
+    from eaglegraph.rig.plan import build_plan
+
+    total = sum(p.descriptor_count for p in build_plan(config.options).phases)
+    with app.progress("Capturing CUDA graphs", total=total) as progress:
+        run = run_capture(
+            pair,
+            request,
+            on_event=lambda e: progress(f"{e.phase} {e.descriptor}", advance=1),
+            on_stage=lambda s: progress(s),
+        )
+    if save:
+        atomic_write(save, dumps(document(CAPTURE_SCHEMA, run)) + "\n", overwrite=force)
+    if html:
+        write_html(run, html, overwrite=force)
+    if trace:
+        write_trace(run, trace, overwrite=force)
+    app.emit(CAPTURE_SCHEMA, run, render_capture)
+    ctx.exit(0 if run.ok else 1)

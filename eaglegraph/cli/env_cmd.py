@@ -1,0 +1,24 @@
+"""`eaglegraph env`: GPUs, driver, CUDA and library versions, for a ticket."""
+
+from __future__ import annotations
+
+import click
+
+from eaglegraph.cli.app import make_app, output_options
+
+
+@click.command("env")
+@output_options
+@click.pass_context
+def command(ctx: click.Context, json_output: bool, no_color: bool) -> None:
+    """Report GPUs (name, memory total/used, memory per process), driver and CUDA versions
+    through NVML, and the torch / CUDA runtime / triton / Python / eaglegraph versions.
+
+    Anything that cannot be read (no driver, no NVML, no CUDA) shows as "N/A"; the command
+    never fails for that. Attach `eaglegraph env --json` (schema eaglegraph.env/1) to tickets.
+    """
+    app = make_app(ctx, json_output, no_color)
+    from eaglegraph.reports.env_view import render_env
+    from eaglegraph.system.environment import SCHEMA, collect_environment
+
+    app.emit(SCHEMA, collect_environment(), render_env)

@@ -1,0 +1,86 @@
+"""`eaglegraph memdiff`: pool memory under two policies, each captured in a fresh process."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from eaglegraph.cli.app import make_app, output_options
+from eaglegraph.cli.options import PLAN_KEYS, plan_options
+from eaglegraph.cli.rig_options import RIG_KEYS, rig_options
+
+
+def _capture_args(values: dict[str, Any]) -> list[str]:
+    """Re-spell the shared options for the capture subprocesses."""
+    args: list[str] = []
+    for key in (*PLAN_KEYS, *RIG_KEYS):
+        value = values.get(key)
+        if value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        args += [flag] if value is True else [flag, str(value)]
+    return args
+
+
+@click.command("memdiff")
+@click.argument("model_dir", metavar="MODEL_DIR")
+@click.option(
+    "--pool",
+    type=click.Choice(["shared", "dedicated", "per-graph"]),
+    default="shared",
+    show_default=True,
+)
+@click.option(
+    "--against",
+    type=click.Choice(["shared", "dedicated", "per-graph"]),
+    default="dedicated",
+    show_default=True,
+)
+@plan_options
+@rig_options
+@click.option("--save", type=click.Path(dir_okay=False), default=None, help="Write the run (eaglegraph.memdiff/1).")
+@click.option("--html", type=click.Path(dir_okay=False), default=None)
+@click.option("--trace", type=click.Path(dir_okay=False), default=None)
+@click.option("--force", is_flag=True, help="Replace existing output files.")
+@click.option("--timeout", type=float, default=1800.0, show_default=True, help="Seconds per capture.")
+@output_options
+@click.pass_context
+def command(
+    ctx: click.Context,
+    model_dir: str,
+    pool: str,
+    against: str,
+    save: str | None,
+    html: str | None,
+    trace: str | None,
+    force: bool,
+    timeout: float,
+    json_output: bool,
+    no_color: bool,
+    **kwargs: Any,
+) -> None:
+    """Capture under --pool and --against (each in a fresh process) and diff pool memory per
+    pool, per phase and per graph; check both produce identical draft tokens. Needs CUDA."""
+    app = make_app(ctx, json_output, no_color)
+    from pathlib import Path
+
+    from eaglegraph.probes.memdiff import memdiff
+    from eaglegraph.reports.html import write_html
+    from eaglegraph.reports.memdiff_view import render_memdiff
+    from eaglegraph.reports.trace import write_trace
+    from eaglegraph.rig.timeline import MEMDIFF_SCHEMA
+    from eaglegraph.serial import atomic_write, document, dumps
+
+    for out in (save, html, trace):
+        if out and Path(out).exists() and not force:
+            raise click.UsageError(f"{out} already exists; pass --force to replace it")
+    with app.progress("memdiff") as progress:
+        run = memdiff(model_dir, pool, against, _capture_args(kwargs), timeout, on_stage=lambda s: progress(s))
+    if save:
+        atomic_write(save, dumps(document(MEMDIFF_SCHEMA, run)) + "\n", overwrite=force)
+    if html:
+        write_html(run, html, overwrite=force)
+    if trace:
+        write_trace(run, trace, overwrite=force)
+    app.emit(MEMDIFF_SCHEMA, run, render_memdiff)

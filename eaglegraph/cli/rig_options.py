@@ -1,0 +1,43 @@
+"""Options of the commands that build a rig (capture, memdiff, probe)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+RIG_KEYS = ("device", "dtype", "max_model_len", "random_weights", "seed")
+
+
+def rig_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option(
+            "--random-weights",
+            is_flag=True,
+            help="Seeded random weights from config.json alone (config-only folders, 8B presets).",
+        ),
+        click.option(
+            "--dtype",
+            type=click.Choice(["auto", "bfloat16", "float16", "float32"]),
+            default="auto",
+            show_default=True,
+            help="auto = the config's dtype on CUDA, float32 on CPU.",
+        ),
+        click.option(
+            "--device",
+            type=click.Choice(["auto", "cuda", "cpu"]),
+            default="auto",
+            show_default=True,
+            help="cuda captures real graphs; cpu uses the emulated backend.",
+        ),
+        click.option("--max-model-len", type=int, default=1024, show_default=True),
+        click.option("--seed", type=int, default=0, show_default=True),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def pop_rig_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {k: kwargs.pop(k) for k in RIG_KEYS if k in kwargs}

@@ -1,0 +1,47 @@
+"""`eaglegraph stacks PID`: where a live (hung) server is stuck, through py-spy."""
+
+from __future__ import annotations
+
+import click
+
+from eaglegraph.cli.app import make_app, output_options
+
+
+@click.command("stacks")
+@click.argument("pid", type=int, metavar="PID")
+@click.option("--native", is_flag=True, help="Include C/C++/CUDA frames (py-spy --native).")
+@click.option(
+    "--subprocesses", is_flag=True, help="Also dump the child processes (workers, TP ranks)."
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(1, 600),
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for py-spy.",
+)
+@output_options
+@click.pass_context
+def command(
+    ctx: click.Context,
+    pid: int,
+    native: bool,
+    subprocesses: bool,
+    timeout: float,
+    json_output: bool,
+    no_color: bool,
+) -> None:
+    """Dump the Python stacks of PID with py-spy and say which phase it is stuck in.
+
+    Identical stacks across threads and processes are grouped; frames of CUDA-graph capture
+    and replay, speculative proposal, sampling and NCCL waits are highlighted, and the phase
+    comes from the deepest meaningful frame of the busiest stack. Needs py-spy and ptrace
+    rights (root, or SYS_PTRACE in containers). `--json` gives schema eaglegraph.stacks/1.
+    Exit codes: 0 done, 2 no such process / not Python, 3 py-spy missing or not permitted.
+    """
+    app = make_app(ctx, json_output, no_color)
+    from eaglegraph.reports.stacks_view import render_stacks
+    from eaglegraph.system.pyspy import SCHEMA, dump_stacks
+
+    report = dump_stacks(pid, native=native, subprocesses=subprocesses, timeout=timeout)
+    app.emit(SCHEMA, report, render_stacks)

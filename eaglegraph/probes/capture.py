@@ -1,0 +1,173 @@
+"""`capture`: build the rig, capture every planned graph, account pools, optionally replay.
+
+The result is a `CaptureRun` (schema eaglegraph.capture/1). On CUDA the memory figures come
+from the allocator (per-graph reserved growth, snapshot segments per pool, the free-memory
+delta vLLM logs as "took … GiB"); on CPU the emulated backend gives the timeline only.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from eaglegraph.errors import BadInput
+from eaglegraph.findings import Finding, Severity
+from eaglegraph.pair.model import Pair
+from eaglegraph.probes.environment import run_environment
+from eaglegraph.probes.pool_accounting import emulated_pools, pools_from_segments, snapshot_segments
+from eaglegraph.rig.config import RigConfig
+from eaglegraph.rig.driver import run_workload
+from eaglegraph.rig.step import CaptureFailed, Rig
+from eaglegraph.rig.timeline import CaptureEvent, CaptureRun, CaptureTotals
+from eaglegraph.rig.workload import Schedule
+
+
+@dataclass
+class CaptureRequest:
+    """Everything `capture` needs besides the pair (what the CLI parsed)."""
+
+    config: RigConfig
+    pool: str | None = None
+    schedule: Schedule | None = None
+    snapshot: Path | None = None
+    overwrite: bool = False
+    model: str = ""
+
+
+def _free_bytes() -> int:
+    gc.collect()
+    torch.cuda.empty_cache()
+    torch.cuda.synchronize()
+    return int(torch.cuda.mem_get_info()[0])
+
+
+def _write_snapshot(path: Path, overwrite: bool) -> None:
+    """The allocator history pickle PyTorch's memory_viz opens; written atomically."""
+    if path.exists() and not overwrite:
+        raise BadInput(f"{path} already exists", "pass --force to replace it")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or Path("."))
+    os.close(fd)
+    try:
+        torch.cuda.memory._dump_snapshot(tmp)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def run_capture(
+    pair: Pair,
+    request: CaptureRequest,
+    on_event: Callable[[CaptureEvent], None] | None = None,
+    on_stage: Callable[[str], None] | None = None,
+) -> CaptureRun:
+    cfg = request.config
+    cuda = cfg.device.type == "cuda"
+    if request.snapshot is not None and not cuda:
+        raise BadInput("--snapshot needs CUDA: the allocator snapshot exists only for GPU memory")
+    if request.snapshot is not None and request.snapshot.exists() and not request.overwrite:
+        raise BadInput(f"{request.snapshot} already exists", "pass --force to replace it")
+    stage = on_stage or (lambda _: None)
+    stage("loading the pair")
+    rig = Rig(pair, cfg)
+    policy = request.pool or rig.behavior.default_pool
+    if request.snapshot is not None:
+        torch.cuda.memory._record_memory_history(max_entries=200_000)
+    free_before = _free_bytes() if cuda else None
+    stage("capturing graphs")
+    start = time.perf_counter()
+    failed: CaptureEvent | None = None
+    findings: list[Finding] = []
+    try:
+        events, findings = rig.capture(policy, on_event)
+    except CaptureFailed as exc:
+        events, failed = exc.events, exc.failed
+        findings.append(
+            Finding(
+                id="capture-oom" if failed.status == "oom" else "capture-failed",
+                severity=Severity.ERROR,
+                phase=failed.phase,
+                mode=failed.mode,
+                descriptor=failed.descriptor,
+                message=f"capture of {failed.phase} {failed.descriptor} failed: {failed.error}",
+                fix="lower --max-num-seqs or the capture sizes, or use a shared pool",
+            )
+        )
+    seconds = time.perf_counter() - start
+    assert rig.graph_context is not None
+    manager = rig.graph_context.pools
+    if cuda:
+        free_after = _free_bytes()
+        segments = snapshot_segments()
+        pools = pools_from_segments(segments, events, manager)
+        reserved = int(torch.cuda.memory_reserved())
+        snap_total = sum(int(s.get("total_size", 0)) for s in segments)
+        graph_pools = sum(p.reserved_bytes for p in pools if p.id != "(0,0)")
+        totals = CaptureTotals(
+            capture_seconds=seconds,
+            graphs=len(events),
+            took_bytes=(free_before or 0) - free_after,
+            pool_reserved_bytes=graph_pools,
+            reserved_bytes=reserved,
+            snapshot_reserved_bytes=snap_total,
+            accounted=snap_total == reserved,
+        )
+        if request.snapshot is not None:
+            _write_snapshot(request.snapshot, request.overwrite)
+            torch.cuda.memory._record_memory_history(enabled=None)
+    else:
+        pools = emulated_pools(events, manager)
+        totals = CaptureTotals(seconds, len(events), None, None, None, None, None)
+    replay = None
+    if failed is None and request.schedule is not None:
+        stage(f"replaying schedule {request.schedule.name}")
+        result = run_workload(rig, request.schedule)
+        replay = {
+            "schedule": result.schedule,
+            "steps": len(result.steps),
+            "acceptance_rate": result.acceptance_rate,
+            "draft_tokens": [s.draft_tokens for s in result.steps],
+            "accepted": [s.accepted for s in result.steps],
+            "descriptors": [s.descriptors for s in result.steps],
+        }
+    return CaptureRun(
+        config=_config_json(request, rig, policy),
+        environment=run_environment(cfg.device),
+        backend=cfg.graph_backend,
+        pool_policy=policy,
+        events=events,
+        pools=pools,
+        totals=totals,
+        findings=rig.plan.findings + findings,
+        failed=failed,
+        replay=replay,
+    )
+
+
+def _config_json(request: CaptureRequest, rig: Rig, policy: str) -> dict[str, Any]:
+    cfg, plan = request.config, rig.plan
+    return {
+        "model": request.model,
+        "framework": plan.framework,
+        "behavior": plan.behavior,
+        "mode": plan.requested_mode.name,
+        "resolved_mode": plan.resolved_mode.name,
+        "attention_backend": plan.attention_backend,
+        "pool": policy,
+        "num_speculative_tokens": plan.num_speculative_tokens,
+        "max_num_seqs": plan.max_num_seqs,
+        "max_num_batched_tokens": plan.max_num_batched_tokens,
+        "capture_sizes": plan.capture_sizes,
+        "dtype": str(rig.models.dtype).removeprefix("torch."),
+        "device": str(cfg.device),
+        "random_weights": cfg.random_weights,
+        "draft_kind": rig.models.kind,
+        "phases": {p.phase: p.mode.name for p in plan.phases},
+    }

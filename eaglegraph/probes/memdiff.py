@@ -1,0 +1,112 @@
+"""`memdiff`: capture under two pool policies, each in a fresh process, and diff the memory.
+
+A fresh process per policy means neither capture inherits the other's cached blocks. Both
+runs also replay the same grow/shrink schedule through their graphs, so the diff says whether
+the policies produced identical draft tokens (the accuracy half of vLLM PR #44078) as well as
+what each costs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from eaglegraph.errors import BadInput, MissingEnvironment
+from eaglegraph.rig.timeline import CaptureRun, MemdiffRun, PoolDiff, capture_run_from_json
+from eaglegraph.serial import read_json_file
+
+
+def capture_in_subprocess(
+    model: str, pool: str, capture_args: Sequence[str], workdir: Path, timeout: float
+) -> CaptureRun:
+    out = workdir / f"capture-{pool}.json"
+    argv = [
+        sys.executable, "-m", "eaglegraph", "capture", model, "--pool", pool,
+        "--replay", "--save", str(out), "--json", *capture_args,
+    ]  # fmt: skip
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise MissingEnvironment(f"capture under --pool {pool} did not finish in {timeout:.0f} s") from None
+    if not out.exists():
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        if proc.returncode == 2:
+            raise BadInput(tail[0].removeprefix("eaglegraph: error: "))
+        raise MissingEnvironment(f"capture under --pool {pool} failed (exit {proc.returncode}): {tail[0]}")
+    return capture_run_from_json(read_json_file(out, "capture run"), f"capture --pool {pool}")
+
+
+def _graph_key(phase: str, mode: str, tokens: int, reqs: int | None) -> str:
+    return f"{phase} {mode}(tokens={tokens}, reqs={'—' if reqs is None else reqs})"
+
+
+def diff_runs(a: CaptureRun, b: CaptureRun, config: dict[str, object]) -> MemdiffRun:
+    def pools(run: CaptureRun) -> dict[str, int]:
+        return {p.label: p.reserved_bytes for p in run.pools}
+
+    def phases(run: CaptureRun) -> dict[str, int]:
+        out: dict[str, int] = defaultdict(int)
+        for e in run.events:
+            out[e.phase] += e.bytes or 0
+        return out
+
+    def graphs(run: CaptureRun) -> dict[str, int]:
+        return {_graph_key(e.phase, e.mode, e.num_tokens, e.num_reqs): e.bytes or 0 for e in run.events}
+
+    def pair(fa: dict[str, int], fb: dict[str, int]) -> list[PoolDiff]:
+        keys = list(dict.fromkeys([*fa, *fb]))
+        return [PoolDiff(k, fa.get(k, 0), fb.get(k, 0)) for k in keys]
+
+    identical = None
+    steps = 0
+    if a.replay and b.replay:
+        steps = int(a.replay.get("steps", 0))
+        identical = (a.replay.get("draft_tokens"), a.replay.get("accepted")) == (
+            b.replay.get("draft_tokens"),
+            b.replay.get("accepted"),
+        )
+    return MemdiffRun(
+        config=config,
+        a=a,
+        b=b,
+        per_pool=pair(pools(a), pools(b)),
+        per_phase=pair(phases(a), phases(b)),
+        per_graph=pair(graphs(a), graphs(b)),
+        total_a=a.totals.pool_reserved_bytes or 0,
+        total_b=b.totals.pool_reserved_bytes or 0,
+        tokens_identical=identical,
+        token_steps=steps,
+    )
+
+
+def memdiff(
+    model: str,
+    pool: str,
+    against: str,
+    capture_args: Sequence[str],
+    timeout: float = 1800.0,
+    on_stage: Callable[[str], None] | None = None,
+) -> MemdiffRun:
+    import torch
+
+    if not torch.cuda.is_available():
+        raise MissingEnvironment(
+            "memdiff needs a CUDA GPU: pool memory exists only on the device "
+            "(on CPU, `eaglegraph capture` shows the emulated timeline)"
+        )
+    if pool == against:
+        raise BadInput(f"--pool and --against are both {pool}; pick two different policies")
+    stage = on_stage or (lambda _: None)
+    with tempfile.TemporaryDirectory(prefix="eaglegraph-memdiff-") as tmp:
+        runs = []
+        for policy in (pool, against):
+            stage(f"capturing with --pool {policy} in a fresh process")
+            runs.append(capture_in_subprocess(model, policy, capture_args, Path(tmp), timeout))
+    config = {"model": model, "pool": pool, "against": against, "capture_args": list(capture_args)}
+    config.update({k: v for k, v in runs[0].config.items() if k not in ("pool", "model")})
+    return diff_runs(runs[0], runs[1], json.loads(json.dumps(config)))

@@ -1,0 +1,61 @@
+"""Terminal view of a `StacksReport` (rich): grouped stacks, meaningful frames highlighted."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+from eaglegraph.system.pyspy import StacksReport
+from eaglegraph import frames as fr
+
+_TAG_STYLE = {
+    fr.CAPTURE: "bold magenta",
+    fr.REPLAY: "bold magenta",
+    fr.SPEC: "bold cyan",
+    fr.SAMPLING: "bold yellow",
+    fr.COLLECTIVE: "bold red",
+}
+
+
+def render_stacks(report: StacksReport, console: Console, max_groups: int = 12) -> None:
+    head = Text.assemble(
+        ("stuck in: ", "bold"), (report.phase, "bold red"), f"  ({report.phase_detail})"
+    )
+    console.print(head)
+    procs = ", ".join(f"{p.pid} ({p.threads} threads)" for p in report.processes)
+    console.print(
+        Text(
+            f"PID {report.pid}: {report.threads} threads in {len(report.groups)} distinct "
+            f"stacks; processes {procs}",
+            style="dim",
+        )
+    )
+    for n, group in enumerate(report.groups[:max_groups]):
+        marker = " <- stuck here" if n == report.stuck_group else ""
+        names = ", ".join(sorted({f"{t.pid}:{t.name or t.thread_id}" for t in group.threads}))[:160]
+        active = sum(1 for t in group.threads if t.active)
+        console.print(
+            Text.assemble(
+                (f"\n[{n}] {group.count} thread(s)", "bold"),
+                f" {group.phase}",
+                (f", {active} active" if active else "", ""),
+                (marker, "bold red"),
+            )
+        )
+        console.print(Text(f"    {escape(names)}", style="dim"))
+        for i, f in enumerate(group.frames):
+            style = next(
+                (_TAG_STYLE[t] for t in f.tags if t in _TAG_STYLE), "dim" if not f.tags else ""
+            )
+            tag = f"  [{', '.join(f.tags)}]" if f.tags else ""
+            pointer = "=> " if i == group.phase_frame else "   "
+            console.print(
+                Text(f"  {pointer}{f.name} ({f.short_filename}:{f.line}){tag}", style=style)
+            )
+    if len(report.groups) > max_groups:
+        console.print(
+            Text(f"... {len(report.groups) - max_groups} more stacks (see --json)", style="dim")
+        )
+    for note in report.notes:
+        console.print(Text(f"note: {note}", style="yellow"))

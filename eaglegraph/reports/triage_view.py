@@ -1,0 +1,207 @@
+"""Terminal view of a `TriageResult` (rich). Renders only; every value comes from the result."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from eaglegraph.triage.model import TriageResult
+
+_CATEGORY_STYLE = {
+    "other": "yellow",
+    "mode-incompatibility": "yellow",
+    "acceptance-regression": "yellow",
+}
+_ROLE_STYLE = {"primary": "bold red", "secondary": "dim", "context": "cyan"}
+
+
+def _config_table(result: TriageResult) -> Table:
+    cfg = result.config
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    rows: list[tuple[str, object]] = [
+        (
+            "framework",
+            f"{cfg.framework or '?'} {cfg.version or ''}".strip()
+            + (f" ({cfg.runner})" if cfg.runner else ""),
+        ),
+        ("target", cfg.target_model),
+        (
+            "speculative",
+            " ".join(
+                str(x)
+                for x in (
+                    cfg.spec_method,
+                    f"K={cfg.num_spec_tokens}" if cfg.num_spec_tokens else None,
+                    f"topk={cfg.topk}" if cfg.topk else None,
+                )
+                if x
+            )
+            or None,
+        ),
+        ("draft", cfg.draft_model),
+        (
+            "cudagraph mode",
+            None
+            if not (cfg.cudagraph_mode_requested or cfg.cudagraph_mode_resolved)
+            else f"requested {cfg.cudagraph_mode_requested or '?'} -> ran {cfg.cudagraph_mode_resolved or '?'}",
+        ),
+        (
+            "capture sizes",
+            ", ".join(map(str, cfg.capture_sizes[:16]))
+            + (" ..." if len(cfg.capture_sizes) > 16 else "")
+            if cfg.capture_sizes
+            else None,
+        ),
+        (
+            "attention",
+            " / ".join(x for x in (cfg.attention_backend_raw, cfg.decode_backend) if x) or None,
+        ),
+        (
+            "parallel",
+            " ".join(
+                f"{k}={v}"
+                for k, v in (("TP", cfg.tp), ("DP", cfg.dp), ("EP", cfg.ep), ("PP", cfg.pp))
+                if v
+            )
+            or None,
+        ),
+        (
+            "GPU",
+            " ".join(
+                str(x)
+                for x in (
+                    cfg.gpu,
+                    cfg.gpu_arch,
+                    f"{cfg.gpu_memory_gib} GiB" if cfg.gpu_memory_gib else None,
+                )
+                if x
+            )
+            or None,
+        ),
+        (
+            "KV cache",
+            f"{cfg.memory.available_kv_gib} GiB"
+            if cfg.memory.available_kv_gib is not None
+            else None,
+        ),
+        (
+            "graph memory",
+            f"estimate {cfg.memory.graph_estimate_gib} GiB"
+            if cfg.memory.graph_estimate_gib is not None
+            else None,
+        ),
+        ("acceptance", _acceptance(result)),
+        (
+            "padding",
+            f"raw_bs={cfg.padding.raw_bs} -> graph_bs={cfg.padding.graph_bs} (line {cfg.padding.line})"
+            if cfg.padding
+            else None,
+        ),
+    ]
+    for key, value in rows:
+        if value not in (None, ""):
+            table.add_row(key, escape(str(value)))
+    return table
+
+
+def _acceptance(result: TriageResult) -> str | None:
+    acc = result.config.acceptance
+    if not acc.samples:
+        return None
+    parts = []
+    if acc.mean_length_last is not None:
+        parts.append(
+            f"mean length {acc.mean_length_first} -> {acc.mean_length_last} (min {acc.mean_length_min})"
+        )
+    if acc.rate_last is not None:
+        parts.append(f"rate {acc.rate_first:.0%} -> {acc.rate_last:.0%} (min {acc.rate_min:.0%})")
+    return "; ".join(parts) + f" over {acc.samples} samples"
+
+
+def _phase(result: TriageResult) -> Text:
+    ph = result.phase
+    text = Text(ph.at_failure, style="bold")
+    if ph.detail:
+        text.append(f": {ph.detail}")
+    for cap in ph.captures[-6:]:
+        state = "finished" if cap.finished else "NOT finished"
+        progress = f" {cap.done}/{cap.total}" if cap.total is not None else ""
+        text.append(
+            f"\n  capture {cap.name} ({cap.mode or '?'}){progress}: {state}, line {cap.begin_line}"
+        )
+    return text
+
+
+def _evidence(result: TriageResult) -> Table:
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    table.add_column("line", justify="right", style="dim")
+    table.add_column("role")
+    table.add_column("signal", style="dim")
+    table.add_column("text", overflow="fold")
+    for ev in result.evidence:
+        table.add_row(
+            str(ev.line),
+            Text(ev.role, style=_ROLE_STYLE.get(ev.role, "")),
+            ev.signal,
+            escape(ev.text[:240]),
+        )
+    return table
+
+
+def render_triage(result: TriageResult, console: Console) -> None:
+    style = _CATEGORY_STYLE.get(result.category, "red")
+    title = Text.assemble(
+        ("triage: ", "bold"),
+        (result.category, f"bold {style}"),
+        f"  confidence {result.confidence:.2f}",
+    )
+    alt = ", ".join(f"{a.category} {a.confidence:.2f}" for a in result.alternatives)
+    header = [title]
+    if alt:
+        header.append(Text(f"runner-up: {alt}", style="dim"))
+    header.append(
+        Text(f"{result.source}: {result.lines} lines, {result.bytes_read} bytes", style="dim")
+    )
+    console.print(
+        Panel(Group(*header, _config_table(result)), title="eaglegraph triage", expand=False)
+    )
+
+    console.print(Text("Phase", style="bold underline"))
+    console.print(_phase(result))
+    if result.primary_error is not None:
+        console.print(Text("Primary error", style="bold underline"))
+        console.print(
+            Text(f"line {result.primary_error.line}: ", style="bold red")
+            + Text(result.primary_error.text[:400])
+        )
+    if result.secondary_errors:
+        console.print(Text("Consequences (not the cause)", style="bold underline"))
+        for ev in result.secondary_errors[:6]:
+            console.print(Text(f"  line {ev.line}: {ev.text[:160]}", style="dim"))
+    if result.evidence:
+        console.print(Text("Evidence", style="bold underline"))
+        console.print(_evidence(result))
+    if result.fixes:
+        console.print(Text("Known fixes that match", style="bold underline"))
+        for fix in result.fixes:
+            console.print(
+                Text.assemble(
+                    ("  " + fix.ref, "bold"), f"  {fix.summary}", (f"  [{fix.why}]", "dim")
+                )
+            )
+    if result.checks:
+        console.print(Text("Check", style="bold underline"))
+        for check in result.checks:
+            console.print(Text(f"  - {check}"))
+    if result.reproduce:
+        console.print(Text("Reproduce", style="bold underline"))
+        console.print(Text(f"  {result.reproduce}", style="bold green"))
+        for cmd in result.reproduce_also:
+            console.print(Text(f"  {cmd}", style="green"))
+    for note in result.notes:
+        console.print(Text(f"note: {note}", style="dim"))

@@ -1,0 +1,231 @@
+"""Streaming a log from a file, stdin or a compressed file, as blocks of whole lines.
+
+Logs arrive gzip'ed, as UTF-16 from Windows shells, with binary junk from a crashed process,
+with tqdm progress bars that rewrite one line with `\\r` for minutes, and sometimes as one
+10 MB line. Reading works on bytes in fixed-size blocks so memory stays constant; every block
+ends at a line boundary; an over-long line keeps its head and its tail (the tail of a progress
+bar is its final state) joined by `\\r`, so it is still read as separate segments. Decoding
+happens later, per candidate line, with `errors="replace"`: nothing in the input can make the
+reader raise, only a path that cannot be opened (`BadInput`).
+"""
+
+from __future__ import annotations
+
+import bz2
+import codecs
+import gzip
+import io
+import lzma
+import os
+import sys
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+from eaglegraph.errors import BadInput
+
+BLOCK = 256 * 1024
+MAX_LINE = 64 * 1024
+
+_GZIP = b"\x1f\x8b"
+_BZ2 = b"BZh"
+_XZ = b"\xfd7zXZ\x00"
+
+
+class _Chain(io.RawIOBase):
+    """Bytes already read (to sniff the format) followed by the rest of the stream."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self._head = head
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        n = len(buf)
+        if self._head:
+            take = self._head[:n]
+            self._head = self._head[len(take) :]
+            buf[: len(take)] = take
+            return len(take)
+        data = self._rest.read(n)
+        if not data:
+            return 0
+        buf[: len(data)] = data
+        return len(data)
+
+
+class _Transcode(io.RawIOBase):
+    """UTF-16 (with or without BOM) re-encoded as UTF-8, so the byte-level scan works."""
+
+    def __init__(self, raw: BinaryIO, encoding: str) -> None:
+        self._reader = codecs.getreader(encoding)(raw, errors="replace")
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        while not self._pending:
+            text = self._reader.read(BLOCK // 2)
+            if not text:
+                return 0
+            self._pending = text.encode("utf-8", "replace")
+        n = min(len(buf), len(self._pending))
+        buf[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+
+def _utf16_without_bom(head: bytes) -> str | None:
+    """ASCII text in UTF-16 has a NUL in every other byte; which half tells the byte order."""
+    sample = head[:4096]
+    if len(sample) < 64:
+        return None
+    even = sample[0::2].count(0)
+    odd = sample[1::2].count(0)
+    half = len(sample) // 2
+    if odd > 0.8 * half and even < 0.1 * half:
+        return "utf-16-le"
+    if even > 0.8 * half and odd < 0.1 * half:
+        return "utf-16-be"
+    return None
+
+
+_READ_ERRORS = (EOFError, OSError, zlib.error, lzma.LZMAError, ValueError)
+
+
+class _Reader:
+    """Reads up to n bytes in small steps, so a corrupt or cut stream keeps what came before."""
+
+    def __init__(self, stream: BinaryIO, notes: list[str]) -> None:
+        self.stream = stream
+        self.notes = notes
+        self.ended = False
+        self._step = getattr(stream, "read1", stream.read)
+
+    def read(self, n: int) -> bytes:
+        if self.ended:
+            return b""
+        parts: list[bytes] = []
+        got = 0
+        while got < n:
+            try:
+                data = self._step(n - got)
+            except _READ_ERRORS as exc:
+                self.notes.append(
+                    f"input ends early ({type(exc).__name__}: {exc}); read what came before"
+                )
+                self.ended = True
+                break
+            if not data:
+                break
+            parts.append(data)
+            got += len(data)
+        return b"".join(parts)
+
+
+def _read_head(stream: BinaryIO, notes: list[str]) -> bytes:
+    return _Reader(stream, notes).read(8192)
+
+
+def sniff(raw: BinaryIO, notes: list[str]) -> BinaryIO:
+    """Undo compression and UTF-16 by looking at the first bytes, not at the file name."""
+    head = _read_head(raw, notes)
+    stream: BinaryIO = io.BufferedReader(_Chain(head, raw), buffer_size=BLOCK)
+    if head.startswith(_GZIP):
+        notes.append("input is gzip-compressed")
+        stream = gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[assignment]
+        head = b""
+    elif head.startswith(_BZ2):
+        notes.append("input is bzip2-compressed")
+        stream = bz2.BZ2File(stream)  # type: ignore[assignment]
+        head = b""
+    elif head.startswith(_XZ):
+        notes.append("input is xz-compressed")
+        stream = lzma.LZMAFile(stream)  # type: ignore[assignment]  # noqa: SIM115
+        head = b""
+    if not head:
+        head = _read_head(stream, notes)
+        stream = io.BufferedReader(_Chain(head, stream), buffer_size=BLOCK)
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        notes.append("input is UTF-16 text")
+        return io.BufferedReader(_Transcode(stream, "utf-16"), buffer_size=BLOCK)
+    encoding = _utf16_without_bom(head)
+    if encoding:
+        notes.append(f"input looks like {encoding.upper()} text without a byte-order mark")
+        return io.BufferedReader(_Transcode(stream, encoding), buffer_size=BLOCK)
+    return stream
+
+
+@contextmanager
+def open_log(path: str | os.PathLike[str], stdin: BinaryIO | None = None) -> Iterator[BinaryIO]:
+    """Open `path` ('-' for stdin) for reading; unreadable paths are `BadInput`."""
+    if str(path) == "-":
+        stream = stdin if stdin is not None else getattr(sys.stdin, "buffer", None)
+        if stream is None:
+            raise BadInput("LOG is '-' but there is no standard input to read")
+        yield stream
+        return
+    p = Path(path)
+    if not p.exists():
+        raise BadInput(f"log file {p} does not exist")
+    if p.is_dir():
+        raise BadInput(f"{p} is a directory, expected a log file (or '-' for stdin)")
+    try:
+        fh = open(p, "rb")  # noqa: SIM115 - closed below
+    except PermissionError:
+        raise BadInput(f"cannot read {p}: permission denied") from None
+    except OSError as exc:
+        raise BadInput(f"cannot read {p}: {exc.strerror or exc}") from None
+    try:
+        yield fh
+    finally:
+        fh.close()
+
+
+def iter_blocks(
+    raw: BinaryIO, notes: list[str], block_size: int = BLOCK, max_line: int = MAX_LINE
+) -> Iterator[bytes]:
+    """Blocks of whole lines, each ending in b'\\n'; over-long lines shortened to head + tail."""
+    reader = _Reader(sniff(raw, notes), notes)
+    half = max_line // 2
+    pending = b""
+    long_head: bytes | None = None  # head of an over-long line being skipped
+    long_tail = b""
+    shortened = 0
+    while True:
+        data = reader.read(block_size)
+        if not data:
+            break
+        if long_head is not None:
+            nl = data.find(b"\n")
+            if nl < 0:
+                long_tail = (long_tail + data)[-half:]
+                continue
+            long_tail = (long_tail + data[:nl])[-half:]
+            yield long_head + b"\r" + long_tail + b"\n"
+            long_head, long_tail = None, b""
+            data = data[nl + 1 :]
+        buf = pending + data if pending else data
+        cut = buf.rfind(b"\n")
+        if cut < 0:
+            pending = buf
+        else:
+            block, pending = buf[: cut + 1], buf[cut + 1 :]
+            if block:
+                yield block
+        if len(pending) > max_line:
+            shortened += 1
+            long_head, long_tail, pending = pending[:half], pending[-half:], b""
+    if long_head is not None:
+        yield long_head + b"\r" + long_tail + b"\n"
+    if pending:
+        yield pending + b"\n"
+    if shortened:
+        notes.append(
+            f"{shortened} line(s) longer than {max_line // 1024} KiB were shortened for matching"
+        )

@@ -1,0 +1,222 @@
+"""What to check next, and the eaglegraph command that rebuilds the failing situation.
+
+The reproduce line is built only from what the log said: the draft path (or the built-in preset
+of the same family and draft kind), the CUDA-graph mode that actually ran, the attention
+backend's metadata style, K, and the behaviour profile whose semantics match the framework
+version (each profile is tied to the PRs that changed those semantics).
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from eaglegraph.triage.fixes import FixContext, mismatch_kind, parse_version
+from eaglegraph.triage.model import CATEGORIES, TriageConfig
+
+STALE, OOB, OOM, CAPTURE, MODE, CONFIG, ACCEPT, HANG, OTHER = CATEGORIES
+
+PROBE_BACKENDS = ("flash_attn", "flashinfer", "triton")
+PROBE_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE", "BREAKABLE")
+
+
+def behavior_for(cfg: TriageConfig) -> tuple[str, str]:
+    """The `--behavior` profile for the framework and version, and why it was chosen."""
+    version = parse_version(cfg.version)
+    if cfg.framework == "sglang":
+        if version is None:
+            return "sglang-current", "SGLang version not in the log: current semantics"
+        if version < (0, 5, 4):
+            return "sglang-pre-10892", f"SGLang {cfg.version} predates PR #10892 (v0.5.4)"
+        return "sglang-current", f"SGLang {cfg.version} contains PR #10892"
+    if cfg.framework == "vllm":
+        if version is None:
+            return "vllm-current", "vLLM version not in the log: current semantics"
+        mm = version[:2]
+        if mm < (0, 20):
+            note = "MRV2" if cfg.runner == "mrv2" else "closest modelled profile (MRV2 semantics)"
+            return "vllm-pre-39773", f"vLLM {cfg.version} predates PR #39773 ({note})"
+        if mm == (0, 20):
+            return "vllm-0.20", f"vLLM {cfg.version}: #39773 in, #40410 not yet"
+        if mm in ((0, 21), (0, 22)):
+            return "vllm-0.22", f"vLLM {cfg.version}: #40410 in, dedicated EAGLE pool (pre-#44078)"
+        return "vllm-current", f"vLLM {cfg.version}: shared pool (#44078) and later"
+    return "vllm-current", "framework not modelled: vLLM current semantics as the reference"
+
+
+def _mode(cfg: TriageConfig) -> str:
+    """The mode that actually ran: resolved > inferred from captures > requested > default."""
+    for mode in (cfg.cudagraph_mode_resolved, cfg.cudagraph_mode_requested):
+        if mode in PROBE_MODES:
+            return mode
+    if cfg.framework in ("sglang", "trtllm"):
+        return "FULL"
+    if cfg.attention_backend == "flashinfer":
+        return "PIECEWISE"  # FULL_AND_PIECEWISE is downgraded for FlashInfer + spec decode
+    return "FULL_AND_PIECEWISE"
+
+
+def model_arg(cfg: TriageConfig, full_size: bool = False) -> str:
+    """The draft path from the log, else the built-in preset of the same family and kind."""
+    if cfg.draft_model and cfg.draft_model.lower() not in ("none", "null"):
+        return cfg.draft_model
+    target = (cfg.target_model or "").lower()
+    family = "qwen3" if "qwen" in target else "llama"
+    kind = "eagle1" if cfg.spec_method == "eagle" else "eagle3"
+    if full_size:
+        if family == "qwen3":
+            return "qwen3-8b-eagle3"
+        return f"llama3.1-8b-{kind}"
+    if family == "qwen3":
+        return "tiny-qwen3-eagle3"
+    return f"tiny-llama-{kind}"
+
+
+def _pool(behavior: str) -> tuple[str, str]:
+    """(pool policy the deployment used, the one to compare against)."""
+    if behavior == "vllm-0.22":  # MRV2 EAGLE graphs in their own pool until PR #44078
+        return "dedicated", "shared"
+    return "shared", "dedicated"
+
+
+def _cmd(*parts: str | int | None) -> str:
+    return " ".join(shlex.quote(str(p)) for p in parts if p is not None and p != "")
+
+
+def probe_command(cfg: TriageConfig, behavior: str, notes: list[str]) -> str:
+    backend = cfg.attention_backend
+    args: list[str | int | None] = [
+        "eaglegraph",
+        "probe",
+        model_arg(cfg),
+        "--mode",
+        _mode(cfg),
+        "--behavior",
+        behavior,
+    ]
+    if backend in PROBE_BACKENDS:
+        args += ["--attention-backend", backend]
+    elif backend:
+        notes.append(f"attention backend {backend!r} is not emulated; the probe uses its default")
+    if cfg.num_spec_tokens:
+        args += ["-K", cfg.num_spec_tokens]
+    if cfg.max_num_seqs:
+        args += ["--max-num-seqs", cfg.max_num_seqs]
+    return _cmd(*args)
+
+
+def reproduce(ctx: FixContext, notes: list[str]) -> tuple[str | None, list[str]]:
+    """The main command and up to two others that look at the same failure differently."""
+    cfg = ctx.config
+    category = ctx.category
+    behavior, why = behavior_for(cfg)
+    notes.append(f"behavior {behavior}: {why}")
+    probe = probe_command(cfg, behavior, notes)
+    inspect = _cmd("eaglegraph", "inspect", model_arg(cfg))
+    pool, other = _pool(behavior)
+    mode = _mode(cfg)
+    if category in (STALE, OOB):
+        return probe, [inspect]
+    if category == CAPTURE:
+        capture = _cmd("eaglegraph", "capture", model_arg(cfg), "--mode", mode, "--pool", pool)
+        return capture, [probe]
+    if category == OOM:
+        big = model_arg(cfg, full_size=True)
+        memdiff = _cmd("eaglegraph", "memdiff", big, "--pool", pool, "--against", other)
+        capture = _cmd("eaglegraph", "capture", big, "--mode", mode, "--pool", pool)
+        return memdiff, [capture]
+    if category == MODE:
+        return inspect, [probe]
+    if category == CONFIG:
+        return inspect, []
+    if category == ACCEPT:
+        return probe, [inspect]
+    if category == HANG:
+        if ctx.verdict.phase.at_failure == "capture":
+            return _cmd("eaglegraph", "capture", model_arg(cfg), "--mode", mode, "--pool", pool), [
+                probe
+            ]
+        return probe, []
+    if cfg.spec_method or cfg.draft_model:
+        return probe, [inspect]
+    return inspect, []
+
+
+_CHECKS: dict[str, tuple[str, ...]] = {
+    STALE: (
+        "Confirm with graphs off for the draft: the crash should vanish with --enforce-eager "
+        "(vLLM) or --disable-cuda-graph (SGLang).",
+        "Rerun with CUDA_LAUNCH_BLOCKING=1: an asynchronous fault is reported at the next sync "
+        "point, so the failing frame in this log may be the wrong one.",
+        "Note the running batch size when it fails: a raw batch below a captured size means "
+        "padded rows were replayed with stale metadata.",
+    ),
+    OOB: (
+        "Compare the bound in the assert with the draft config (max_position_embeddings, vocab "
+        "size) and with the serving context length.",
+        "Rerun with CUDA_LAUNCH_BLOCKING=1 to get the gather that fired.",
+    ),
+    OOM: (
+        "Compare the capture sizes with the KV cache size printed at startup; shrink the largest "
+        "capture sizes or --cuda-graph-max-bs before lowering memory utilisation.",
+        "Check the graph-memory estimate lines: a negative or far-off estimate mis-sizes the KV "
+        "cache.",
+    ),
+    CAPTURE: (
+        "Find the first frame inside the captured function: a host sync (.item(), .tolist(), "
+        "print of a tensor), an allocation or a stream wait inside capture breaks it.",
+        "Retry with fewer capture sizes (or --cuda-graph-max-bs) to see whether one size fails.",
+    ),
+    MODE: (
+        "Compare the requested and the resolved cudagraph_mode: the downgrade decides which "
+        "graphs the draft and target run, and their speed.",
+        "Check whether the attention backend supports FULL graphs with spec decode "
+        "(uniform query length K+1).",
+    ),
+    CONFIG: (
+        "Check the draft config: target_hidden_size, draft_vocab_size, "
+        "eagle_aux_hidden_state_layer_ids and max_position_embeddings against the target.",
+        "For a reduced draft vocabulary, check that d2t/t2d maps are present and that logits "
+        "buffers are sized from the draft head.",
+    ),
+    ACCEPT: (
+        "Compare acceptance with --enforce-eager or cudagraph_mode=NONE: a drop only with graphs "
+        "means the captured draft reads stale or missing inputs (hidden states, aux layers).",
+        "Check the draft's input dtypes and that aux-layer capture is configured before graph "
+        "capture (EAGLE-3).",
+    ),
+    HANG: (
+        "Dump the live stacks of every rank: `eaglegraph stacks PID --subprocesses` (py-spy).",
+        "Look for a rank that crashed first: an NCCL watchdog on the others is a consequence.",
+    ),
+    OTHER: (
+        "Rerun with CUDA_LAUNCH_BLOCKING=1 and, if it is a CUDA fault, with compute-sanitizer.",
+        "Try with graphs off (--enforce-eager / --disable-cuda-graph) to see whether CUDA graphs "
+        "are involved at all.",
+    ),
+}
+
+
+def checks(ctx: FixContext) -> list[str]:
+    out = list(_CHECKS.get(ctx.category, ()))
+    cfg = ctx.config
+    if ctx.verdict.secondary and ctx.verdict.primary is not None:
+        out.append("Ignore the NCCL watchdog / engine-death lines: they follow the primary error.")
+    if ctx.category == CONFIG:
+        kind = mismatch_kind(ctx)
+        if kind:
+            out.insert(
+                0, f"The mismatching sizes look like a {kind} mismatch between draft and target."
+            )
+    if ctx.state.hits("context.eager-ab"):
+        out.append("The reporter saw it go away without graphs: a graph-specific cause is likely.")
+    if cfg.attention_backend == "flashinfer" and ctx.category in (STALE, MODE):
+        out.append(
+            "FlashInfer with spec decode runs draft decodes PIECEWISE on older builds; "
+            "try FLASH_ATTN to compare."
+        )
+    if ctx.verdict.phase.at_failure == "capture" and ctx.category != CAPTURE:
+        out.append(
+            "It failed during capture: the capture sizes and pool policy decide the memory "
+            "and the shapes involved."
+        )
+    return out

@@ -1,0 +1,566 @@
+"""Weighing the evidence: which failure class explains the log, and how sure that is.
+
+The order of reasoning follows how these failures actually arise:
+
+1. Find the *primary* error: the first root error line, not its consequences (NCCL watchdog,
+   engine death, "Scheduler hit an exception" wrappers, aborts after a C++ exception).
+2. Name its *mechanism*: an asynchronous CUDA fault (illegal address, segfault...), a
+   device-side index assert, an OOM, a stream-capture violation, a shape error, a watchdog.
+3. Find the *phase* it happened in: during a capture (progress bar stopped at i<n, a
+   `Capture ... begin` without its `end`, capture frames in the traceback), during serving
+   (after captures finished; replay frames; padding lines), or at startup.
+4. Weigh: specific mechanisms decide on their own (an OOM during capture is still an OOM);
+   asynchronous faults are reported at the next sync point, so for them the phase and context
+   decide: capture → capture-failure, padded replay or batch shrink → stale-buffer-read, a
+   fault pinned on an eagerly launched library kernel → other.
+
+Each contribution carries the lines that justify it; the confidence comes from how much
+evidence the winner has and how far ahead of the runner-up it is.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from eaglegraph import frames as fr
+from eaglegraph.triage.locate import crash_frames, phase_of, relevant_frames, tags_of
+from eaglegraph.triage.model import CATEGORIES, Evidence, PhaseInfo
+from eaglegraph.triage.state import Frame, Hit, ScanState
+
+STALE, OOB, OOM, CAPTURE, MODE, CONFIG, ACCEPT, HANG, OTHER = CATEGORIES
+
+ASYNC = ("cuda.illegal-address", "cuda.misaligned", "cuda.launch-failure", "error.segfault")
+SPECIFIC = (
+    *ASYNC,
+    "index.oob",
+    "cuda.device-assert",
+    "memory.oom",
+    "memory.negative-estimate",
+    "capture.unsupported",
+    "shape.mismatch",
+    "config.keys",
+    "error.nan",
+    "hang.watchdog",
+    "hang.stall",
+)
+ROOT = (*SPECIFIC, "capture.failed", "error.exception")
+SECONDARY = (
+    "secondary.nccl-timeout",
+    "secondary.nccl-error",
+    "secondary.engine",
+    "secondary.abort",
+)
+
+# Exception types that are themselves consequences of an earlier failure.
+_SECONDARY_TYPES = re.compile(
+    r"EngineDeadError|AsyncEngineDeadError|ActorDiedError|RayTaskError|KeyboardInterrupt|"
+    r"SystemExit|BrokenPipeError|ConnectionResetError|CancelledError|ConnectionRefusedError"
+)
+_WRAPPER_TEXT = re.compile(
+    r"Worker failed with error|please check the stack trace above|hit an exception|"
+    r"Exception in worker|Engine core initialization failed|EngineCore failed to start|"
+    r"See (?:the )?(?:root cause|stack trace) above"
+)
+# An asynchronous fault pinned on an eager kernel launch inside a library (FlashInfer .cuh,
+# "at function cudaLaunchKernel"): not a graph replay, whose errors surface at cudaGraphLaunch
+# or at the next synchronisation.
+_EAGER_ATTRIBUTION = re.compile(r"cudaLaunchKernel|\.cuh\b|at function \w+|\.cu:\d+|launch_bounds")
+_VOCABISH = re.compile(r"vocab|lm_head|logits|embed|d2t|t2d|token_map")
+_HIDDENISH = re.compile(r"hidden|fc\.weight|\bfc\b|aux|width")
+_NUMS = re.compile(r"\((\d+)\)|\b(\d{4,6})x(\d{3,6})\b")
+_LEVEL_QUIET = ("INFO", "DEBUG")
+
+
+@dataclass
+class Contribution:
+    category: str
+    weight: float
+    reason: str
+    hits: list[Hit] = field(default_factory=list)
+
+
+@dataclass
+class Verdict:
+    category: str
+    confidence: float
+    scores: dict[str, float]
+    contributions: list[Contribution]
+    primary: Hit | None
+    primary_mechanism: str | None
+    secondary: list[Hit]
+    phase: PhaseInfo
+    frames: list[Frame]
+
+
+def _is_secondary_line(state: ScanState, line: int) -> bool:
+    return any(h.line == line for h in state.hits(*SECONDARY))
+
+
+def root_errors(state: ScanState) -> list[Hit]:
+    """Candidate root errors in line order, wrappers and quiet log levels removed."""
+    secondary_lines = {h.line for h in state.hits(*SECONDARY)}
+    out: list[Hit] = []
+    for h in state.hits(*ROOT):
+        level = h.groups.get("level")
+        if h.signal in ("error.exception", "config.keys", "capture.failed", "error.nan"):
+            if level in _LEVEL_QUIET or level == "WARNING":
+                continue
+            if h.signal == "error.exception":
+                etype = h.groups.get("etype") or ""
+                if _SECONDARY_TYPES.search(etype) or _WRAPPER_TEXT.search(h.text):
+                    continue
+        if h.line in secondary_lines and h.signal in ("error.exception", "config.keys"):
+            continue
+        if h.signal == "memory.oom" and level in _LEVEL_QUIET:
+            continue
+        if h.signal == "hang.stall" and level in _LEVEL_QUIET and "broadcast block" not in h.text:
+            continue
+        out.append(h)
+    return out
+
+
+def pick_primary(state: ScanState) -> Hit | None:
+    """The first specific root error; else the first capture wrapper; else the first exception.
+
+    A specific mechanism named only inside a wrapper line (e.g. "Worker failed with error
+    'CUDA error: an illegal memory access'") still counts, but a bare line naming it wins.
+    """
+    roots = root_errors(state)
+    if not roots:
+        return None
+    wrappers = {h.line for h in state.hits(*SECONDARY)}
+    for tier in (
+        [h for h in roots if h.signal in SPECIFIC and h.line not in wrappers],
+        [h for h in roots if h.signal in SPECIFIC],
+        [h for h in roots if h.signal == "capture.failed"],
+        [h for h in roots if h.signal == "error.exception"],
+    ):
+        if tier:
+            first = tier[0]
+            # Several signals can name one line; report the most specific one.
+            same = [h for h in roots if h.line == first.line]
+            same.sort(key=lambda h: ROOT.index(h.signal))
+            return same[0]
+    return None
+
+
+def mechanism(state: ScanState, primary: Hit | None) -> str | None:
+    """The failure mechanism of the primary error line (all signals on that line count)."""
+    if primary is None:
+        return None
+    on_line = {h.signal for h in state.hits(*ROOT) if h.line == primary.line}
+    if on_line & {"index.oob"}:
+        return "oob"
+    if on_line & {"memory.oom", "memory.negative-estimate"}:
+        return "oom"
+    if on_line & {"shape.mismatch"}:
+        return "shape"
+    if on_line & {"capture.unsupported"}:
+        return "capture"
+    if on_line & set(ASYNC):
+        return "async"
+    if on_line & {"cuda.device-assert"}:
+        return "assert"
+    if on_line & {"config.keys"}:
+        return "config"
+    if on_line & {"error.nan"}:
+        return "nan"
+    if on_line & {"hang.watchdog", "hang.stall"}:
+        return "hang"
+    if on_line & {"capture.failed"}:
+        return "capture-wrapper"
+    return "exception"
+
+
+# --- scoring -------------------------------------------------------------------------------
+
+
+class Scorer:
+    def __init__(self) -> None:
+        self.contributions: list[Contribution] = []
+
+    def add(self, category: str, weight: float, reason: str, hits: list[Hit] | None = None) -> None:
+        if weight > 0:
+            self.contributions.append(Contribution(category, weight, reason, list(hits or [])))
+
+    def scores(self) -> dict[str, float]:
+        out = dict.fromkeys(CATEGORIES, 0.0)
+        for c in self.contributions:
+            out[c.category] += c.weight
+        return {k: round(v, 3) for k, v in out.items()}
+
+
+def confidence(score: float, total: float) -> float:
+    """Saturates with the amount of evidence, shrinks with competition."""
+    if score <= 0 or total <= 0:
+        return 0.0
+    return round((1.0 - math.exp(-score / 2.5)) * (score / total), 2)
+
+
+_PAD_SIZES = re.compile(
+    r"raw_bs=(\d+)[ ,]+(?:graph_bs|bs|padded_bs|capture_bs)=(\d+)|"
+    r"(?:padded|padding) (?:from )?(?:bs|batch(?: size)?)[ =:]+(\d+)[^\n]{0,20}?(?:to|->|→)\s*(\d+)"
+)
+
+
+def padding_sizes(hit: Hit) -> tuple[int, int] | None:
+    """(raw batch, captured batch) from a padding line, when it states them."""
+    m = _PAD_SIZES.search(hit.text)
+    if not m:
+        return None
+    raw, graph = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+    return int(raw), int(graph)
+
+
+def _replay_context(state: ScanState, primary: Hit | None, frames: list[Frame]) -> list[Hit]:
+    """Lines that say the batch was padded or shrinking around the failure."""
+    line = primary.line if primary else None
+    hits: list[Hit] = []
+    for h in state.hits("context.padding"):
+        if line is None or h.line <= line + 5:
+            sizes = padding_sizes(h)
+            if sizes is None or sizes[0] < sizes[1]:
+                hits.append(h)
+    hits += [
+        h for h in state.hits("context.batch-shrink") if line is None or abs(h.line - line) < 400
+    ]
+    return hits
+
+
+def _shrinking(state: ScanState, line: int | None) -> list[Hit]:
+    """`#running-req` / `Running: N reqs` fell by a third or more just before the failure."""
+    recent = [(ln, n, t) for ln, n, t in state.running_reqs if line is None or ln <= line][-8:]
+    vals = [n for _, n, _ in recent]
+    if len(vals) >= 3 and max(vals) >= 4 and 0 < vals[-1] <= 0.67 * max(vals):
+        peak = max(recent, key=lambda r: r[1])
+        return [
+            Hit(peak[0], peak[2], "health.running", "context"),
+            Hit(recent[-1][0], recent[-1][2], "health.running", "context"),
+        ]
+    return []
+
+
+def score(state: ScanState) -> Verdict:
+    s = Scorer()
+    primary = pick_primary(state)
+    mech = mechanism(state, primary)
+    line = primary.line if primary else None
+    all_frames = relevant_frames(state, line)
+    frames = crash_frames(all_frames)
+    tags = tags_of(frames)
+    phase = phase_of(state, primary, all_frames)
+    p = [primary] if primary else []
+    cfg = state.config
+
+    # --- index asserts -----------------------------------------------------------------
+    oob = state.hits("index.oob")
+    if oob:
+        s.add(OOB, 3.0, "device-side index assert / out-of-bounds index", oob[:1])
+    elif state.hits("cuda.device-assert"):
+        s.add(
+            OOB,
+            1.2,
+            "device-side assert (in serving these are almost always index checks)",
+            state.hits("cuda.device-assert")[:1],
+        )
+    for h in state.hits("config.keys"):
+        if h.groups.get("key") == "max_position_embeddings":
+            s.add(OOB, 1.0, "positions beyond the draft's max_position_embeddings", [h])
+            break
+
+    # --- memory ------------------------------------------------------------------------
+    ooms = [h for h in state.hits("memory.oom") if h.groups.get("level") not in _LEVEL_QUIET]
+    if ooms:
+        s.add(OOM, 3.0, "allocation failure (CUDA OOM / KV budget)", ooms[:1])
+    neg = state.hits("memory.negative-estimate")
+    if neg:
+        s.add(OOM, 2.5, "negative CUDA-graph memory estimate inflates the KV budget", neg[:1])
+    kv = cfg.memory.available_kv_gib
+    if kv is not None and kv < 1.0 and (ooms or neg or cfg.spec_method):
+        s.add(OOM, 1.0, f"KV cache squeezed to {kv} GiB")
+
+    # --- shapes and configs ----------------------------------------------------------------
+    shapes = state.hits("shape.mismatch")
+    if shapes:
+        s.add(CONFIG, 3.0, "tensor shape mismatch", shapes[:1])
+        text = shapes[0].text.lower()
+        nums = [int(x) for m in _NUMS.finditer(text) for x in m.groups() if x]
+        if _VOCABISH.search(text) or _HIDDENISH.search(text) or any(n >= 30000 for n in nums):
+            s.add(CONFIG, 0.5, "the mismatching sizes look like widths or vocabularies", shapes[:1])
+    keys = [
+        h for h in state.hits("config.keys") if h.groups.get("key") != "max_position_embeddings"
+    ]
+    if keys and (primary is None or mech in ("config", "exception", "shape")):
+        s.add(CONFIG, 2.5, f"error names the config key {keys[0].groups.get('key')}", keys[:1])
+
+    # --- capture ---------------------------------------------------------------------------
+    unsupported = state.hits("capture.unsupported")
+    if unsupported:
+        s.add(CAPTURE, 3.0, "an uncapturable operation ran during stream capture", unsupported[:1])
+    wrapper = state.hits("capture.failed")
+    if wrapper:
+        strong = mech in ("oom", "shape", "oob", "config")
+        s.add(CAPTURE, 0.5 if strong else 2.0, "the engine reported a failed capture", wrapper[:1])
+
+    # --- context of the phase ------------------------------------------------------------------
+    replay = _replay_context(state, primary, frames)
+    shrink = _shrinking(state, line)
+    in_capture = phase.at_failure == "capture"
+    if in_capture:
+        if mech in ("oom", "shape", "oob", "config", "capture"):
+            s.add(CAPTURE, 0.5, f"failure during capture ({phase.detail})", p)
+        elif mech is None and frames:
+            # A traceback through capture code without its last line (pasted excerpts).
+            s.add(
+                CAPTURE,
+                1.5,
+                f"traceback runs through CUDA-graph capture ({phase.detail})",
+                p + _frame_hits(state, frames, fr.CAPTURE),
+            )
+        elif mech is not None:
+            s.add(CAPTURE, 2.5, f"failure while capturing ({phase.detail})", p)
+
+    if mech == "async" or mech == "assert" or mech == "nan":
+        fault = primary.text if primary else ""
+        if in_capture:
+            pass  # counted above
+        elif replay or shrink or fr.REPLAY in tags:
+            s.add(
+                STALE,
+                2.5,
+                "asynchronous fault during graph replay with padded/shrinking batches",
+                p + replay[:2] + _frame_hits(state, frames, fr.REPLAY)[:1],
+            )
+            if mech == "assert":
+                s.add(OOB, 0.5, "device assert during padded replay", p)
+        elif _EAGER_ATTRIBUTION.search(fault) and mech == "async":
+            s.add(
+                OTHER,
+                1.2,
+                "fault attributed to an eagerly launched library kernel, no replay context",
+                p,
+            )
+            s.add(
+                STALE,
+                0.4,
+                "async faults in spec decode with graphs are most often stale padded reads",
+                p,
+            )
+        elif mech == "nan":
+            s.add(OTHER, 1.0, "non-finite values reached sampling", p)
+            s.add(STALE, 0.5, "stale float buffers replayed by a graph produce NaN", p)
+        elif mech == "async":
+            served = phase.at_failure == "serving"
+            s.add(
+                STALE,
+                1.0 if served else 0.8,
+                "async fault after capture: most often a stale read of a padded graph buffer",
+                p,
+            )
+            s.add(OTHER, 0.5, "async fault without context", p)
+    if replay:
+        failed = primary is not None or bool(frames)
+        s.add(
+            STALE,
+            2.0 if failed else 0.5,
+            "padded replay (raw batch smaller than the captured one)",
+            replay[:3],
+        )
+    if shrink and (mech in ("async", "assert") or (primary is None and frames)):
+        s.add(STALE, 1.0, "running requests fell before the failure (batch shrink)", shrink)
+
+    forward = fr.SERVING in tags or fr.SPEC in tags or fr.REPLAY in tags
+    if primary is None and frames and not in_capture and forward:
+        s.add(
+            STALE,
+            0.6,
+            "serving-time crash in the forward path, error line not in the log",
+            _frame_hits(state, frames, fr.SERVING, fr.SPEC, fr.REPLAY),
+        )
+        s.add(OTHER, 0.3, "cause not in the log")
+
+    if mech == "exception" and not in_capture:
+        s.add(OTHER, 1.0, "an exception no graph mechanism explains", p)
+    if mech == "capture-wrapper" and not in_capture:
+        s.add(CAPTURE, 0.5, "capture failure reported", p)
+    for h in state.hits("context.none-still-fails")[:1]:
+        s.add(
+            OTHER,
+            1.5,
+            "fails with cudagraph_mode=NONE too: torch.compile/inductor, not graphs",
+            [h],
+        )
+
+    # --- modes -------------------------------------------------------------------------------
+    downgrades = state.hits("mode.downgrade")
+    if downgrades:
+        s.add(
+            MODE,
+            1.2,
+            "the engine downgraded the requested CUDA-graph mode for spec decode",
+            downgrades[:1],
+        )
+    overrides = state.hits("mode.override")
+    if overrides:
+        s.add(MODE, 1.0, "cudagraph_mode overridden", overrides[:1])
+    hard = [
+        h
+        for h in state.hits("mode.unsupported")
+        if "is not supported with spec" not in h.text
+        and (
+            h.groups.get("level") in ("ERROR", "CRITICAL") or re.search(r"Error|Exception", h.text)
+        )
+    ]
+    if hard:
+        s.add(MODE, 2.5, "a graph mode the backend or draft cannot run", hard[:1])
+    soft = [
+        h
+        for h in state.hits("mode.unsupported", "mode.skip")
+        if h not in hard and "is not supported with spec" not in h.text
+    ]
+    if soft:
+        s.add(MODE, 0.6, "graphs disabled or unsupported for part of the model", soft[:1])
+    mode_info = (
+        downgrades or overrides or soft or any(ph.mode for ph in state.captures) or cfg.mode_changes
+    )
+    if primary is None and not frames and mode_info:
+        s.add(
+            MODE,
+            0.6,
+            "no failure in the log; what it shows is how graphs were resolved",
+            (downgrades or overrides or soft)[:1],
+        )
+    req, res = cfg.cudagraph_mode_requested, cfg.cudagraph_mode_resolved
+    if req and res and req != res and res != "NONE" and (primary is None or downgrades):
+        s.add(MODE, 0.4, f"requested {req}, ran {res}")
+
+    # --- acceptance ----------------------------------------------------------------------------
+    acc = cfg.acceptance
+    acc_hits = state.hits("health.acceptance-table", "health.acceptance-prose")
+    collapsed = (acc.rate_min is not None and acc.rate_min <= 0.05) or (
+        acc.mean_length_min is not None and acc.mean_length_min <= 1.05
+    )
+    if collapsed:
+        s.add(ACCEPT, 3.0, "acceptance near zero", acc_hits[:2])
+        if acc.rate_first is not None and acc.rate_min is not None:
+            healthy = [
+                h
+                for h in state.hits("health.acceptance-table")
+                if float(h.groups.get("rate") or 0) >= 0.3
+            ]
+            if healthy:
+                s.add(
+                    ACCEPT,
+                    0.5,
+                    "healthy acceptance in another configuration of the same model",
+                    healthy[:1],
+                )
+    elif (
+        acc.rate_first is not None
+        and acc.rate_last is not None
+        and acc.rate_first >= 0.2
+        and (acc.rate_last < 0.5 * acc.rate_first)
+    ):
+        s.add(ACCEPT, 2.0, f"acceptance fell from {acc.rate_first:.2f} to {acc.rate_last:.2f}")
+    elif (
+        acc.mean_length_first is not None
+        and acc.mean_length_last is not None
+        and (acc.mean_length_first - acc.mean_length_last >= 1.0)
+    ):
+        s.add(
+            ACCEPT,
+            2.0,
+            f"mean acceptance length fell from {acc.mean_length_first} to {acc.mean_length_last}",
+        )
+    gib = state.hits("health.gibberish")
+    if gib:
+        s.add(ACCEPT, 0.8, "reporter describes garbage drafts/outputs", gib[:1])
+
+    # --- hangs ---------------------------------------------------------------------------------
+    watchdog = state.hits("hang.watchdog")
+    if watchdog:
+        s.add(HANG, 3.0, "the engine watchdog fired: a step never returned", watchdog[:1])
+    stall = [
+        h
+        for h in state.hits("hang.stall")
+        if h.groups.get("level") not in _LEVEL_QUIET or "broadcast block" in h.text
+    ]
+    if stall:
+        s.add(HANG, 2.5, "a process stopped making progress", stall[:1])
+    nccl = state.hits("secondary.nccl-timeout")
+    if nccl and (primary is None or mech == "hang"):
+        s.add(HANG, 2.0, "collective timed out and no other error explains it", nccl[:1])
+    pyspy = state.hits("pyspy.frame", "pyspy.thread")
+    if pyspy and primary is None:
+        s.add(HANG, 2.5, "stack dump of a live process (py-spy): it was stuck", pyspy[:2])
+    prose = state.hits("hang.narrative")
+    if prose:
+        s.add(HANG, 1.0 if primary is None else 0.4, "reporter describes a hang", prose[:1])
+    if primary is None and not frames and phase.at_failure == "capture":
+        s.add(HANG, 1.0, "the log stops in the middle of a capture")
+        s.add(CAPTURE, 0.8, "capture never finished")
+
+    scores = s.scores()
+    total = sum(scores.values())
+    best = max(CATEGORIES, key=lambda c: (scores[c], c == OTHER))
+    if scores[best] <= 0:
+        best = OTHER
+    conf = confidence(scores[best], total) if scores[best] > 0 else 0.1
+    secondary = state.hits(*SECONDARY)
+    if primary is not None:
+        secondary = [h for h in secondary if h.line != primary.line]
+    return Verdict(best, conf, scores, s.contributions, primary, mech, secondary, phase, all_frames)
+
+
+def _frame_hits(state: ScanState, frames: list[Frame], *tags: str) -> list[Hit]:
+    """Frames carrying a tag, as evidence lines (innermost first, at most three)."""
+    out = []
+    for f in reversed(frames):
+        if set(f.tags) & set(tags):
+            out.append(
+                Hit(
+                    f.line,
+                    f.text or f"{f.func} ({f.file})",
+                    "frame",
+                    "context",
+                    {"tags": ",".join(f.tags)},
+                )
+            )
+        if len(out) == 3:
+            break
+    return out
+
+
+def alternatives(v: Verdict, limit: int = 3) -> list[tuple[str, float, float]]:
+    total = sum(v.scores.values())
+    ranked = sorted(
+        (c for c in CATEGORIES if c != v.category and v.scores[c] > 0), key=lambda c: -v.scores[c]
+    )
+    return [(c, v.scores[c], confidence(v.scores[c], total)) for c in ranked[:limit]]
+
+
+def evidence_of(v: Verdict, limit: int = 40) -> list[Evidence]:
+    """Deduplicated evidence lines: the primary error, contributions, secondary errors."""
+    out: dict[tuple[int, str], Evidence] = {}
+    if v.primary is not None:
+        out[(v.primary.line, v.primary.signal)] = Evidence(
+            v.primary.line, v.primary.text, v.primary.signal, "primary", None, 0.0
+        )
+    for c in sorted(v.contributions, key=lambda c: -c.weight):
+        for h in c.hits:
+            key = (h.line, h.signal)
+            if key in out:
+                ev = out[key]
+                if ev.category is None or (c.category == v.category and ev.category != v.category):
+                    ev.category, ev.weight = c.category, c.weight
+                continue
+            role = "primary" if v.primary is not None and h.line == v.primary.line else "context"
+            out[key] = Evidence(h.line, h.text, h.signal, role, c.category, c.weight)
+    for h in v.secondary[:8]:
+        key = (h.line, h.signal)
+        if key not in out:
+            out[key] = Evidence(h.line, h.text, h.signal, "secondary", None, 0.0)
+    items = sorted(out.values(), key=lambda e: (e.line, e.signal))
+    return items[:limit]

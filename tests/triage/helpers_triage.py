@@ -1,0 +1,33 @@
+"""Shared helpers for the triage tests (imported by path-based rootdir, no package needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+HERE = Path(__file__).parent
+FIXTURES = HERE.parent / "fixtures"
+LOGS = HERE / "logs"
+
+
+def dev_reports() -> list[dict]:
+    with open(FIXTURES / "crash-logs-dev.jsonl", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def assert_evidence_points_at_lines(result, text: str) -> None:
+    """Every evidence item names a real line whose text contains the quoted message."""
+    lines = text.splitlines()
+    items = list(result.evidence) + list(result.secondary_errors)
+    if result.primary_error is not None:
+        items.append(result.primary_error)
+    for ev in items:
+        assert 1 <= ev.line <= len(lines), (ev.line, len(lines))
+        quoted = ev.text.strip()[:60]
+        physical = lines[ev.line - 1]
+        segments = physical.split("\r")
+        assert any(quoted in seg for seg in segments) or quoted in physical, (
+            ev.line,
+            quoted,
+            physical,
+        )
