@@ -72,7 +72,7 @@ def command(
     request = CaptureRequest(
         config=config,
         pool=pool,
-        schedule=Schedule.grow_shrink(config.max_num_seqs) if replay else None,
+        schedule=Schedule.grow_shrink(min(config.max_num_seqs, 8)) if replay else None,
         snapshot=Path(snapshot) if snapshot else None,
         overwrite=force,
         model=str(model_dir or target_dir or ""),

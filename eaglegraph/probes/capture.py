@@ -67,7 +67,9 @@ def run_capture(
     request: CaptureRequest,
     on_event: Callable[[CaptureEvent], None] | None = None,
     on_stage: Callable[[str], None] | None = None,
+    rig: Rig | None = None,
 ) -> CaptureRun:
+    """Capture with a fresh rig (or a prebuilt one, for tests that shape memory first)."""
     cfg = request.config
     cuda = cfg.device.type == "cuda"
     if request.snapshot is not None and not cuda:
@@ -76,7 +78,7 @@ def run_capture(
         raise BadInput(f"{request.snapshot} already exists", "pass --force to replace it")
     stage = on_stage or (lambda _: None)
     stage("loading the pair")
-    rig = Rig(pair, cfg)
+    rig = rig or Rig(pair, cfg)
     policy = request.pool or rig.behavior.default_pool
     if request.snapshot is not None:
         torch.cuda.memory._record_memory_history(max_entries=200_000)

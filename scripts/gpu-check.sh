@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# GPU checks, run on the H100/H200 machine from the repository root (nothing installs there:
+# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|capture|memdiff|probe|bench|all]...
+# Every stage logs to $OUT (default /tmp/eaglegraph-gpu) and the script keeps going after a
+# failing stage, so one run reports everything.
+set -u
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+export EAGLEGRAPH_CACHE="${EAGLEGRAPH_CACHE:-/tmp/eaglegraph-cache}" EAGLEGRAPH_NO_PROGRESS=1
+OUT="${OUT:-/tmp/eaglegraph-gpu}"
+mkdir -p "$OUT"
+EG="python3 -m eaglegraph"
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(all)
+want() { for s in "${stages[@]}"; do [ "$s" = "$1" ] || [ "$s" = all ] && return 0; done; return 1; }
+run() { local name=$1; shift; echo "=== $name: $*"; local t0=$SECONDS
+  "$@" >"$OUT/$name.log" 2>&1; local rc=$?
+  tail -n "${TAIL:-25}" "$OUT/$name.log"; echo "=== $name: rc=$rc in $((SECONDS - t0)) s"; }
+
+echo "=== machine"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"
+$EG env --no-color
+$EG env --json >"$OUT/env.json"
+
+if want tests; then
+  run cuda-tests python3 -m pytest -q -m cuda -p no:cacheprovider tests/kernels tests/models tests/rig tests/probes
+fi
+if want capture; then
+  TAIL=40 run capture-eagle3 $EG capture tiny-llama-eagle3 --max-num-seqs 8 --replay --no-color \
+    --save "$OUT/capture-tiny.json" --trace "$OUT/capture-tiny.trace.json" --force
+  run capture-oom env PYTORCH_CUDA_ALLOC_CONF= python3 -c "
+import torch, sys
+torch.cuda.set_per_process_memory_fraction(0.12)
+from eaglegraph.cli import main
+sys.argv = ['eaglegraph', 'capture', 'llama3.1-8b-eagle3', '--random-weights', '--max-num-seqs', '256', '--no-color']
+main()"
+fi
+if want memdiff; then
+  TAIL=60 run memdiff-eagle1 $EG memdiff llama3.1-8b-eagle1 --random-weights -K 5 --max-num-seqs 1024 \
+    --pool shared --against dedicated --no-color --save "$OUT/memdiff-eagle1.json" --force
+  TAIL=60 run memdiff-eagle3 $EG memdiff llama3.1-8b-eagle3 --random-weights -K 5 --max-num-seqs 1024 \
+    --pool shared --against dedicated --no-color --save "$OUT/memdiff-eagle3.json" --force
+fi
+if want probe; then
+  TAIL=60 run probe-current $EG probe tiny-llama-eagle3 --mode all --no-color --save "$OUT/probe-current.json" --force
+fi
+if want bench; then
+  for b in benchmarks/bench_capture.py benchmarks/bench_guards.py; do
+    [ -f "$b" ] && TAIL=40 run "$(basename "$b" .py)" python3 "$b"
+  done
+fi
+ls -la "$OUT"

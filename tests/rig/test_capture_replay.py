@@ -1,0 +1,89 @@
+"""Replay correctness: captured graphs give exactly the eager step's draft and accepted tokens.
+
+CPU runs the emulated backend (every mode, each pool policy once); CUDA runs every mode ×
+every pool policy with real graphs. Schedules grow and shrink batches, so padded replays of
+graphs captured for larger batches are exercised.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+
+from eaglegraph.pair import load_pair
+from eaglegraph.pair.presets import materialize
+from eaglegraph.rig.config import RigConfig
+from eaglegraph.rig.driver import run_workload
+from eaglegraph.rig.modes import Mode
+from eaglegraph.rig.options import resolve_plan_options
+from eaglegraph.rig.step import Rig
+from eaglegraph.rig.workload import Schedule
+
+MODES = ["FULL_AND_PIECEWISE", "FULL", "FULL_DECODE_ONLY", "PIECEWISE", "BREAKABLE"]
+SCHEDULE = Schedule.grow_shrink(4, waves=1)
+
+
+def _rig(preset: str, backend: str, mode: str, device: torch.device, behavior: str | None = None) -> Rig:
+    opts = resolve_plan_options(
+        max_num_seqs=4, num_speculative_tokens=3, attention_backend=backend, mode=mode,
+        max_num_batched_tokens=64, capture_sizes="4,8,16", behavior=behavior,
+    )  # fmt: skip
+    return Rig(load_pair(materialize(preset)), RigConfig(opts, device, dtype="float32", max_model_len=256))
+
+
+@functools.cache
+def _eager_trace(preset: str, backend: str, device: str) -> tuple:  # type: ignore[type-arg]
+    rig = _rig(preset, backend, "NONE", torch.device(device))
+    return tuple(run_workload(rig, SCHEDULE).token_trace())
+
+
+def _check(preset: str, backend: str, mode: str, pool: str, device: torch.device) -> None:
+    rig = _rig(preset, backend, mode, device)
+    events, findings = rig.capture(pool)
+    assert events and not findings
+    assert all(e.backend == ("cuda" if device.type == "cuda" else "emulated") for e in events)
+    result = run_workload(rig, SCHEDULE)
+    used = {d.split("(")[0] for s in result.steps for d in s.descriptors.values()}
+    assert used - {"NONE"}, "no step replayed a graph"
+    assert tuple(result.token_trace()) == _eager_trace(preset, backend, device.type)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_emulated_replay_matches_eager(mode: str) -> None:
+    _check("tiny-llama-eagle1", "flash_attn", mode, "shared", torch.device("cpu"))
+
+
+@pytest.mark.parametrize("pool", ["dedicated", "per-graph"])
+def test_emulated_pool_policies(pool: str) -> None:
+    _check("tiny-qwen3-eagle3", "flashinfer", "FULL_AND_PIECEWISE", pool, torch.device("cpu"))
+
+
+def test_capture_order_and_pools_follow_vllm() -> None:
+    rig = _rig("tiny-llama-eagle3", "flash_attn", "FULL_AND_PIECEWISE", torch.device("cpu"), "vllm-0.22")
+    events, _ = rig.capture()  # vllm-0.22 → dedicated EAGLE pool
+    phases = [e.phase for e in events]
+    assert phases == sorted(phases, key=["target", "draft_prefill", "draft_decode"].index)
+    for phase in ("target", "draft_prefill"):
+        modes = [e.mode for e in events if e.phase == phase]
+        assert modes.index("FULL") > modes.index("PIECEWISE")
+        pw = [e.num_tokens for e in events if e.phase == phase and e.mode == "PIECEWISE"]
+        assert pw == sorted(pw, reverse=True)
+    eagle_full = {e.pool for e in events if e.phase != "target" and e.mode == "FULL"}
+    target = {e.pool for e in events if e.phase == "target"}
+    assert len(eagle_full) == 1 and eagle_full.isdisjoint(target)
+    assert rig.plan.phase("draft_decode").mode is Mode.FULL_DECODE_ONLY
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("pool", ["shared", "dedicated", "per-graph"])
+@pytest.mark.parametrize("mode", MODES)
+def test_cuda_replay_matches_eager(mode: str, pool: str) -> None:
+    _check("tiny-llama-eagle3", "flash_attn", mode, pool, torch.device("cuda"))
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("mode", ["FULL_AND_PIECEWISE", "PIECEWISE", "BREAKABLE"])
+def test_cuda_replay_flashinfer(mode: str) -> None:
+    _check("tiny-qwen3-eagle3", "flashinfer", mode, "shared", torch.device("cuda"))
