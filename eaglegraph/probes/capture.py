@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from eaglegraph.errors import BadInput
+from eaglegraph.errors import BadInput, MissingEnvironment
 from eaglegraph.findings import Finding, Severity
 from eaglegraph.pair.model import Pair
 from eaglegraph.probes.environment import run_environment
@@ -78,7 +78,14 @@ def run_capture(
         raise BadInput(f"{request.snapshot} already exists", "pass --force to replace it")
     stage = on_stage or (lambda _: None)
     stage("loading the pair")
-    rig = rig or Rig(pair, cfg)
+    if rig is None:
+        try:
+            rig = Rig(pair, cfg)
+        except torch.OutOfMemoryError as exc:
+            raise MissingEnvironment(
+                "not enough GPU memory to load the pair and its KV cache: "
+                + str(exc).splitlines()[0][:200]
+            ) from None
     policy = request.pool or rig.behavior.default_pool
     if request.snapshot is not None:
         torch.cuda.memory._record_memory_history(max_entries=200_000)

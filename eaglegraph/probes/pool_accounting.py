@@ -41,7 +41,7 @@ def pools_from_segments(
         for e in graphs:
             per_phase[e.phase] += e.bytes or 0
         if pid == (0, 0):
-            name, policy = "default allocator (weights, KV cache, buffers)", "eager"
+            name, policy = "default", "eager allocator: weights, KV cache, buffers"
         else:
             name, policy = manager.label_for(pid), manager.policy
         out.append(

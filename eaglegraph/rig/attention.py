@@ -110,14 +110,18 @@ class FlashInferBuilder:
         max_pages: int,
         block_size: int,
         device: torch.device,
+        max_rows: int | None = None,
     ) -> None:
+        """`max_rows`: the largest batch a decode plan may take (vLLM sizes its CUDA-graph
+        decode wrappers up to (1+K)·max_num_seqs rows), so CSR buffers have room for it."""
         self.owner = owner
+        rows = max(max_num_reqs, max_rows or 0)
         self.block_size = block_size
         phase = "target" if owner == "target" else "draft_decode"
         self.kv_indptr = registry.register(
             f"{owner}.kv_indptr",
             phase,
-            torch.zeros(max_num_reqs + 1, dtype=torch.int32, device=device),
+            torch.zeros(rows + 1, dtype=torch.int32, device=device),
             "num_reqs+1",
         )
         self.kv_indices = registry.register(
@@ -129,7 +133,7 @@ class FlashInferBuilder:
         self.last_page_len = registry.register(
             f"{owner}.last_page_len",
             phase,
-            torch.zeros(max_num_reqs, dtype=torch.int32, device=device),
+            torch.zeros(rows, dtype=torch.int32, device=device),
             "num_reqs",
         )
         self.ids = registry.ids(
@@ -199,6 +203,8 @@ class AttentionRuntime:
         self.guard_log = guard_log
         self.metadata: Metadata | None = None
         self.break_hook: BreakHook | None = None
+        # vLLM captures PIECEWISE pieces with skip_attn: attention is not run during capture
+        self.skip = False
         self._slot_ids = registry.ids(slot_mapping="slot_mapping")
 
     def guard(self, ids: dict[str, int]) -> Guard | None:
@@ -215,6 +221,8 @@ class AttentionRuntime:
     def run(
         self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor
     ) -> None:
+        if self.skip:
+            return
         md = self.metadata
         if md is None:
             raise RuntimeError("attention called without metadata")

@@ -41,44 +41,40 @@ class StepEngine(Protocol):
     def release(self, request: Request) -> None: ...
 
 
-def run_workload(
-    engine: StepEngine,
-    schedule: Schedule,
-    on_step: Callable[[StepRecord], None] | None = None,
-) -> WorkloadResult:
-    k = engine.num_speculative_tokens
-    prompts = make_prompts(schedule, engine.vocab_size)
-    pending = sorted(range(len(schedule.arrivals)), key=lambda i: schedule.arrivals[i].step)
-    for i, arrival in enumerate(schedule.arrivals):
-        need = arrival.prompt_len + arrival.max_new_tokens + 2 * k + 2
-        if need > engine.max_model_len:
-            raise BadInput(
-                f"request {i} needs {need} positions but max_model_len is {engine.max_model_len}"
-            )
-    running: list[Request] = []
-    free_slots = list(range(engine.max_num_seqs - 1, -1, -1))
-    records: list[StepRecord] = []
-    step = 0
-    while (pending or running) and step < schedule.max_steps:
-        while pending and schedule.arrivals[pending[0]].step <= step and free_slots:
-            i = pending.pop(0)
-            running.append(
-                Request(i, prompts[i], schedule.arrivals[i].max_new_tokens, free_slots.pop())
-            )
-        if not running:
-            step += 1
-            continue
+class Session:
+    """Host-side request bookkeeping around a step engine: admit, step, finish."""
+
+    def __init__(self, engine: StepEngine) -> None:
+        self.engine = engine
+        self.running: list[Request] = []
+        self.free_slots = list(range(engine.max_num_seqs - 1, -1, -1))
+        self.steps = 0
+
+    def admit(self, rid: int, prompt: list[int], max_new_tokens: int) -> Request:
+        if not self.free_slots:
+            raise BadInput(f"no free request slot (max_num_seqs {self.engine.max_num_seqs})")
+        need = len(prompt) + max_new_tokens + 2 * self.engine.num_speculative_tokens + 2
+        if need > self.engine.max_model_len:
+            raise BadInput(f"request {rid} needs {need} positions but max_model_len is {self.engine.max_model_len}")
+        request = Request(rid, list(prompt), max_new_tokens, self.free_slots.pop())
+        self.running.append(request)
+        return request
+
+    def batch(self) -> list[ScheduledRequest]:
+        k = self.engine.num_speculative_tokens
         batch = []
-        for r in running:
+        for r in self.running:
             if r.is_new:
                 query, start, drafts = list(r.prompt), 0, 0
             else:
                 query, start, drafts = [r.tokens[-1], *r.drafts], len(r.tokens) - 1, len(r.drafts)
-            engine.allocate(r, start + len(query) + k)
+            self.engine.allocate(r, start + len(query) + k)
             batch.append(ScheduledRequest(r.rid, r.slot, query, start, drafts, r.blocks))
-        out = engine.step(batch)
+        return batch
+
+    def apply(self, batch: list[ScheduledRequest], out: StepOutput) -> StepRecord:
         proposed = []
-        for j, r in enumerate(running):
+        for j, r in enumerate(self.running):
             n = out.num_accepted[j]
             new = (r.drafts[:n] if not r.is_new else []) + [out.next_tokens[j]]
             proposed.append(0 if r.is_new else len(r.drafts))
@@ -91,7 +87,7 @@ def run_workload(
             r.accepted += n
             r.drafts = list(out.draft_tokens[j])
         record = StepRecord(
-            step=step,
+            step=self.steps,
             num_reqs=len(batch),
             num_tokens=sum(len(b.query) for b in batch),
             rids=[b.rid for b in batch],
@@ -101,12 +97,40 @@ def run_workload(
             next_tokens=list(out.next_tokens),
             descriptors=dict(out.descriptors),
         )
-        records.append(record)
-        if on_step is not None:
-            on_step(record)
-        for r in [r for r in running if r.done]:
-            engine.release(r)
-            free_slots.append(r.slot)
-            running.remove(r)
-        step += 1
+        self.steps += 1
+        return record
+
+    def step(self) -> StepRecord:
+        batch = self.batch()
+        return self.apply(batch, self.engine.step(batch))
+
+    def finish(self, request: Request) -> None:
+        self.engine.release(request)
+        self.free_slots.append(request.slot)
+        self.running.remove(request)
+
+
+def run_workload(
+    engine: StepEngine,
+    schedule: Schedule,
+    on_step: Callable[[StepRecord], None] | None = None,
+) -> WorkloadResult:
+    prompts = make_prompts(schedule, engine.vocab_size)
+    pending = sorted(range(len(schedule.arrivals)), key=lambda i: schedule.arrivals[i].step)
+    session = Session(engine)
+    records: list[StepRecord] = []
+    tick = 0
+    while (pending or session.running) and tick < schedule.max_steps:
+        while pending and schedule.arrivals[pending[0]].step <= tick and session.free_slots:
+            i = pending.pop(0)
+            session.admit(i, prompts[i], schedule.arrivals[i].max_new_tokens)
+        if session.running:
+            record = session.step()
+            record.step = tick
+            records.append(record)
+            if on_step is not None:
+                on_step(record)
+            for r in [r for r in session.running if r.done]:
+                session.finish(r)
+        tick += 1
     return WorkloadResult(schedule.name, records)

@@ -212,7 +212,7 @@ class PhaseRunner:
                 self.routine(graph.num_reqs, graph.num_tokens)
             return
         self.attention.metadata = live
-        if desc.mode is Mode.BREAKABLE and graph.segments is not None:
+        if desc.mode is Mode.BREAKABLE and graph.segments is not None and graph.full is None:
             graph.segments.replay(self.attention)
             return
         if desc.mode is Mode.PIECEWISE:
@@ -243,7 +243,11 @@ class PhaseRunner:
 
         start = time.perf_counter()
         self.attention.metadata = dummy(desc, num_reqs, num_tokens)
-        ctx.on_stream(lambda: self.routine(num_reqs, num_tokens))
+        self.attention.skip = desc.mode is Mode.PIECEWISE
+        try:
+            ctx.on_stream(lambda: self.routine(num_reqs, num_tokens))
+        finally:
+            self.attention.skip = False
         warm = time.perf_counter()
         before = mem.read()
         mem.reset_peak()
@@ -267,12 +271,15 @@ class PhaseRunner:
                 graph.pool_id = assignment.handle
         else:  # PIECEWISE: the routine runs eagerly, its model calls capture their pieces
             ctx.piecewise_mode, ctx.piecewise_pool = "capture", assignment
+            self.attention.skip = True  # vLLM: prepare_inputs_to_capture(skip_attn=True)
             try:
                 ctx.on_stream(lambda: self.routine(num_reqs, num_tokens))
             finally:
                 ctx.piecewise_mode = None
+                self.attention.skip = False
             pool_id = ctx.piecewise_pool_ids.get((self.model_name, num_tokens))
             graph.pool_id = pool_id if cuda else assignment.handle
+            graph.segments = ctx.piecewise.get((self.model_name, num_tokens), (None, None))[0]
         end = time.perf_counter()
         after = mem.read()
         self.graphs[desc] = graph

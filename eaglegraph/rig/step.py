@@ -141,6 +141,13 @@ class Rig:
         self.last_token_indices = buf("eagle.last_token_indices", "draft_prefill", (r,), i64, "num_reqs")
         self.draft_tokens = buf("eagle.draft_tokens", "draft_prefill", (r, max(k, 1)), i64, "num_reqs")
         self.current_draft_step = buf("eagle.current_draft_step", "draft_decode", (1,), i64, "all")
+        # SGLang's draft-decode graph runner has its own positions buffer; the padded rows
+        # [raw_bs:bs] keep the last larger batch's values unless reset (PR #10892)
+        self.decode_positions = (
+            buf("sglang.draft_positions", "draft_decode", (r,), i64, "num_reqs")
+            if opts.framework == "sglang"
+            else self.eagle_positions
+        )
         # routine scratch (what a FULL graph allocates from its pool lives inside routines)
 
         self.guard_log = GuardLog(config.guard_capacity, dev) if config.guard else None
@@ -152,10 +159,10 @@ class Rig:
         if style == "flashinfer":
             max_pages = r * mb
             self.target_builder: FlashAttnBuilder | FlashInferBuilder = FlashInferBuilder(
-                reg, "target", r, max_pages, bs, dev
+                reg, "target", r, max_pages, bs, dev, t
             )
             self.draft_builder: FlashAttnBuilder | FlashInferBuilder = FlashInferBuilder(
-                reg, "draft", r, max_pages, bs, dev
+                reg, "draft", r, max_pages, bs, dev, t
             )
         else:
             self.target_builder = FlashAttnBuilder(reg, "target")
@@ -167,6 +174,8 @@ class Rig:
             "draft_decode": PhaseRunner(self.plan.phase("draft_decode"), self._decode_routine, self.attention),
         }
         self.graph_context: GraphContext | None = None
+        # called after each phase of a step (the probe reads the guard log per phase)
+        self.phase_hook: Callable[[str], None] | None = None
         self.captured_states: dict[BatchDescriptor, Metadata | None] = {}
 
     # ------------------------------------------------------------------ helpers
@@ -232,14 +241,14 @@ class Rig:
         """vLLM `generate_draft`: one draft step; a FULL decode graph serves every step."""
         n, r, m = num_tokens, num_reqs, self.models
         logit_h, hidden = self._model(
-            "draft", m.draft, n, self.eagle_input_ids[:n], self.eagle_positions[:n], self.eagle_hidden[:n], self.attention
+            "draft", m.draft, n, self.eagle_input_ids[:n], self.decode_positions[:n], self.eagle_hidden[:n], self.attention
         )
         logits = m.draft.compute_logits(logit_h[:r])
         sampled = torch.empty(r, dtype=torch.int64, device=logit_h.device)
         argmax_map_draft(logits, getattr(m.draft, "d2t", None), sampled, r)
         update_eagle_draft_inputs(
             sampled, hidden, self.draft_tokens, self.eagle_input_ids, self.eagle_hidden,
-            self.eagle_positions, self.eagle_seq_lens, self.current_draft_step, r,
+            self.decode_positions, self.eagle_seq_lens, self.current_draft_step, r,
             self.num_speculative_tokens, self.max_model_len,
         )  # fmt: skip
 
@@ -286,6 +295,7 @@ class Rig:
 
     def _dummy_decode(self, desc: BatchDescriptor, num_reqs: int, num_tokens: int) -> Metadata:
         lens = self._dummy_inputs("eagle", num_reqs, num_tokens)
+        self.decode_positions[:num_tokens].zero_()
         return self._build(self.draft_builder, self._common("eagle", lens, num_reqs, num_tokens, 1))
 
     def capture(
@@ -412,6 +422,7 @@ class Rig:
         common = self._common("target", seq_lens + [0] * (md_count[0] - rb), md_count[0], md_count[1], md_max_q)
         target_md = self._build(self.target_builder, common)
         runner.run(desc, reqs_pad, tok_pad, target_md)
+        self._phase_done("target")
 
         # --- rejection sampling (eager, as vLLM's sampler)
         logits = self.models.target.compute_logits(self.target_hidden[:tb])
@@ -446,11 +457,16 @@ class Rig:
         prefill_md = self._prefill_metadata(pdesc, target_md, seq_lens, rb, p_reqs, p_toks)
         prunner.run(pdesc, p_reqs, p_toks, prefill_md)
         descriptors["draft_prefill"] = pdesc.label()
+        self._phase_done("draft_prefill")
 
         if k > 1:
             self._draft_decodes(batch, seq_lens, accepted, descriptors)
         drafts_out = self.draft_tokens[:rb, :k].tolist()
         return StepOutput(next_tokens, accepted, drafts_out, descriptors)
+
+    def _phase_done(self, phase: str) -> None:
+        if self.phase_hook is not None:
+            self.phase_hook(phase)
 
     def _prefill_metadata(
         self, pdesc: BatchDescriptor, target_md: Metadata, seq_lens: list[int], rb: int, p_reqs: int, p_toks: int
@@ -475,6 +491,8 @@ class Rig:
         desc = runner.dispatch(rb, rb, 1)
         r_pad = desc.num_reqs if desc.mode is Mode.FULL and desc.num_reqs else rb
         t_pad = desc.num_tokens if desc.mode is not Mode.NONE else rb
+        if self.decode_positions is not self.eagle_positions:
+            self.decode_positions[:rb].copy_(self.eagle_positions[:rb])
         sglang = self.framework == "sglang" and desc.mode is Mode.FULL
         if sglang:
             self._sglang_padded_rows(rb, r_pad)
@@ -484,13 +502,13 @@ class Rig:
         for step in range(1, k):
             if sglang:
                 compute_slot_mappings_padded_rows(
-                    self.block_table, self.eagle_positions, self.slot_mapping, r_pad,
+                    self.block_table, self.decode_positions, self.slot_mapping, r_pad,
                     self.block_size, self.allocator.num_blocks,
-                    self.guard(positions="eagle.positions", block_table="block_table"),
+                    self.guard(positions="sglang.draft_positions", block_table="block_table"),
                 )  # fmt: skip
             else:
                 compute_slot_mappings(
-                    self.block_table, self.eagle_qsl, self.eagle_positions, self.slot_mapping, rb,
+                    self.block_table, self.eagle_qsl, self.decode_positions, self.slot_mapping, rb,
                     t_pad, self.block_size, self.allocator.num_blocks,
                     self.guard(query_start_loc="eagle.query_start_loc", positions="eagle.positions", block_table="block_table"),
                 )  # fmt: skip
@@ -499,6 +517,7 @@ class Rig:
             self.current_draft_step.fill_(step)
             runner.run(desc, r_pad, t_pad, md)
         descriptors["draft_decode"] = desc.label()
+        self._phase_done("draft_decode")
 
     def _sglang_padded_rows(self, rb: int, r_pad: int) -> None:
         """SGLang's padded draft replay: padded rows get seq_len 1 and one token each; their
@@ -506,9 +525,10 @@ class Rig:
         if r_pad == rb:
             return
         self.eagle_seq_lens[rb:r_pad].fill_(1)
+        self.block_table[rb:r_pad].zero_()  # req_pool_indices ZERO: padded rows → reserved row
         self._h2d(self.eagle_qsl[: r_pad + 1], list(range(r_pad + 1)))
         if self.behavior.reset_positions_on_padded_replay:
-            self.eagle_positions[rb:r_pad].zero_()
+            self.decode_positions[rb:r_pad].zero_()
 
 
 class CaptureFailed(Exception):

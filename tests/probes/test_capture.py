@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -99,6 +100,8 @@ def test_memdiff_without_cuda_exits_3() -> None:
 def test_cuda_capture_accounts_every_pool() -> None:
     pair = load_pair(materialize("tiny-llama-eagle3"))
     for policy, expect_pools in (("shared", 1), ("dedicated", 2)):
+        gc.collect()  # the previous rig's graphs (and pools) must be gone
+        torch.cuda.empty_cache()
         config = rig_config(pair, {"max_num_seqs": 8, "num_speculative_tokens": 3}, device="cuda", max_model_len=256)
         run = run_capture(pair, CaptureRequest(config=config, pool=policy))
         assert run.ok and run.totals.accounted, run.totals
@@ -107,6 +110,7 @@ def test_cuda_capture_accounts_every_pool() -> None:
         assert sum(p.graphs for p in graph_pools) == len(run.events)
         assert run.totals.pool_reserved_bytes == sum(p.reserved_bytes for p in graph_pools) > 0
         assert all(e.bytes is not None for e in run.events)
+        assert all(e.segments > 1 for e in run.events if e.mode == "PIECEWISE")
 
 
 @pytest.mark.cuda

@@ -1,0 +1,155 @@
+"""`eaglegraph probe`: poison padding regions, replay at padded batches, report stale reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from eaglegraph.cli.app import make_app, output_options
+from eaglegraph.cli.options import fail_on_option, plan_options, pop_plan_kwargs
+from eaglegraph.cli.rig_options import pop_rig_kwargs, rig_options
+
+PROBE_DEFAULT_SEQS = {"vllm": 4, "sglang": 10}
+
+
+def _list_behaviors(app: Any) -> None:
+    from rich.table import Table
+
+    from eaglegraph.rig.behaviors import BEHAVIORS, FLAGS
+
+    rows = [
+        {
+            "name": b.name,
+            "framework": b.framework,
+            "summary": b.summary,
+            "flags": {name: {"on": on, "ref": FLAGS[name].ref} for name, on in b.flags().items()},
+            "default_pool": b.default_pool,
+        }
+        for b in BEHAVIORS.values()
+    ]
+
+    def render(data: dict[str, Any], console: Any) -> None:
+        table = Table(title="Behaviors", title_justify="left", show_lines=True)
+        table.add_column("behavior", style="bold", no_wrap=True)
+        table.add_column("what it reproduces", overflow="fold")
+        for row in data["behaviors"]:
+            flags = [
+                f"{'✓' if f['on'] else '✗'} {name} ({f['ref']})"
+                for name, f in row["flags"].items()
+                if (row["framework"] == "sglang") == name.startswith("reset_positions")
+            ]
+            table.add_row(row["name"], row["summary"] + "\n[dim]" + "\n".join(flags) + "[/dim]")
+        console.print(table)
+        console.print("[dim]flags:[/dim]")
+        for name, flag in FLAGS.items():
+            console.print(f"  [bold]{name}[/bold] ({flag.ref}): {flag.meaning}")
+
+    app.emit("eaglegraph.behaviors/1", {"behaviors": rows}, render)
+
+
+@click.command("probe")
+@click.argument("model_dir", required=False, metavar="MODEL_DIR")
+@plan_options
+@rig_options
+@click.option(
+    "--pool",
+    type=click.Choice(["shared", "dedicated", "per-graph"]),
+    default=None,
+    help="Graph pool policy for the captures (default: the behavior's).",
+)
+@click.option(
+    "--batches",
+    default=None,
+    help="Comma-separated request counts to probe (default: every batch that needs padding).",
+)
+@click.option("--all-modes", is_flag=True, hidden=True)
+@click.option("--no-isolation", is_flag=True, help="Run cases in this process (faster; a crash ends the run).")
+@click.option("--timeout", type=float, default=900.0, show_default=True, help="Seconds per case.")
+@click.option("--list-behaviors", is_flag=True, help="Explain each --behavior and exit.")
+@click.option("--save", type=click.Path(dir_okay=False), default=None, help="Write the run (eaglegraph.probe/1).")
+@click.option("--force", is_flag=True, help="Replace an existing --save file.")
+@fail_on_option("error")
+@output_options
+@click.pass_context
+def command(
+    ctx: click.Context,
+    model_dir: str | None,
+    pool: str | None,
+    batches: str | None,
+    all_modes: bool,
+    no_isolation: bool,
+    timeout: float,
+    list_behaviors: bool,
+    save: str | None,
+    force: bool,
+    fail_on: str,
+    json_output: bool,
+    no_color: bool,
+    **kwargs: Any,
+) -> None:
+    """Find stale-buffer and out-of-bounds reads by poisoning padding regions.
+
+    Each case (mode × padded batch) runs in its own process: capture with guards compiled in,
+    dirty every buffer with a large batch, shrink it, poison every padding region and unowned
+    KV block, and run the padded step twice with two sentinels. --mode may be given several
+    times, or as `all`. Defaults to 4 requests (SGLang: 10) — padding bugs need only a few.
+    """
+    app = make_app(ctx, json_output, no_color)
+    if list_behaviors:
+        _list_behaviors(app)
+        return
+    from eaglegraph.errors import BadInput
+    from eaglegraph.findings import reaches
+    from eaglegraph.pair.presets import resolve_model_arg
+    from eaglegraph.probes.environment import run_environment
+    from eaglegraph.probes.setup import resolve_device
+    from eaglegraph.probes.stale_read import PROBE_SCHEMA, probe
+    from eaglegraph.reports.probe_view import render_probe
+    from eaglegraph.serial import atomic_write, document, dumps
+
+    if model_dir is None:
+        raise BadInput("give a MODEL_DIR or a preset name (or --list-behaviors)")
+    if save and Path(save).exists() and not force:
+        raise BadInput(f"{save} already exists", "pass --force to replace it")
+    plan_kwargs = pop_plan_kwargs(kwargs)
+    modes = [m for m in (plan_kwargs.pop("mode") or "all").split(",") if m]
+    if plan_kwargs.get("max_num_seqs") is None:
+        from eaglegraph.rig.behaviors import get_behavior
+
+        framework = plan_kwargs.get("framework") or (
+            get_behavior(plan_kwargs["behavior"]).framework if plan_kwargs.get("behavior") else "vllm"
+        )
+        plan_kwargs["max_num_seqs"] = PROBE_DEFAULT_SEQS[framework]
+    rig_kwargs = pop_rig_kwargs(kwargs)
+    wanted = None
+    if batches:
+        try:
+            wanted = [int(b) for b in batches.split(",") if b.strip()]
+        except ValueError:
+            raise BadInput(f"--batches: expected comma-separated integers, got {batches!r}") from None
+    model = str(resolve_model_arg(model_dir))
+    device = resolve_device(rig_kwargs.get("device", "auto"))
+    rig_kwargs["device"] = device.type
+    with app.progress("Probing", total=None) as progress:
+        run = probe(
+            model,
+            plan_kwargs,
+            rig_kwargs,
+            modes=modes,
+            batches=wanted,
+            pool=pool,
+            isolate=not no_isolation,
+            timeout=timeout,
+            on_case=lambda name, result: progress(
+                f"case {name}" + ("" if result is None else f": {result.status}"),
+                advance=0 if result is None else 1,
+            ),
+            environment=run_environment(device),
+        )
+    run.config["model"] = model_dir
+    if save:
+        atomic_write(save, dumps(document(PROBE_SCHEMA, run)) + "\n", overwrite=force)
+    app.emit(PROBE_SCHEMA, run, render_probe)
+    ctx.exit(1 if reaches(run.findings, fail_on) else 0)

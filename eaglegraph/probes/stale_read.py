@@ -1,0 +1,338 @@
+"""`probe`: find stale-buffer and out-of-bounds reads by poisoning padding regions.
+
+For every selected mode and every batch that needs padding, a case (see `cases.py`) runs in
+its own worker process. Guard violations, differential changes between the two sentinels,
+NaN in valid outputs and written canary blocks become findings, each tied to the buffer,
+phase, kernel, mode, batch and descriptor it was seen in, and to the PR that fixed it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from eaglegraph.errors import BadInput
+from eaglegraph.findings import Finding, Severity
+from eaglegraph.probes.cases import CaseResult, ProbeCase, execute_case, result_from_json
+from eaglegraph.probes.poisoning import is_sentinel
+from eaglegraph.probes.worker import MARKER
+from eaglegraph.rig.modes import Mode
+from eaglegraph.rig.options import resolve_plan_options
+from eaglegraph.rig.plan import CapturePlan, build_plan
+
+PROBE_SCHEMA = "eaglegraph.probe/1"
+VLLM_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE", "BREAKABLE")
+SGLANG_MODES = ("NONE", "FULL", "BREAKABLE")
+
+# (buffer name suffix, phase or None) → (ref, fix)
+KNOWN = {
+    ("last_token_indices", None): (
+        "vllm#39773",
+        "pad last_token_indices[num_reqs:] with 0 in _prepare_eagle_inputs_kernel (vLLM ≥ 0.20)",
+    ),
+    ("kv_indptr", "draft_decode"): (
+        "vllm#39773",
+        "clamp draft decodes to FULL_DECODE_ONLY or NONE so requests are padded too (vLLM ≥ 0.20)",
+    ),
+    ("last_page_len", "draft_decode"): (
+        "vllm#39773",
+        "clamp draft decodes to FULL_DECODE_ONLY or NONE so requests are padded too (vLLM ≥ 0.20)",
+    ),
+    ("draft_positions", None): (
+        "sglang#10892",
+        "reset positions[raw_bs:bs] before a padded draft replay (SGLang PR #10892)",
+    ),
+}
+
+
+@dataclass
+class ProbeRun:
+    config: dict[str, Any]
+    environment: dict[str, Any]
+    backend: str
+    cases: list[CaseResult]
+    findings: list[Finding]
+    matrix: list[dict[str, Any]]
+    duration_s: float
+    isolated: bool = True
+    phases: list[str] = field(default_factory=lambda: ["target", "draft_prefill", "draft_decode"])
+
+
+def select_modes(modes: list[str], framework: str) -> list[str]:
+    allowed = SGLANG_MODES if framework == "sglang" else VLLM_MODES
+    if not modes or any(m.lower() == "all" for m in modes):
+        return list(allowed)
+    out = []
+    for m in modes:
+        name = Mode.parse(m).name
+        if name not in allowed:
+            raise BadInput(f"mode {name} does not apply to {framework}; choose from {', '.join(allowed)}")
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def padding_batches(plan: CapturePlan, max_num_seqs: int) -> list[int]:
+    """Request counts that make some phase pad: each capture size minus one (in requests),
+    kept when a phase dispatches it to a larger descriptor, plus the smallest batch."""
+    k1 = plan.num_speculative_tokens + 1
+    candidates = {1}
+    for phase in plan.phases:
+        for d in phase.descriptors:
+            reqs = d.num_reqs if d.num_reqs is not None else d.num_tokens // (k1 if phase.phase != "draft_decode" else 1)
+            if 1 <= reqs - 1 < max_num_seqs:
+                candidates.add(reqs - 1)
+    padded = []
+    for b in sorted(candidates):
+        for phase in plan.phases:
+            tokens = b * (k1 if phase.phase != "draft_decode" else 1)
+            desc = phase.dispatcher().dispatch(b, tokens, k1 if phase.phase != "draft_decode" else 1)
+            if desc.mode is not Mode.NONE and (desc.num_tokens > tokens or (desc.num_reqs or b) > b):
+                padded.append(b)
+                break
+    return padded or [1]
+
+
+def run_case(case: ProbeCase, isolate: bool, timeout: float) -> CaseResult:
+    if not isolate:
+        return execute_case(case)
+    start = time.perf_counter()
+    env = dict(os.environ)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "eaglegraph.probes.worker"],
+            input=json.dumps(case.__dict__),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        return CaseResult(
+            case.name, str(case.plan.get("mode")), case.batch, case.large, "timeout",
+            time.perf_counter() - start, error=f"no result after {timeout:.0f} s (hang?)", stderr=err[-4000:],
+        )  # fmt: skip
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(MARKER):
+            return result_from_json(json.loads(line[len(MARKER) :]))
+    return CaseResult(
+        case.name, str(case.plan.get("mode")), case.batch, case.large, "crash",
+        time.perf_counter() - start, error=f"worker exited with status {proc.returncode}",
+        stderr=(proc.stderr or "")[-4000:],
+    )  # fmt: skip
+
+
+def _known(buffer: str, phase: str) -> tuple[str | None, str]:
+    for (suffix, ph), value in KNOWN.items():
+        if buffer.endswith(suffix) and (ph is None or ph == phase):
+            return value
+    return None, "find the code that fills this buffer's padding rows for padded replays"
+
+
+def build_findings(cases: list[CaseResult]) -> list[Finding]:
+    groups: dict[tuple[str, str, str, str], list[tuple[CaseResult, dict[str, Any]]]] = defaultdict(list)
+    for case in cases:
+        for v in case.violations:
+            stale = is_sentinel(v["value"])
+            kind = "oob-read" if v["kernel"] == "gather_rows" or not stale else "stale-read"
+            groups[(kind, v["phase"], v["buffer"], v["kernel"])].append((case, v))
+    findings: list[Finding] = []
+    for (kind, phase, buffer, kernel), hits in groups.items():
+        seen = sorted({(c.mode, c.batch, c.descriptors.get(phase, "")) for c, _ in hits})
+        rows = sorted({v["row"] for _, v in hits})
+        values = sorted({v["value"] for _, v in hits}, key=abs)[:3]
+        first = hits[0][0]
+        ref, fix = _known(buffer, phase)
+        where = "; ".join(f"{m} batch {b} → {d}" for m, b, d in seen[:4])
+        what = "a padding row never refreshed for this batch" if is_sentinel(values[0]) else "an out-of-range value"
+        findings.append(
+            Finding(
+                id=f"{kind}:{buffer}",
+                severity=Severity.ERROR,
+                kind=kind,
+                phase=phase,
+                buffer=buffer,
+                kernel=kernel,
+                mode=", ".join(sorted({m for m, _, _ in seen})),
+                descriptor=first.descriptors.get(phase),
+                batch=f"{first.counts[phase][0]} reqs / {first.counts[phase][1]} tokens"
+                if phase in first.counts
+                else None,
+                message=f"{kernel} read {buffer} rows {rows[:6]} in {phase}: {what} "
+                f"(values {values}) — seen in {len(seen)} case(s): {where}",
+                evidence=f"{len(hits)} guard violation(s); sentinel ±{(1 << 30) + 17} marks padding",
+                ref=ref,
+                fix=fix,
+            )
+        )
+    for case in cases:
+        label = f"{case.mode} batch {case.batch}"
+        if case.status in ("crash", "timeout", "error"):
+            tail = (case.stderr or "").strip().splitlines()[-3:]
+            findings.append(
+                Finding(
+                    id=f"crash:{case.name}",
+                    severity=Severity.ERROR,
+                    kind="crash",
+                    mode=case.mode,
+                    message=f"case {label} {case.status}: {case.error}",
+                    evidence=" | ".join(tail),
+                    fix="rerun the case with CUDA_LAUNCH_BLOCKING=1 (or compute-sanitizer) to locate the fault",
+                )
+            )
+        if case.differential:
+            findings.append(
+                Finding(
+                    id=f"stale-read:differential:{case.name}",
+                    severity=Severity.ERROR,
+                    kind="stale-read",
+                    mode=case.mode,
+                    descriptor=", ".join(f"{p}={d}" for p, d in case.descriptors.items()),
+                    message=f"{label}: valid outputs changed with the sentinel ({', '.join(case.differential)}): "
+                    "something read a padding region no guard covers",
+                    evidence="runs A (+sentinel/NaN) and B (−sentinel/−60000) differ",
+                )
+            )
+        if case.nan_outputs:
+            findings.append(
+                Finding(
+                    id=f"nan-read:{case.name}",
+                    severity=Severity.ERROR,
+                    kind="nan-read",
+                    mode=case.mode,
+                    message=f"{label}: NaN poison reached valid outputs ({', '.join(case.nan_outputs)})",
+                    evidence="float padding is NaN in run A",
+                )
+            )
+        if case.canaries:
+            blocks = [c["first_block"] for c in case.canaries]
+            findings.append(
+                Finding(
+                    id=f"kv-canary:{case.name}",
+                    severity=Severity.ERROR,
+                    kind="kv-canary",
+                    buffer="kv_cache",
+                    mode=case.mode,
+                    message=f"{label}: KV blocks owned by no request were written (runs starting at "
+                    f"blocks {blocks[:6]})",
+                    evidence=f"{sum(c['written'] for c in case.canaries)} canary elements overwritten",
+                )
+            )
+    return findings
+
+
+_SHORT = {"num_reqs": "reqs", "num_reqs+1": "reqs+1", "num_tokens": "tokens", "num_pages": "pages"}
+
+
+def build_matrix(cases: list[CaseResult]) -> list[dict[str, Any]]:
+    """Per buffer: its padding region, which phases read it stale, and what the step left."""
+    reads: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for case in cases:
+        for v in case.violations:
+            reads[v["buffer"]][v["phase"]] += 1
+    regions: dict[str, dict[str, Any]] = {}
+    for case in cases:
+        for r in case.regions:
+            entry = regions.setdefault(
+                r["buffer"], {"buffer": r["buffer"], "owner": r["phase"], "extent": r["extent"], "left": [], "elements": []}
+            )
+            entry["left"].append(r["poisoned_after_a"])
+            entry["elements"].append(r["elements"])
+    out = []
+    for name, entry in sorted(regions.items(), key=lambda kv: (kv[1]["owner"], kv[0])):
+        left, total = sum(entry["left"]), sum(entry["elements"])
+        after = "stale" if left == total else ("filled" if left == 0 else "partly")
+        out.append(
+            {
+                "buffer": name,
+                "owner": entry["owner"],
+                "padding": f"[{_SHORT.get(entry['extent'], entry['extent'])}:]",
+                "reads": dict(reads.get(name, {})),
+                "after_step": after,
+            }
+        )
+    for name in reads:
+        if name not in regions:
+            out.append({"buffer": name, "owner": "?", "padding": "?", "reads": dict(reads[name]), "after_step": "?"})
+    return out
+
+
+def probe(
+    model: str,
+    plan_kwargs: dict[str, Any],
+    rig_kwargs: dict[str, Any],
+    *,
+    modes: list[str],
+    batches: list[int] | None = None,
+    pool: str | None = None,
+    isolate: bool = True,
+    timeout: float = 900.0,
+    on_case: Callable[[str, CaseResult | None], None] | None = None,
+    environment: dict[str, Any] | None = None,
+) -> ProbeRun:
+    start = time.perf_counter()
+    base = resolve_plan_options(**plan_kwargs)
+    selected = select_modes(modes, base.framework)
+    cases: list[ProbeCase] = []
+    for mode in selected:
+        plan = build_plan(resolve_plan_options(**{**plan_kwargs, "mode": mode}))
+        wanted = batches or padding_batches(plan, base.max_num_seqs)
+        for b in wanted:
+            if not 1 <= b < base.max_num_seqs:
+                raise BadInput(f"--batches {b}: must be between 1 and max_num_seqs-1 ({base.max_num_seqs - 1})")
+            cases.append(
+                ProbeCase(
+                    name=f"{mode.lower()}-b{b}",
+                    model=model,
+                    plan={**plan_kwargs, "mode": mode},
+                    rig=rig_kwargs,
+                    pool=pool,
+                    large=base.max_num_seqs,
+                    batch=b,
+                )
+            )
+    results = []
+    for case in cases:
+        if on_case is not None:
+            on_case(case.name, None)
+        result = run_case(case, isolate, timeout)
+        results.append(result)
+        if on_case is not None:
+            on_case(case.name, result)
+    device = str(rig_kwargs.get("device", "auto"))
+    return ProbeRun(
+        config={
+            "model": model,
+            "framework": base.framework,
+            "behavior": base.behavior.name,
+            "attention_backend": base.attention_backend,
+            "modes": selected,
+            "num_speculative_tokens": base.num_speculative_tokens,
+            "max_num_seqs": base.max_num_seqs,
+            "pool": pool or base.behavior.default_pool,
+            "batches": batches or "padding",
+            "device": device,
+        },
+        environment=environment or {},
+        backend="cuda" if "cuda" in device or (device == "auto" and _has_cuda()) else "emulated",
+        cases=results,
+        findings=build_findings(results),
+        matrix=build_matrix(results),
+        duration_s=time.perf_counter() - start,
+        isolated=isolate,
+    )
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
