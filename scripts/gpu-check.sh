@@ -26,27 +26,36 @@ if want tests; then
   run cuda-tests python3 -m pytest -q -m cuda -p no:cacheprovider tests/kernels tests/models tests/rig tests/probes
 fi
 if want capture; then
-  TAIL=40 run capture-eagle3 $EG capture tiny-llama-eagle3 --max-num-seqs 8 --replay --no-color \
-    --save "$OUT/capture-tiny.json" --trace "$OUT/capture-tiny.trace.json" --force
-  run capture-oom env PYTORCH_CUDA_ALLOC_CONF= python3 -c "
-import torch, sys
-torch.cuda.set_per_process_memory_fraction(0.12)
-from eaglegraph.cli import main
-sys.argv = ['eaglegraph', 'capture', 'llama3.1-8b-eagle3', '--random-weights', '--max-num-seqs', '256', '--no-color']
-main()"
-fi
-if want memdiff; then
-  TAIL=60 run memdiff-eagle1 $EG memdiff llama3.1-8b-eagle1 --random-weights -K 5 --max-num-seqs 1024 \
-    --pool shared --against dedicated --no-color --save "$OUT/memdiff-eagle1.json" --force
-  TAIL=60 run memdiff-eagle3 $EG memdiff llama3.1-8b-eagle3 --random-weights -K 5 --max-num-seqs 1024 \
-    --pool shared --against dedicated --no-color --save "$OUT/memdiff-eagle3.json" --force
+  TAIL=45 run capture-tiny $EG capture tiny-llama-eagle3 --max-num-seqs 8 --replay --no-color \
+    --save "$OUT/capture-tiny.json" --trace "$OUT/capture-tiny.trace.json" --html "$OUT/capture-tiny.html" \
+    --snapshot "$OUT/capture-tiny.snapshot.pickle" --force
+  run report-tiny $EG report "$OUT/capture-tiny.json" --no-color
 fi
 if want probe; then
-  TAIL=60 run probe-current $EG probe tiny-llama-eagle3 --mode all --no-color --save "$OUT/probe-current.json" --force
+  TAIL=30 run probe-current $EG probe tiny-llama-eagle3 --mode all --no-color --save "$OUT/probe-current.json" --force
+  TAIL=40 run probe-pre39773-flashinfer $EG probe tiny-llama-eagle3 --behavior vllm-pre-39773 \
+    --attention-backend flashinfer --mode PIECEWISE --no-color --save "$OUT/probe-pre39773-fi.json" --force
+  TAIL=40 run probe-pre39773-full $EG probe tiny-llama-eagle3 --behavior vllm-pre-39773 \
+    --mode FULL_AND_PIECEWISE --no-color --save "$OUT/probe-pre39773-full.json" --force
+  TAIL=30 run probe-sglang $EG probe tiny-llama-eagle3 --behavior sglang-pre-10892 --mode FULL --no-color
+fi
+if want memdiff; then
+  TAIL=70 run memdiff-eagle1 $EG memdiff llama3.1-8b-eagle1 --random-weights -K 5 --max-num-seqs 1024 \
+    --pool shared --against dedicated --no-color --save "$OUT/memdiff-eagle1.json" --force
+fi
+if want memdiff3; then
+  TAIL=70 run memdiff-eagle3 $EG memdiff llama3.1-8b-eagle3 --random-weights -K 5 --max-num-seqs 1024 \
+    --pool shared --against dedicated --no-color --save "$OUT/memdiff-eagle3.json" --force
 fi
 if want bench; then
-  for b in benchmarks/bench_capture.py benchmarks/bench_guards.py; do
-    [ -f "$b" ] && TAIL=40 run "$(basename "$b" .py)" python3 "$b"
-  done
+  TAIL=10 run bench-capture python3 benchmarks/bench_capture.py
+  TAIL=10 run bench-guards python3 benchmarks/bench_guards.py
+fi
+if want sanitizer; then
+  TAIL=6 run buggy-plain python3 benchmarks/buggy_replay.py
+  TAIL=12 run buggy-memcheck compute-sanitizer --tool memcheck --print-limit 20 python3 benchmarks/buggy_replay.py
+  TAIL=12 run buggy-initcheck compute-sanitizer --tool initcheck --print-limit 20 python3 benchmarks/buggy_replay.py
+  TAIL=25 run probe-buggy $EG probe tiny-llama-eagle3 --behavior vllm-pre-39773 --attention-backend flashinfer \
+    --mode PIECEWISE --batches 3 --no-color
 fi
 ls -la "$OUT"

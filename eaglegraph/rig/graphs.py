@@ -231,15 +231,19 @@ class PhaseRunner:
         max_num_reqs: int,
         index: int,
         t0: float,
+        instrument: bool = True,
     ) -> tuple[CaptureEvent, Metadata | None]:
-        """One eager warmup, then the capture (vLLM MRV2 `CudaGraphManager.capture`)."""
+        """One eager warmup, then the capture (vLLM MRV2 `CudaGraphManager.capture`).
+
+        `instrument` adds the per-graph allocator reads (a sync and three counters); turning it
+        off gives the bare capture the overhead benchmark compares against."""
         ctx = self.context
         assert ctx is not None
         num_reqs = desc.num_reqs or min(desc.num_tokens, max_num_reqs)
         num_tokens = desc.num_tokens
         assignment = ctx.pools.assign(self.phase, desc.mode)
         cuda = ctx.backend == "cuda"
-        mem = _MemoryProbe(cuda)
+        mem = _MemoryProbe(cuda and instrument)
 
         start = time.perf_counter()
         self.attention.metadata = dummy(desc, num_reqs, num_tokens)
@@ -300,8 +304,8 @@ class PhaseRunner:
             allocated_after=after[0],
             reserved_before=before[1],
             reserved_after=after[1],
-            bytes=(after[1] - before[1]) if cuda else None,
-            need_bytes=(mem.peak() - before[0]) if cuda and before[0] is not None else None,
+            bytes=(after[1] - before[1]) if mem.cuda and before[1] is not None and after[1] is not None else None,
+            need_bytes=(mem.peak() - before[0]) if mem.cuda and before[0] is not None else None,
         )
         return event, graph.metadata
 

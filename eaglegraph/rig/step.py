@@ -302,6 +302,7 @@ class Rig:
         self,
         pool_policy: str | None = None,
         on_event: Callable[[CaptureEvent], None] | None = None,
+        instrument: bool = True,
     ) -> tuple[list[CaptureEvent], list[Finding]]:
         """Capture every planned graph: target first, then draft prefill, then draft decode;
         within a phase PIECEWISE-like before FULL, largest first, one eager warmup each."""
@@ -325,7 +326,9 @@ class Rig:
                     findings += self._handoff_findings(runner)
                 for desc in runner.dispatcher.capture_order():
                     try:
-                        event, state = runner.capture(desc, dummies[phase], self.max_num_seqs, len(events), t0)
+                        event, state = runner.capture(
+                            desc, dummies[phase], self.max_num_seqs, len(events), t0, instrument
+                        )
                     except (torch.OutOfMemoryError, RuntimeError) as exc:
                         failed = _failed_event(desc, phase, backend, len(events), t0, exc)
                         raise CaptureFailed(events, failed, exc) from exc
