@@ -94,18 +94,19 @@ def _scan_kernel(table_ptr, out_ptr, BLOCK: tl.constexpr):
     for s in range(start, end, BLOCK):
         offs = s + tl.arange(0, BLOCK)
         m = offs < end
+        # each branch keeps its own loaded block: compiled Triton needs one type per name
         if esize == 8:
-            v = tl.load(addr.to(tl.pointer_type(tl.int64)) + offs, mask=m, other=0)
-            hit = v == pattern
+            v8 = tl.load(addr.to(tl.pointer_type(tl.int64)) + offs, mask=m, other=0)
+            hit = v8 == pattern
         elif esize == 4:
-            v = tl.load(addr.to(tl.pointer_type(tl.int32)) + offs, mask=m, other=0)
-            hit = v == pattern.to(tl.int32)
+            v4 = tl.load(addr.to(tl.pointer_type(tl.int32)) + offs, mask=m, other=0)
+            hit = v4 == pattern.to(tl.int32)
         elif esize == 2:
-            v = tl.load(addr.to(tl.pointer_type(tl.int16)) + offs, mask=m, other=0)
-            hit = v == pattern.to(tl.int16)
+            v2 = tl.load(addr.to(tl.pointer_type(tl.int16)) + offs, mask=m, other=0)
+            hit = v2 == pattern.to(tl.int16)
         else:
-            v = tl.load(addr.to(tl.pointer_type(tl.int8)) + offs, mask=m, other=0)
-            hit = v == pattern.to(tl.int8)
+            v1 = tl.load(addr.to(tl.pointer_type(tl.int8)) + offs, mask=m, other=0)
+            hit = v1 == pattern.to(tl.int8)
         count += (hit & m).to(tl.int64)
     tl.store(out_ptr + r, tl.sum(count, 0))
 

@@ -42,6 +42,8 @@ def pools_from_segments(
             per_phase[e.phase] += e.bytes or 0
         if pid == (0, 0):
             name, policy = "default", "eager allocator: weights, KV cache, buffers"
+        elif not graphs and manager.label_for(pid) == "private":
+            name, policy = "foreign (not this capture's)", "unknown"
         else:
             name, policy = manager.label_for(pid), manager.policy
         out.append(

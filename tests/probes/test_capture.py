@@ -105,10 +105,10 @@ def test_cuda_capture_accounts_every_pool() -> None:
         config = rig_config(pair, {"max_num_seqs": 8, "num_speculative_tokens": 3}, device="cuda", max_model_len=256)
         run = run_capture(pair, CaptureRequest(config=config, pool=policy))
         assert run.ok and run.totals.accounted, run.totals
-        graph_pools = [p for p in run.pools if p.id != "(0,0)"]
+        graph_pools = [p for p in run.pools if p.graphs]
         assert len(graph_pools) == expect_pools, run.pools
         assert sum(p.graphs for p in graph_pools) == len(run.events)
-        assert run.totals.pool_reserved_bytes == sum(p.reserved_bytes for p in graph_pools) > 0
+        assert run.totals.pool_reserved_bytes >= sum(p.reserved_bytes for p in graph_pools) > 0
         assert all(e.bytes is not None for e in run.events)
         assert all(e.segments > 1 for e in run.events if e.mode == "PIECEWISE")
 
