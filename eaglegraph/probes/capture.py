@@ -118,7 +118,9 @@ def run_capture(
         pools = pools_from_segments(segments, events, manager)
         reserved = int(torch.cuda.memory_reserved())
         snap_total = sum(int(s.get("total_size", 0)) for s in segments)
-        graph_pools = sum(p.reserved_bytes for p in pools if p.id != "(0,0)")
+        graph_pools = sum(
+            p.reserved_bytes for p in pools if p.id != "(0,0)" and not p.label.startswith("foreign")
+        )
         totals = CaptureTotals(
             capture_seconds=seconds,
             graphs=len(events),
