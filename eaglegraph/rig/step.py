@@ -11,6 +11,7 @@ eagerly, under CUDA graphs, or under the emulated backend.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 from typing import Any
@@ -318,7 +319,33 @@ class Rig:
         }
         events: list[CaptureEvent] = []
         findings: list[Finding] = []
+        # A garbage-collected CUDAGraph destroyed mid-capture invalidates the capture
+        # (cudaErrorStreamCaptureInvalidated): collect now, then keep the collector off while
+        # capturing, as SGLang's freeze_gc and torch.cuda.graph's own gc.collect do.
+        gc.collect()
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
         t0 = time.perf_counter()
+        try:
+            self._capture_phases(ctx, dummies, events, findings, on_event, instrument, t0)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        if self.guard_log is not None:
+            self.guard_log.reset()
+        return events, findings
+
+    def _capture_phases(
+        self,
+        ctx: GraphContext,
+        dummies: dict[str, Callable[[BatchDescriptor, int, int], Metadata]],
+        events: list[CaptureEvent],
+        findings: list[Finding],
+        on_event: Callable[[CaptureEvent], None] | None,
+        instrument: bool,
+        t0: float,
+    ) -> None:
+        backend = ctx.backend
         with torch.inference_mode():
             for phase in ("target", "draft_prefill", "draft_decode"):
                 runner = self.runners[phase]
@@ -337,9 +364,6 @@ class Rig:
                     events.append(event)
                     if on_event is not None:
                         on_event(event)
-        if self.guard_log is not None:
-            self.guard_log.reset()
-        return events, findings
 
     def _handoff_findings(self, runner: PhaseRunner) -> list[Finding]:
         """PR #40410 hands the target's captured attention state to the draft prefill by
