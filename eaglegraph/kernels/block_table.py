@@ -14,7 +14,15 @@ from __future__ import annotations
 
 import torch
 
-from eaglegraph.kernels._triton import check_device, next_pow2, tl, triton
+from eaglegraph.kernels._triton import (
+    check_device,
+    interpreting,
+    next_pow2,
+    reduce_max,
+    rows_per_program,
+    tl,
+    triton,
+)
 from eaglegraph.kernels.guard import Guard, check_bounds_pair, guard_args, log_violation
 
 __all__ = [
@@ -25,6 +33,9 @@ __all__ = [
 
 _TOKEN_BLOCK = 128
 _COL_BLOCK = 256
+# Under the interpreter every executed operation costs the same whatever its width.
+_TOKEN_BLOCK_INTERPRETED = 1024
+_COL_BLOCK_INTERPRETED = 4096
 
 
 @triton.jit
@@ -37,32 +48,37 @@ def _gather_block_tables_kernel(
     n_cols,
     num_src_rows,
     num_reqs,
+    num_rows,
     log_entries_ptr,
     log_count_ptr,
     log_capacity,
     kernel_id,
     idx_mapping_id,
+    BLOCK_R: tl.constexpr,
     BLOCK: tl.constexpr,
     GUARD: tl.constexpr,
 ):
-    i = tl.program_id(0)
+    i = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    in_batch = i < num_rows
     is_req = i < num_reqs
     # Padded rows read nothing: their source index is never loaded.
-    src_row = tl.load(idx_mapping_ptr + tl.minimum(i, num_reqs - 1), mask=is_req, other=0)
+    src_row = tl.load(idx_mapping_ptr + i, mask=is_req, other=0)
     copy = is_req
     if GUARD:
         bad = is_req & ((src_row < 0) | (src_row >= num_src_rows))
-        log_violation(
-            log_entries_ptr, log_count_ptr, log_capacity, kernel_id, idx_mapping_id, i, src_row, bad
-        )
+        if reduce_max(bad.to(tl.int32), 0) > 0:  # no logger call in the common, valid case
+            log_violation(
+                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, idx_mapping_id, i,
+                src_row, bad,
+            )  # fmt: skip
         copy = copy & ~bad
-    n_copy = tl.where(copy, n_cols, 0)
-    src = src_ptr + src_row.to(tl.int64) * src_stride
-    dst = dst_ptr + i.to(tl.int64) * dst_stride
+    n_copy = tl.where(copy, n_cols, 0)[:, None]
+    src = src_ptr + src_row.to(tl.int64)[:, None] * src_stride
+    dst = dst_ptr + i.to(tl.int64)[:, None] * dst_stride
     for j0 in range(0, n_cols, BLOCK):
-        j = j0 + tl.arange(0, BLOCK)
+        j = j0 + tl.arange(0, BLOCK)[None, :]
         vals = tl.load(src + j, mask=j < n_copy, other=0)
-        tl.store(dst + j, vals, mask=j < n_cols)
+        tl.store(dst + j, vals, mask=in_batch[:, None] & (j < n_cols))
 
 
 def gather_block_tables(
@@ -90,7 +106,9 @@ def gather_block_tables(
         return
     g = guard_args(guard, "gather_block_tables", ("idx_mapping",), idx_mapping)
     n_cols = dst.shape[1]
-    _gather_block_tables_kernel[(num_reqs_padded,)](
+    block = min(next_pow2(n_cols), _COL_BLOCK_INTERPRETED if interpreting() else _COL_BLOCK)
+    block_r = rows_per_program(num_reqs_padded, block)
+    _gather_block_tables_kernel[(triton.cdiv(num_reqs_padded, block_r),)](
         src,
         idx_mapping,
         dst,
@@ -99,12 +117,14 @@ def gather_block_tables(
         n_cols,
         src.shape[0],
         num_reqs,
+        num_reqs_padded,
         g.entries,
         g.count,
         g.capacity,
         g.kernel_id,
         g.buffer_ids[0],
-        BLOCK=min(next_pow2(n_cols), _COL_BLOCK),
+        BLOCK_R=block_r,
+        BLOCK=block,
         GUARD=g.enabled,
     )
 
@@ -134,23 +154,26 @@ def _slots(
     ok = tok_ok
     if GUARD:
         bad_pos = tok_ok & ((pos < 0) | (pos >= n_cols * PAGE_SIZE))
-        log_violation(
-            log_entries_ptr, log_count_ptr, log_capacity, kernel_id, positions_id, tok, pos, bad_pos
-        )
+        if reduce_max(bad_pos.to(tl.int32), None) > 0:  # no logger call when all are valid
+            log_violation(
+                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, positions_id, tok, pos,
+                bad_pos,
+            )  # fmt: skip
         ok = ok & ~bad_pos
     block = tl.load(block_table_ptr + bt_row * bt_stride + col, mask=ok, other=0).to(tl.int64)
     if GUARD:
         bad_block = ok & ((block < 0) | (block >= num_blocks))
-        log_violation(
-            log_entries_ptr,
-            log_count_ptr,
-            log_capacity,
-            kernel_id,
-            block_table_id,
-            bt_row * n_cols + col,
-            block,
-            bad_block,
-        )
+        if reduce_max(bad_block.to(tl.int32), None) > 0:
+            log_violation(
+                log_entries_ptr,
+                log_count_ptr,
+                log_capacity,
+                kernel_id,
+                block_table_id,
+                bt_row * n_cols + col,
+                block,
+                bad_block,
+            )
         ok = ok & ~bad_block
     return tl.where(ok, block * PAGE_SIZE + pos % PAGE_SIZE, -1)
 
@@ -175,48 +198,52 @@ def _compute_slot_mappings_kernel(
     positions_id,
     block_table_id,
     PAGE_SIZE: tl.constexpr,
+    BLOCK_R: tl.constexpr,
     BLOCK: tl.constexpr,
     GUARD: tl.constexpr,
 ):
-    r = tl.program_id(0)
+    pid = tl.program_id(0)
     offs = tl.arange(0, BLOCK)
-    if r == num_reqs:
+    if pid == tl.num_programs(0) - 1:
         # Pad program: slot_mapping[qsl[num_reqs]:pad_until] = PAD_SLOT_ID.
         end = tl.load(qsl_ptr + num_reqs)
         if GUARD:
-            bad = ((end < 0) | (end > max_tokens)) & (r == 0)  # r == num_reqs here
-            log_violation(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qsl_id, num_reqs, end, bad
-            )
+            bad = ((end < 0) | (end > max_tokens)) & (num_reqs == 0)
+            if bad:
+                log_violation(
+                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qsl_id, num_reqs, end,
+                    bad,
+                )  # fmt: skip
             end = tl.where((end < 0) | (end > max_tokens), pad_until, end)
         for t0 in range(end, pad_until, BLOCK):
             t = t0 + offs
             tl.store(slot_mapping_ptr + t, tl.full([BLOCK], -1, tl.int64), mask=t < pad_until)
     else:
-        start = tl.load(qsl_ptr + r)
-        end = tl.load(qsl_ptr + r + 1)
+        # Requests [pid * BLOCK_R, (pid + 1) * BLOCK_R), one row of the tile each.
+        r = pid * BLOCK_R + tl.arange(0, BLOCK_R)
+        r_ok = r < num_reqs
+        q_start = tl.load(qsl_ptr + r, mask=r_ok, other=0)
+        q_end = tl.load(qsl_ptr + r + 1, mask=r_ok, other=0)
         if GUARD:
-            bad_start, bad_end = check_bounds_pair(start, end, max_tokens)
-            log_violation(
-                log_entries_ptr,
-                log_count_ptr,
-                log_capacity,
-                kernel_id,
-                qsl_id,
-                r,
-                start,
-                (r == 0) & bad_start,
-            )
-            log_violation(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qsl_id, r + 1, end, bad_end
-            )
-            end = tl.where(bad_start | bad_end, start, end)
-        for t0 in range(start, end, BLOCK):
-            t = t0 + offs
-            t_ok = t < end
+            bad_start, bad_end = check_bounds_pair(q_start, q_end, max_tokens)
+            if reduce_max((bad_start | bad_end).to(tl.int32), 0) > 0:
+                log_violation(
+                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qsl_id, r, q_start,
+                    (r == 0) & bad_start,
+                )  # fmt: skip
+                log_violation(
+                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qsl_id, r + 1, q_end,
+                    bad_end,
+                )  # fmt: skip
+            q_end = tl.where(bad_start | bad_end, q_start, q_end)
+        n = (q_end - q_start)[:, None]
+        for t0 in range(0, reduce_max(q_end - q_start, 0), BLOCK):
+            j = t0 + offs[None, :]
+            t = q_start[:, None] + j
+            t_ok = j < n
             slot = _slots(
                 block_table_ptr,
-                r.to(tl.int64),
+                r.to(tl.int64)[:, None],
                 bt_stride,
                 positions_ptr,
                 t,
@@ -267,7 +294,10 @@ def compute_slot_mappings(
         ("query_start_loc", "positions", "block_table"),
         query_start_loc,
     )
-    _compute_slot_mappings_kernel[(num_reqs + 1,)](
+    # One program per BLOCK_R requests (all of them under the interpreter), then the pad one.
+    block = _TOKEN_BLOCK_INTERPRETED if interpreting() else _TOKEN_BLOCK
+    block_r = rows_per_program(num_reqs, block)
+    _compute_slot_mappings_kernel[(triton.cdiv(num_reqs, block_r) + 1,)](
         block_table,
         query_start_loc,
         positions,
@@ -284,7 +314,8 @@ def compute_slot_mappings(
         g.kernel_id,
         *g.buffer_ids,
         PAGE_SIZE=block_size,
-        BLOCK=_TOKEN_BLOCK,
+        BLOCK_R=block_r,
+        BLOCK=block,
         GUARD=g.enabled,
     )
 
@@ -356,7 +387,7 @@ def compute_slot_mappings_padded_rows(
     g = guard_args(
         guard, "compute_slot_mappings_padded_rows", ("positions", "block_table"), positions
     )
-    block = min(next_pow2(num_rows), _TOKEN_BLOCK)
+    block = rows_per_program(num_rows, 1, gpu_rows=_TOKEN_BLOCK)
     _slot_mappings_padded_rows_kernel[(triton.cdiv(num_rows, block),)](
         block_table,
         positions,

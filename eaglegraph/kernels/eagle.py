@@ -12,13 +12,22 @@ from __future__ import annotations
 
 import torch
 
-from eaglegraph.kernels._triton import check_device, next_pow2, tl, triton
+from eaglegraph.kernels._triton import (
+    check_device,
+    interpreting,
+    next_pow2,
+    reduce_max,
+    rows_per_program,
+    tl,
+    triton,
+)
 from eaglegraph.kernels.guard import Guard, check_bounds_pair, guard_args, log_violation
 
 __all__ = ["prepare_eagle_decode", "prepare_eagle_inputs", "update_eagle_draft_inputs"]
 
 _TOKEN_BLOCK = 256
 _HIDDEN_BLOCK = 1024
+_HIDDEN_BLOCK_INTERPRETED = 1 << 16  # per-operation cost: one wide block
 
 
 @triton.jit
@@ -45,79 +54,67 @@ def _prepare_eagle_inputs_kernel(
     target_qsl_id,
     num_rejected_id,
     PAD_LAST_TOKEN_INDICES: tl.constexpr,
+    BLOCK_R: tl.constexpr,
     BLOCK: tl.constexpr,
     GUARD: tl.constexpr,
 ):
+    # Requests [pid * BLOCK_R, (pid + 1) * BLOCK_R), one tile row each; the last program
+    # also writes the padding.
     pid = tl.program_id(0)
     offs = tl.arange(0, BLOCK)
-    has_req = pid < num_reqs
+    r = pid * BLOCK_R + tl.arange(0, BLOCK_R)
+    has_req = r < num_reqs
     is_req = has_req
-    qs = tl.load(target_qsl_ptr + pid)
-    qe = tl.load(target_qsl_ptr + pid + 1, mask=has_req, other=0)
-    num_rej = tl.load(num_rejected_ptr + pid, mask=is_req, other=0)
+    qs = tl.load(target_qsl_ptr + r, mask=has_req, other=0)
+    qe = tl.load(target_qsl_ptr + r + 1, mask=has_req, other=0)
+    num_rej = tl.load(num_rejected_ptr + r, mask=has_req, other=0)
     query_len = qe - qs - num_rej
     if GUARD:
         bad_qs, bad_qe = check_bounds_pair(qs, qe, max_tokens)
-        log_violation(
-            log_entries_ptr,
-            log_count_ptr,
-            log_capacity,
-            kernel_id,
-            target_qsl_id,
-            pid,
-            qs,
-            is_req & (pid == 0) & bad_qs,
-        )
-        log_violation(
-            log_entries_ptr,
-            log_count_ptr,
-            log_capacity,
-            kernel_id,
-            target_qsl_id,
-            pid + 1,
-            qe,
-            is_req & bad_qe,
-        )
-        bad_rej = is_req & ~bad_qs & ~bad_qe & ((num_rej < 0) | (query_len < 1))
-        log_violation(
-            log_entries_ptr,
-            log_count_ptr,
-            log_capacity,
-            kernel_id,
-            num_rejected_id,
-            pid,
-            num_rej,
-            bad_rej,
-        )
-        is_req = is_req & ~bad_qs & ~bad_qe & ~bad_rej
+        bad_rej = has_req & ~bad_qs & ~bad_qe & ((num_rej < 0) | (query_len < 1))
+        is_req = has_req & ~bad_qs & ~bad_qe & ~bad_rej
+        if reduce_max((has_req & ~is_req).to(tl.int32), 0) > 0:  # no call when all are valid
+            log_violation(
+                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, target_qsl_id, r, qs,
+                has_req & (r == 0) & bad_qs,
+            )  # fmt: skip
+            log_violation(
+                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, target_qsl_id, r + 1, qe,
+                has_req & bad_qe,
+            )  # fmt: skip
+            log_violation(
+                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, num_rejected_id, r,
+                num_rej, bad_rej,
+            )  # fmt: skip
     query_len = tl.where(is_req, query_len, 0)
 
     # Shift ids left by one: eagle_ids[qs + j - 1] = target_ids[qs + j], j in 1..query_len-1;
     # copy positions[qs .. qs + query_len).
-    for j0 in range(0, query_len, BLOCK):
-        j = j0 + offs
-        m_pos = j < query_len
-        m_ids = j < query_len - 1
-        ids = tl.load(target_input_ids_ptr + qs + j + 1, mask=m_ids)
-        tl.store(eagle_input_ids_ptr + qs + j, ids, mask=m_ids)
-        pos = tl.load(target_positions_ptr + qs + j, mask=m_pos)
-        tl.store(eagle_positions_ptr + qs + j, pos, mask=m_pos)
+    n_pos = query_len[:, None]
+    for j0 in range(0, reduce_max(query_len, 0), BLOCK):
+        j = j0 + offs[None, :]
+        t = qs[:, None] + j
+        m_pos = j < n_pos
+        m_ids = j < n_pos - 1
+        ids = tl.load(target_input_ids_ptr + t + 1, mask=m_ids)
+        tl.store(eagle_input_ids_ptr + t, ids, mask=m_ids)
+        pos = tl.load(target_positions_ptr + t, mask=m_pos)
+        tl.store(eagle_positions_ptr + t, pos, mask=m_pos)
     last = qs + query_len - 1
-    next_token = tl.load(next_tokens_ptr + pid, mask=is_req)
+    next_token = tl.load(next_tokens_ptr + r, mask=is_req)
     tl.store(
         eagle_input_ids_ptr + last,
         next_token.to(eagle_input_ids_ptr.dtype.element_ty),
         mask=is_req,
     )
-    tl.store(last_token_indices_ptr + pid, last.to(tl.int64), mask=is_req)
-    tl.store(eagle_qsl_ptr + pid, qs, mask=is_req)
-    seq_len = tl.load(target_seq_lens_ptr + pid, mask=is_req)
-    tl.store(eagle_seq_lens_ptr + pid, seq_len, mask=is_req)
+    tl.store(last_token_indices_ptr + r, last.to(tl.int64), mask=is_req)
+    tl.store(eagle_qsl_ptr + r, qs, mask=is_req)
+    seq_len = tl.load(target_seq_lens_ptr + r, mask=is_req)
+    tl.store(eagle_seq_lens_ptr + r, seq_len, mask=is_req)
 
     if pid == tl.num_programs(0) - 1:
-        # Padding for graphs, from the last program: ``qe`` is target qsl[num_reqs] here
-        # (with num_reqs == 0 the single, request-less program has it as ``qs``).
-        end = tl.where(has_req, qe, qs)
+        # Padding for graphs: query_start_loc past the requests repeats target qsl[num_reqs].
+        end = tl.load(target_qsl_ptr + num_reqs)
         tl.store(current_draft_step_ptr, tl.zeros([], tl.int64))
         for i0 in range(num_reqs, max_num_reqs + 1, BLOCK):
             i = i0 + offs
@@ -197,7 +194,8 @@ def prepare_eagle_inputs(
         target_query_start_loc,
     )
     # With num_reqs == 0 a single program only pads (it reads target qsl[0]).
-    _prepare_eagle_inputs_kernel[(max(num_reqs, 1),)](
+    block_r = rows_per_program(max(num_reqs, 1), _TOKEN_BLOCK)
+    _prepare_eagle_inputs_kernel[(triton.cdiv(max(num_reqs, 1), block_r),)](
         target_query_start_loc,
         target_seq_lens,
         target_input_ids,
@@ -219,6 +217,7 @@ def prepare_eagle_inputs(
         g.kernel_id,
         *g.buffer_ids,
         PAD_LAST_TOKEN_INDICES=pad_last_token_indices,
+        BLOCK_R=block_r,
         BLOCK=_TOKEN_BLOCK,
         GUARD=g.enabled,
     )
@@ -239,21 +238,19 @@ def _prepare_eagle_decode_kernel(
     max_model_len,
     BLOCK: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    if pid == num_reqs:
-        # Padded requests get zero-length queries and zero seq_lens.
-        for i0 in range(0, max_num_reqs + 1, BLOCK):
-            i = i0 + tl.arange(0, BLOCK)
-            tl.store(qsl_ptr + i, tl.minimum(i, num_reqs).to(tl.int32), mask=i <= max_num_reqs)
-            pad = (i >= num_reqs) & (i < max_num_reqs)
-            tl.store(seq_lens_ptr + i, (i * 0).to(tl.int32), mask=pad)
-    else:
-        token = tl.load(draft_tokens_ptr + pid.to(tl.int64) * draft_tokens_stride)
-        tl.store(input_ids_ptr + pid, token.to(input_ids_ptr.dtype.element_ty))
-        pos = tl.load(positions_ptr + pid)
-        tl.store(positions_ptr + pid, tl.minimum(pos + 1, max_model_len - 1))
-        seq_len = tl.load(target_seq_lens_ptr + pid) - tl.load(num_rejected_ptr + pid) + 1
-        tl.store(seq_lens_ptr + pid, tl.minimum(seq_len, max_model_len).to(tl.int32))
+    # Entries [pid * BLOCK, (pid + 1) * BLOCK) of every buffer: requests and padding alike.
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    is_req = i < num_reqs
+    token = tl.load(draft_tokens_ptr + i.to(tl.int64) * draft_tokens_stride, mask=is_req)
+    tl.store(input_ids_ptr + i, token.to(input_ids_ptr.dtype.element_ty), mask=is_req)
+    pos = tl.load(positions_ptr + i, mask=is_req)
+    tl.store(positions_ptr + i, tl.minimum(pos + 1, max_model_len - 1), mask=is_req)
+    target_len = tl.load(target_seq_lens_ptr + i, mask=is_req, other=0)
+    seq_len = target_len - tl.load(num_rejected_ptr + i, mask=is_req, other=0) + 1
+    # Padded requests get zero-length queries and zero seq_lens.
+    seq_len = tl.where(is_req, tl.minimum(seq_len, max_model_len), 0)
+    tl.store(seq_lens_ptr + i, seq_len.to(tl.int32), mask=i < max_num_reqs)
+    tl.store(qsl_ptr + i, tl.minimum(i, num_reqs).to(tl.int32), mask=i <= max_num_reqs)
 
 
 def prepare_eagle_decode(
@@ -274,8 +271,8 @@ def prepare_eagle_decode(
     ``draft_tokens``: the ``[R, K]`` tensor (column 0 is read) or a 1-D (possibly strided)
     view of that column. Per request: ``input_ids[r] = draft_tokens[r, 0]``,
     ``positions[r] = min(positions[r] + 1, max_model_len - 1)``,
-    ``seq_lens[r] = min(target_seq_lens[r] - num_rejected[r] + 1, max_model_len)``. An extra
-    program writes ``query_start_loc[i] = min(i, num_reqs)`` for ``i <= max_num_reqs`` and
+    ``seq_lens[r] = min(target_seq_lens[r] - num_rejected[r] + 1, max_model_len)``; and
+    ``query_start_loc[i] = min(i, num_reqs)`` for ``i <= max_num_reqs``,
     ``seq_lens[num_reqs:max_num_reqs] = 0``.
     """
     check_device(
@@ -293,7 +290,8 @@ def prepare_eagle_decode(
         raise ValueError("eagle query_start_loc/seq_lens need max_num_reqs + 1/max_num_reqs")
     if draft_tokens.dim() not in (1, 2) or draft_tokens.shape[0] < num_reqs:
         raise ValueError(f"draft_tokens {tuple(draft_tokens.shape)} needs >= {num_reqs} rows")
-    _prepare_eagle_decode_kernel[(num_reqs + 1,)](
+    block = min(next_pow2(max_num_reqs + 1), 1024)
+    _prepare_eagle_decode_kernel[(triton.cdiv(max_num_reqs + 1, block),)](
         draft_tokens,
         draft_tokens.stride(0),
         target_seq_lens,
@@ -305,7 +303,7 @@ def prepare_eagle_decode(
         num_reqs,
         max_num_reqs,
         max_model_len,
-        BLOCK=min(next_pow2(max_num_reqs + 1), 1024),
+        BLOCK=block,
     )
 
 
@@ -325,21 +323,25 @@ def _update_eagle_draft_inputs_kernel(
     hidden_size,
     num_spec_tokens,
     max_model_len,
+    num_reqs,
+    BLOCK_R: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    r = tl.program_id(0)
+    r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    r_ok = r < num_reqs
+    rows = r.to(tl.int64)
     step = tl.load(current_draft_step_ptr)
-    sampled = tl.load(sampled_ptr + r)
-    tl.store(draft_tokens_ptr + r.to(tl.int64) * draft_tokens_stride + step, sampled.to(tl.int64))
+    sampled = tl.load(sampled_ptr + r, mask=r_ok)
+    tl.store(draft_tokens_ptr + rows * draft_tokens_stride + step, sampled.to(tl.int64), mask=r_ok)
     # After the last step nothing else is needed; masks instead of a branch.
-    go = step < num_spec_tokens - 1
+    go = r < tl.where(step < num_spec_tokens - 1, num_reqs, 0)
     tl.store(input_ids_ptr + r, sampled.to(input_ids_ptr.dtype.element_ty), mask=go)
-    n = tl.where(go, hidden_size, 0)
-    src = output_hidden_ptr + r.to(tl.int64) * out_hidden_stride
-    dst = hidden_ptr + r.to(tl.int64) * hidden_stride
+    n = tl.where(step < num_spec_tokens - 1, hidden_size, 0)
+    src = output_hidden_ptr + rows[:, None] * out_hidden_stride
+    dst = hidden_ptr + rows[:, None] * hidden_stride
     for c0 in range(0, n, BLOCK):
-        c = c0 + tl.arange(0, BLOCK)
-        m = c < n
+        c = c0 + tl.arange(0, BLOCK)[None, :]
+        m = go[:, None] & (c < n)
         tl.store(dst + c, tl.load(src + c, mask=m).to(hidden_ptr.dtype.element_ty), mask=m)
     pos = tl.load(positions_ptr + r, mask=go)
     tl.store(positions_ptr + r, tl.minimum(pos + 1, max_model_len - 1), mask=go)
@@ -391,7 +393,11 @@ def update_eagle_draft_inputs(
     if num_reqs <= 0:
         return
     hidden_size = output_hidden.shape[1]
-    _update_eagle_draft_inputs_kernel[(num_reqs,)](
+    block = min(
+        next_pow2(hidden_size), _HIDDEN_BLOCK_INTERPRETED if interpreting() else _HIDDEN_BLOCK
+    )
+    block_r = rows_per_program(num_reqs, block)
+    _update_eagle_draft_inputs_kernel[(triton.cdiv(num_reqs, block_r),)](
         sampled,
         output_hidden,
         draft_tokens,
@@ -406,5 +412,7 @@ def update_eagle_draft_inputs(
         hidden_size,
         num_spec_tokens,
         max_model_len,
-        BLOCK=min(next_pow2(hidden_size), _HIDDEN_BLOCK),
+        num_reqs,
+        BLOCK_R=block_r,
+        BLOCK=block,
     )

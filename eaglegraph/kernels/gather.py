@@ -12,7 +12,15 @@ from __future__ import annotations
 
 import torch
 
-from eaglegraph.kernels._triton import check_device, next_pow2, splat_mask, tl, triton
+from eaglegraph.kernels._triton import (
+    check_device,
+    interpreting,
+    next_pow2,
+    reduce_max,
+    rows_per_program,
+    tl,
+    triton,
+)
 from eaglegraph.kernels.guard import Guard, guard_args, log_violation
 
 __all__ = ["gather_rows"]
@@ -48,17 +56,11 @@ def _gather_rows_kernel(
     read_ok = row_ok
     if GUARD:
         bad = row_ok & ((idx < 0) | (idx >= num_src_rows))
-        # Each index is logged once, by the first column block.
-        log_violation(
-            log_entries_ptr,
-            log_count_ptr,
-            log_capacity,
-            kernel_id,
-            indices_id,
-            rows,
-            idx,
-            bad & splat_mask(tl.program_id(1) == 0, rows),
-        )
+        # Each index is logged once, by the first column block; valid indices call no logger.
+        if (tl.program_id(1) == 0) & (reduce_max(bad.to(tl.int32), 0) > 0):
+            log_violation(
+                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, indices_id, rows, idx, bad
+            )
         read_ok = row_ok & ~bad
     col_ok = cols[None, :] < width
     vals = tl.load(
@@ -104,8 +106,8 @@ def gather_rows(
     if num_rows <= 0:
         return
     g = guard_args(guard, "gather_rows", (role,), indices)
-    block_w = min(next_pow2(width), _MAX_COLS)
-    block_r = min(next_pow2(num_rows), max(_MAX_TILE // block_w, 1))
+    block_w = min(next_pow2(width), (1 << 16) if interpreting() else _MAX_COLS)
+    block_r = rows_per_program(num_rows, block_w, gpu_rows=max(_MAX_TILE // block_w, 1))
     grid = (triton.cdiv(num_rows, block_r), triton.cdiv(width, block_w))
     _gather_rows_kernel[grid](
         src,

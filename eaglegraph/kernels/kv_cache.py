@@ -10,7 +10,14 @@ from __future__ import annotations
 
 import torch
 
-from eaglegraph.kernels._triton import check_device, next_pow2, tl, triton
+from eaglegraph.kernels._triton import (
+    check_device,
+    next_pow2,
+    reduce_max,
+    rows_per_program,
+    tl,
+    triton,
+)
 from eaglegraph.kernels.guard import Guard, guard_args, log_violation
 
 __all__ = ["PAD_SLOT_ID", "write_kv"]
@@ -25,6 +32,7 @@ def _write_kv_kernel(
     k_cache_ptr,
     v_cache_ptr,
     slot_mapping_ptr,
+    num_tokens,
     num_slots,
     num_kv_heads,
     head_dim,
@@ -44,29 +52,34 @@ def _write_kv_kernel(
     kernel_id,
     slot_mapping_id,
     PAGE_SIZE: tl.constexpr,
+    BLOCK_T: tl.constexpr,
     BLOCK_H: tl.constexpr,
     BLOCK_D: tl.constexpr,
     GUARD: tl.constexpr,
 ):
-    t = tl.program_id(0)
-    slot = tl.load(slot_mapping_ptr + t).to(tl.int64)
+    t = tl.program_id(0).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T)
+    t_ok = t < num_tokens
+    slot = tl.load(slot_mapping_ptr + t, mask=t_ok, other=-1).to(tl.int64)
     # vLLM's reshape_and_cache skips every negative slot, not just PAD_SLOT_ID.
     do_write = slot >= 0
     if GUARD:
-        bad = (slot < -1) | (slot >= num_slots)  # -1 is PAD_SLOT_ID
-        log_violation(
-            log_entries_ptr, log_count_ptr, log_capacity, kernel_id, slot_mapping_id, t, slot, bad
-        )
+        bad = t_ok & ((slot < -1) | (slot >= num_slots))  # -1 is PAD_SLOT_ID
+        if reduce_max(bad.to(tl.int32), 0) > 0:  # no logger call in the common, valid case
+            log_violation(
+                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, slot_mapping_id, t, slot,
+                bad,
+            )  # fmt: skip
         do_write = do_write & (slot < num_slots)
-    block = slot // PAGE_SIZE
-    offset = slot % PAGE_SIZE
-    h = tl.arange(0, BLOCK_H)[:, None]
-    d = tl.arange(0, BLOCK_D)[None, :]
-    mask = (h < tl.where(do_write, num_kv_heads, 0)) & (d < head_dim)
-    k = tl.load(k_ptr + t * stride_kt + h * stride_kh + d, mask=mask)
-    v = tl.load(v_ptr + t * stride_vt + h * stride_vh + d, mask=mask)
-    k_dst = k_cache_ptr + block * stride_kcb + offset * stride_kco + h * stride_kch + d
-    v_dst = v_cache_ptr + block * stride_vcb + offset * stride_vco + h * stride_vch + d
+    cache_row = (slot // PAGE_SIZE)[:, None, None]
+    offset = (slot % PAGE_SIZE)[:, None, None]
+    tok = t[:, None, None]
+    h = tl.arange(0, BLOCK_H)[None, :, None]
+    d = tl.arange(0, BLOCK_D)[None, None, :]
+    mask = do_write[:, None, None] & (h < num_kv_heads) & (d < head_dim)
+    k = tl.load(k_ptr + tok * stride_kt + h * stride_kh + d, mask=mask)
+    v = tl.load(v_ptr + tok * stride_vt + h * stride_vh + d, mask=mask)
+    k_dst = k_cache_ptr + cache_row * stride_kcb + offset * stride_kco + h * stride_kch + d
+    v_dst = v_cache_ptr + cache_row * stride_vcb + offset * stride_vco + h * stride_vch + d
     tl.store(k_dst, k.to(k_cache_ptr.dtype.element_ty), mask=mask)
     tl.store(v_dst, v.to(v_cache_ptr.dtype.element_ty), mask=mask)
 
@@ -102,12 +115,19 @@ def write_kv(
     if num_tokens <= 0:
         return
     g = guard_args(guard, "write_kv", ("slot_mapping",), slot_mapping)
-    _write_kv_kernel[(num_tokens,)](
+    block_h, block_d = next_pow2(num_kv_heads), next_pow2(head_dim)
+    # Tokens per program: all of them under the interpreter (cost is per operation, not per
+    # element); compiled, enough to give each program ~1K elements.
+    block_t = rows_per_program(
+        num_tokens, block_h * block_d, gpu_rows=max(1, 1024 // (block_h * block_d))
+    )
+    _write_kv_kernel[(triton.cdiv(num_tokens, block_t),)](
         k,
         v,
         k_cache,
         v_cache,
         slot_mapping,
+        num_tokens,
         num_blocks * block_size,
         num_kv_heads,
         head_dim,
@@ -127,7 +147,8 @@ def write_kv(
         g.kernel_id,
         g.buffer_ids[0],
         PAGE_SIZE=block_size,
-        BLOCK_H=next_pow2(num_kv_heads),
-        BLOCK_D=next_pow2(head_dim),
+        BLOCK_T=block_t,
+        BLOCK_H=block_h,
+        BLOCK_D=block_d,
         GUARD=g.enabled,
     )

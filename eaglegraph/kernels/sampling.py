@@ -10,11 +10,21 @@ from __future__ import annotations
 
 import torch
 
-from eaglegraph.kernels._triton import check_device, next_pow2, tl, triton
+from eaglegraph.kernels._triton import (
+    check_device,
+    interpreting,
+    next_pow2,
+    reduce_max,
+    reduce_min,
+    rows_per_program,
+    tl,
+    triton,
+)
 
 __all__ = ["argmax_map_draft", "argmax_rows", "greedy_verify"]
 
 _VOCAB_BLOCK = 4096
+_VOCAB_BLOCK_INTERPRETED = 1 << 16
 
 
 @triton.jit
@@ -24,31 +34,35 @@ def _argmax_kernel(
     out_ptr,
     logits_stride,
     vocab,
+    num_rows,
     HAS_D2T: tl.constexpr,
+    BLOCK_R: tl.constexpr,
     BLOCK_V: tl.constexpr,
 ):
-    r = tl.program_id(0)
-    base = logits_ptr + r.to(tl.int64) * logits_stride
-    offs = tl.arange(0, BLOCK_V)
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    row_ok = rows < num_rows
+    base = logits_ptr + rows.to(tl.int64)[:, None] * logits_stride
+    offs = tl.arange(0, BLOCK_V)[None, :]
     big = vocab + BLOCK_V  # larger than any index
-    best_val = tl.full([], float("-inf"), tl.float32)
-    best_idx = tl.zeros([], tl.int32)
-    first_nan = tl.zeros([], tl.int32) + big
+    best_val = tl.full([BLOCK_R], float("-inf"), tl.float32)
+    best_idx = tl.full([BLOCK_R], 0, tl.int32)
+    first_nan = tl.full([BLOCK_R], 0, tl.int32) + big
     for v0 in range(0, vocab, BLOCK_V):
         idx = v0 + offs
         in_vocab = idx < vocab
-        x = tl.load(base + idx, mask=in_vocab, other=float("-inf")).to(tl.float32)
+        x = tl.load(base + idx, mask=row_ok[:, None] & in_vocab, other=float("-inf"))
+        x = x.to(tl.float32)
         is_nan = x != x
-        first_nan = tl.minimum(first_nan, tl.min(tl.where(is_nan, idx, big), 0))
-        blk_max = tl.max(tl.where(is_nan, float("-inf"), x), 0)
-        blk_idx = tl.min(tl.where(in_vocab & (x == blk_max), idx, big), 0)
+        first_nan = tl.minimum(first_nan, reduce_min(tl.where(is_nan, idx, big), 1))
+        blk_max = reduce_max(tl.where(is_nan, float("-inf"), x), 1)
+        blk_idx = reduce_min(tl.where(in_vocab & (x == blk_max[:, None]), idx, big), 1)
         take = blk_max > best_val  # strict: an earlier block keeps a tie
         best_idx = tl.where(take, blk_idx, best_idx)
         best_val = tl.where(take, blk_max, best_val)
     result = tl.where(first_nan < big, first_nan, best_idx).to(tl.int64)
     if HAS_D2T:
-        result = result + tl.load(d2t_ptr + result).to(tl.int64)
-    tl.store(out_ptr + r, result)
+        result = result + tl.load(d2t_ptr + result, mask=row_ok, other=0).to(tl.int64)
+    tl.store(out_ptr + rows, result, mask=row_ok)
 
 
 def _launch_argmax(
@@ -64,14 +78,20 @@ def _launch_argmax(
     if num_rows <= 0:
         return
     vocab = logits.shape[1]
-    _argmax_kernel[(num_rows,)](
+    # Compiled: one row per program, 4K-wide vocab blocks. Interpreted: as many rows and as
+    # wide a block as fit in ~64K elements (each executed operation costs the same).
+    block_v = min(next_pow2(vocab), _VOCAB_BLOCK_INTERPRETED if interpreting() else _VOCAB_BLOCK)
+    block_r = rows_per_program(num_rows, block_v)
+    _argmax_kernel[(triton.cdiv(num_rows, block_r),)](
         logits,
         logits if d2t is None else d2t,
         out,
         logits.stride(0),
         vocab,
+        num_rows,
         HAS_D2T=d2t is not None,
-        BLOCK_V=min(next_pow2(vocab), _VOCAB_BLOCK),
+        BLOCK_R=block_r,
+        BLOCK_V=block_v,
     )
 
 
@@ -104,31 +124,41 @@ def _greedy_verify_kernel(
     accepted_ptr,
     accepted_stride,
     max_spec,
+    num_reqs,
     PER_REQUEST: tl.constexpr,
+    BLOCK_R: tl.constexpr,
     BLOCK_K: tl.constexpr,
 ):
-    r = tl.program_id(0)
-    qs = tl.load(qsl_ptr + r)
-    qe = tl.load(qsl_ptr + r + 1)
+    r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    r_ok = r < num_reqs
+    qs = tl.load(qsl_ptr + r, mask=r_ok, other=0)
+    qe = tl.load(qsl_ptr + r + 1, mask=r_ok, other=0)
     if PER_REQUEST:
         # Clamped so a bad count cannot read past the request's draft row.
-        k_r = tl.minimum(tl.maximum(tl.load(num_spec_ptr + r).to(tl.int32), 0), max_spec)
+        k_r = tl.load(num_spec_ptr + r, mask=r_ok, other=0).to(tl.int32)
+        k_r = tl.minimum(tl.maximum(k_r, 0), max_spec)
     else:
         k_r = max_spec
     # A request verifies drafts only when its query is its last token + its K drafts.
     k = tl.where(qe - qs == k_r + 1, k_r, 0)
-    i = tl.arange(0, BLOCK_K)
-    m = i < k
-    drafts = tl.load(draft_tokens_ptr + r.to(tl.int64) * draft_stride + i, mask=m, other=0)
-    targets = tl.load(target_argmax_ptr + qs + i, mask=m, other=0)
-    n = tl.min(tl.where(m & (drafts != targets), i, k), 0)
+    i = tl.arange(0, BLOCK_K)[None, :]
+    m = r_ok[:, None] & (i < k[:, None])
+    drafts = tl.load(draft_tokens_ptr + r.to(tl.int64)[:, None] * draft_stride + i, mask=m, other=0)
+    targets = tl.load(target_argmax_ptr + qs[:, None] + i, mask=m, other=0)
+    n = reduce_min(tl.where(m & (drafts != targets), i, k[:, None]), 1)
     next_idx = tl.where(k > 0, qs + n, qe - 1)
-    next_token = tl.load(target_argmax_ptr + next_idx, mask=qe > qs, other=-1).to(tl.int64)
-    tl.store(num_accepted_ptr + r, n.to(tl.int32))
-    tl.store(num_rejected_ptr + r, (k - n).to(tl.int32))
-    tl.store(next_token_ptr + r, next_token)
-    row = tl.where(i < n, drafts.to(tl.int64), tl.where(i == n, next_token, -1))
-    tl.store(accepted_ptr + r.to(tl.int64) * accepted_stride + i, row, mask=i <= max_spec)
+    next_token = tl.load(target_argmax_ptr + next_idx, mask=r_ok & (qe > qs), other=-1)
+    next_token = next_token.to(tl.int64)
+    tl.store(num_accepted_ptr + r, n.to(tl.int32), mask=r_ok)
+    tl.store(num_rejected_ptr + r, (k - n).to(tl.int32), mask=r_ok)
+    tl.store(next_token_ptr + r, next_token, mask=r_ok)
+    n = n[:, None]
+    row = tl.where(i < n, drafts.to(tl.int64), tl.where(i == n, next_token[:, None], -1))
+    tl.store(
+        accepted_ptr + r.to(tl.int64)[:, None] * accepted_stride + i,
+        row,
+        mask=r_ok[:, None] & (i <= max_spec),
+    )
 
 
 def greedy_verify(
@@ -178,7 +208,9 @@ def greedy_verify(
         raise ValueError("out_accepted_tokens must be row-major; qsl needs num_reqs + 1")
     if num_reqs <= 0:
         return
-    _greedy_verify_kernel[(num_reqs,)](
+    block_k = next_pow2(max_spec + 1)
+    block_r = rows_per_program(num_reqs, block_k)
+    _greedy_verify_kernel[(triton.cdiv(num_reqs, block_r),)](
         target_argmax,
         draft_tokens,
         draft_tokens.stride(0),
@@ -190,6 +222,8 @@ def greedy_verify(
         out_accepted_tokens,
         out_accepted_tokens.stride(0),
         max_spec,
+        num_reqs,
         PER_REQUEST=per_request,
-        BLOCK_K=next_pow2(max_spec + 1),
+        BLOCK_R=block_r,
+        BLOCK_K=block_k,
     )

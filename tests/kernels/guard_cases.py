@@ -108,8 +108,8 @@ def write_kv_case(device: torch.device, gen: torch.Generator) -> Case:
     )
 
 
-def varlen_case(device: torch.device, gen: torch.Generator) -> Case:
-    nb, bs, nkv, nh, hd, n_cols = 24, 4, 1, 2, 16, 4
+def varlen_case(device: torch.device, gen: torch.Generator, nh: int = 2, nkv: int = 1) -> Case:
+    nb, bs, hd, n_cols = 24, 4, 16, 4
     reqs = [Req(0, 3, 7, []), Req(3, 1, 9, []), Req(4, 2, 2, [])]
     for r, p in zip(reqs, disjoint_pages(nb, [n_cols] * 3, gen), strict=True):
         r.pages = p
@@ -167,8 +167,8 @@ def varlen_case(device: torch.device, gen: torch.Generator) -> Case:
     )
 
 
-def csr_prefill_case(device: torch.device, gen: torch.Generator) -> Case:
-    nb, bs, nkv, nh, hd = 24, 4, 1, 2, 16
+def csr_prefill_case(device: torch.device, gen: torch.Generator, nh: int = 2, nkv: int = 1) -> Case:
+    nb, bs, hd = 24, 4, 16
     reqs = [Req(0, 2, 6, []), Req(2, 3, 8, []), Req(5, 1, 1, [])]
     for r, p in zip(reqs, disjoint_pages(nb, [2, 2, 1], gen), strict=True):
         r.pages = p
@@ -218,9 +218,9 @@ def csr_prefill_case(device: torch.device, gen: torch.Generator) -> Case:
     )
 
 
-def csr_decode_case(device: torch.device, gen: torch.Generator) -> Case:
+def csr_decode_case(device: torch.device, gen: torch.Generator, nh: int = 2, nkv: int = 1) -> Case:
     """The PIECEWISE draft decode of vLLM #39773: 3 requests, a batch of 6 token rows."""
-    nb, bs, nkv, nh, hd = 24, 4, 1, 2, 16
+    nb, bs, hd = 24, 4, 16
     reqs = [Req(0, 1, 5, []), Req(1, 1, 3, []), Req(2, 1, 8, [])]
     for r, p in zip(reqs, disjoint_pages(nb, [2, 1, 2], gen), strict=True):
         r.pages = p

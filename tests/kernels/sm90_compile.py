@@ -222,6 +222,24 @@ def _launch_all(z: Any, guard: Any, n: int) -> None:
         z(8, dtype=i64),
         z(8, 5, dtype=i64),
     )
+    if n > 1:  # GQA groups that are not a power of two or wider than 16 rows; narrow KV rows
+        for nh, nkv in ((12, 4), (32, 1)):
+            q, out, kc = (
+                z(64, nh, 128, dtype=bf16),
+                z(64, nh, 128, dtype=bf16),
+                z(100, 16, nkv, 128, dtype=bf16),
+            )
+            attention.varlen_paged_attention(
+                q, kc, kc, out, z(9, dtype=i32), z(8, dtype=i32), z(8, 64, dtype=i32), n, 4, 0.1
+            )
+            attention.csr_paged_decode(
+                q, kc, kc, out, z(65, dtype=i32), z(400, dtype=i32), z(64, dtype=i32), n, 0.1,
+                guard=guard,
+            )  # fmt: skip
+        kc = z(100, 16, 2, 64, dtype=bf16)  # 128 elements per token: several tokens a program
+        kv_cache.write_kv(
+            z(64, 2, 64, dtype=bf16), z(64, 2, 64, dtype=bf16), kc, kc, z(64, dtype=i64), 20
+        )
     if n > 1:  # unguarded variants of the guarded kernels (the GUARD=False path)
         gather.gather_rows(
             z(512, 4096, dtype=bf16), z(8, dtype=i64), z(8, 4096, dtype=bf16), n, 512

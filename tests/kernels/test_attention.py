@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+import eaglegraph.kernels.attention as attention_module
 from eaglegraph.kernels.attention import (
     build_csr_page_indices,
     csr_paged_decode,
@@ -95,8 +96,10 @@ def check_csr_prefill(
     gen: torch.Generator,
     head_dim: int = 16,
     block_size: int = 4,
+    num_heads: int = 4,
+    num_kv_heads: int = 1,
 ) -> None:
-    num_blocks, num_heads, num_kv_heads = 40, 4, 1
+    num_blocks = 40
     q_lens, ctx = [4, 4, 2], [9, 0, 3]
     reqs = make_batch(gen, q_lens, ctx, num_blocks, block_size)
     num_reqs, T = len(reqs), 12
@@ -125,9 +128,11 @@ def check_csr_decode(
     gen: torch.Generator,
     head_dim: int = 16,
     block_size: int = 4,
+    num_heads: int = 4,
+    num_kv_heads: int = 2,
 ) -> None:
     """batch_size rows, one query each, padded rows with empty (FULL-padded) metadata."""
-    num_blocks, num_heads, num_kv_heads = 40, 4, 2
+    num_blocks = 40
     kv_lens = [5, 1, 12, 8]
     reqs = make_batch(gen, [1] * len(kv_lens), [k - 1 for k in kv_lens], num_blocks, block_size)
     batch_size, T = 6, 8  # 4 real rows + 2 request-padded rows (empty), 2 rows never touched
@@ -177,6 +182,86 @@ def test_other_head_dims(device: torch.device, gen: torch.Generator, head_dim: i
 def test_block_size_16_and_mha(device: torch.device, gen: torch.Generator) -> None:
     check_varlen(device, torch.float32, gen, num_heads=2, num_kv_heads=2, block_size=16)
     check_csr_prefill(device, torch.float32, gen, block_size=16)
+
+
+# (num_heads, num_kv_heads): a group that is not a power of two (its tile rows are padded),
+# a kv-head count that is not one (one program per kv head under the interpreter too), several
+# kv heads per interpreted program, a group wider than the 16-row minimum, MHA.
+HEAD_LAYOUTS = [(6, 2), (6, 3), (8, 4), (32, 1), (4, 4)]
+
+
+@pytest.mark.parametrize(("num_heads", "num_kv_heads"), HEAD_LAYOUTS)
+def test_gqa_head_layouts(
+    device: torch.device, gen: torch.Generator, num_heads: int, num_kv_heads: int
+) -> None:
+    """Every query head reads its own kv head, whatever the group folding does."""
+    heads = {"num_heads": num_heads, "num_kv_heads": num_kv_heads}
+    check_varlen(device, torch.float32, gen, **heads)
+    check_csr_prefill(device, torch.float32, gen, **heads)
+    check_csr_decode(device, torch.float32, gen, **heads)
+
+
+@pytest.mark.parametrize(("num_heads", "num_kv_heads"), [(4, 2), (3, 1)])
+def test_long_queries_span_query_and_kv_blocks(
+    device: torch.device, gen: torch.Generator, num_heads: int, num_kv_heads: int
+) -> None:
+    """Queries and KV far longer than one tile: several query blocks, several KV steps."""
+    num_blocks, bs, hd, n_cols = 96, 16, 16, 32
+    reqs = make_batch(gen, [300, 5, 1], [100, 250, 0], num_blocks, bs, extra_pages=0)
+    T = sum(r.q_len for r in reqs) + 3
+    k_cache = randn((num_blocks, bs, num_kv_heads, hd), gen, torch.float32, device)
+    v_cache = randn((num_blocks, bs, num_kv_heads, hd), gen, torch.float32, device)
+    q = randn((T, num_heads, hd), gen, torch.float32, device)
+    scale = scale_for(hd)
+    expected = ref_attention(q, k_cache, v_cache, torch.full_like(q, SENTINEL), reqs, scale)
+    bt = torch.zeros((len(reqs), n_cols), dtype=torch.int32)
+    for i, r in enumerate(reqs):
+        bt[i, : len(r.pages)] = torch.tensor(r.pages, dtype=torch.int32)
+    qsl = [0, *torch.tensor([r.q_len for r in reqs]).cumsum(0).tolist()]
+    meta = [
+        torch.tensor(x, dtype=torch.int32, device=device) for x in (qsl, [r.kv_len for r in reqs])
+    ]
+    out = torch.full_like(q, SENTINEL)
+    varlen_paged_attention(q, k_cache, v_cache, out, *meta, bt.to(device), 3, 300, scale)
+    torch.testing.assert_close(out.cpu(), expected.cpu(), **TOL[torch.float32])
+    indptr, indices, last = csr_from_reqs(reqs, bs)
+    csr = [torch.tensor(x, dtype=torch.int32, device=device) for x in (indptr, indices, last)]
+    out = torch.full_like(q, SENTINEL)
+    csr_paged_prefill(q, k_cache, v_cache, out, meta[0], *csr, 3, 300, scale)
+    torch.testing.assert_close(out.cpu(), expected.cpu(), **TOL[torch.float32])
+    # Decode over the same long KV: one query row per request, its last position.
+    dec = [Req(i, 1, r.kv_len, r.pages) for i, r in enumerate(reqs)]
+    q_dec = randn((3, num_heads, hd), gen, torch.float32, device)
+    out = torch.full_like(q_dec, SENTINEL)
+    csr_paged_decode(q_dec, k_cache, v_cache, out, *csr, 3, scale)
+    want = ref_attention(q_dec, k_cache, v_cache, torch.full_like(q_dec, SENTINEL), dec, scale)
+    torch.testing.assert_close(out.cpu(), want.cpu(), **TOL[torch.float32])
+
+
+@pytest.mark.parametrize("interpreted", [False, True], ids=["compiled", "interpreted"])
+def test_tile_choices(monkeypatch: pytest.MonkeyPatch, interpreted: bool) -> None:
+    """Tiles are powers of two, >= 16 wide for tl.dot, hold whole GQA groups, and (for the
+    interpreter) keep a dot small enough for numpy's single-threaded path."""
+    monkeypatch.setattr(attention_module, "interpreting", lambda: interpreted)
+    for head_dim in (16, 24, 64, 128, 256):
+        for nkv, group in ((1, 1), (2, 2), (3, 2), (8, 4), (4, 7), (1, 32), (1, 64)):
+            for max_q in (1, 4, 37, 300):
+                for max_kv in (1, 64, 256, 4096):
+                    bm, gp2, kvh, bn, bd = attention_module._prefill_tiles(
+                        head_dim, nkv, group, max_q, max_kv
+                    )
+                    rows = bm * kvh * gp2
+                    for x in (bm, gp2, kvh, bn, bd):
+                        assert x & (x - 1) == 0, (head_dim, nkv, group, max_q, max_kv)
+                    assert gp2 >= group and rows >= 16 and bn >= 16 and bd >= max(head_dim, 16)
+                    assert nkv % kvh == 0
+                    if not interpreted:
+                        assert kvh == 1 and rows <= max(64, gp2)
+                    elif rows > max(16, kvh * gp2) or bn > 16:
+                        assert rows * bn * kvh * bd <= attention_module._INTERP_MAX_DOT
+                kvh, bh, bn, bd = attention_module._decode_tiles(head_dim, nkv, group, max_kv)
+                assert nkv % kvh == 0 and bh >= max(16, kvh * group) and bn >= 16
+                assert not interpreted or bn == 16 or bh * bn * kvh * bd <= 1 << 18
 
 
 def test_varlen_empty_and_long_queries(device: torch.device, gen: torch.Generator) -> None:

@@ -75,6 +75,38 @@ def test_guard_logs_each_planted_violation_without_oob_access(
         assert accesses.outside(allowed_regions(case, log)) == []
 
 
+GQA_CASES = ["varlen_paged_attention", "csr_paged_prefill", "csr_paged_decode"]
+
+
+@pytest.mark.parametrize(("num_heads", "num_kv_heads"), [(4, 2), (6, 3), (6, 2)])
+@pytest.mark.parametrize("name", GQA_CASES)
+def test_gqa_attention_logs_each_violation_once(
+    device: torch.device, gen: torch.Generator, name: str, num_heads: int, num_kv_heads: int
+) -> None:
+    """With several kv heads (one program each, or several per program) and padded group
+    rows, each planted violation is still logged exactly once and nothing is read outside
+    the buffers."""
+    case = CASES[name](device, gen, nh=num_heads, nkv=num_kv_heads)
+    snap = case.snapshot()
+    case.run(None)
+    unguarded = {k: case.buffers[k].clone() for k in case.outputs}
+    case.restore(snap)
+    ids = role_ids(case)
+    log = GuardLog(32, device)
+    case.run(Guard(log, ids))
+    assert log.read() == [] and all(torch.equal(case.buffers[k], unguarded[k]) for k in unguarded)
+    case.restore(snap)
+    case.plant(case.buffers)
+    with recording() as accesses:
+        case.run(Guard(log, ids))
+    got = sorted((v.kernel, v.buffer_id, v.row, v.value) for v in log.read())
+    assert got == sorted((case.kernel, ids[role], row, value) for role, row, value in case.expected)
+    if case.fallback is not None:
+        case.fallback(case.buffers)
+    if accesses is not None:
+        assert accesses.outside(allowed_regions(case, log)) == []
+
+
 def test_log_overflow_keeps_counting_and_reset_clears(device: torch.device) -> None:
     src = torch.randn(4, 8, device=device)
     indices = torch.tensor([9, -1, 4, 100, 0, 5], device=device)

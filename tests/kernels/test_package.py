@@ -49,6 +49,21 @@ def test_explicit_environment_wins() -> None:
     assert proc.stdout.strip() == "0"
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter is chosen only without CUDA")
+def test_interpreter_skips_only_dead_work() -> None:
+    """The interpreter's integer-overflow check (dead: it feeds a device_assert that is off
+    without debug) is disabled, and reductions go straight to its numpy fast path."""
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    import eaglegraph.kernels._triton as kt
+
+    assert kt.interpreting()
+    options = interpreter.interpreter_builder.options
+    assert not options.debug and not options.sanitize_overflow
+    assert kt.reduce_max is not tl.max and kt.reduce_sum is not tl.sum
+
+
 def test_kernel_modules_import_triton_only_through_the_package() -> None:
     for path in sorted(KERNELS.glob("*.py")):
         if path.name == "_triton.py":

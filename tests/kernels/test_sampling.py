@@ -29,6 +29,21 @@ def test_argmax_rows(device: torch.device, gen: torch.Generator) -> None:
     check_argmax(device, gen)
 
 
+def test_argmax_rows_spanning_vocab_blocks(device: torch.device, gen: torch.Generator) -> None:
+    """A vocab wider than any kernel block (even the interpreter's 64K): ties and NaNs across
+    blocks, several rows per program."""
+    vocab, n = 70_000, 5
+    logits = randn((n, vocab), gen, torch.float32, device)
+    logits[0, 5] = logits[0, 69_000] = 1e6  # tie across blocks -> lowest index
+    logits[1, 69_999] = 1e6  # maximum in the last, partial block
+    logits[2, 66_000] = float("nan")  # a NaN only in the second block wins
+    logits[3] = float("-inf")
+    logits[3, 65_536] = 0.0  # the only finite value, first of the second block
+    out = torch.full((n,), -7, dtype=torch.int64, device=device)
+    argmax_rows(logits, out, 4)
+    assert out.tolist() == [5, 69_999, 66_000, 65_536, -7]
+
+
 def test_argmax_small_vocab(device: torch.device, gen: torch.Generator) -> None:
     logits = randn((3, 37), gen, torch.float32, device)
     out = torch.empty(3, dtype=torch.int64, device=device)
