@@ -23,7 +23,8 @@ $EG env --no-color
 $EG env --json >"$OUT/env.json"
 
 if want tests; then
-  run cuda-tests python3 -m pytest -q -m cuda -p no:cacheprovider tests/kernels tests/models tests/rig tests/probes
+  run device-tests python3 -m pytest -q -p no:cacheprovider tests/kernels tests/models tests/rig/test_step_equivalence.py
+  run cuda-tests python3 -m pytest -q -m cuda -p no:cacheprovider tests/rig tests/probes
 fi
 if want capture; then
   TAIL=45 run capture-tiny $EG capture tiny-llama-eagle3 --max-num-seqs 8 --replay --no-color \
