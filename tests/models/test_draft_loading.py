@@ -11,6 +11,7 @@ import torch
 
 from eaglegraph.errors import BadInput
 from eaglegraph.models import DraftArch, Eagle1Draft, Eagle3Draft, TargetModel, load_draft
+from tests.models.cpu_only import cpu_only
 from tests.models.draft_support import (
     VD,
     H,
@@ -24,6 +25,8 @@ from tests.models.draft_support import (
     rename,
 )
 from tests.models.models_support import DenseAttention, geometry_of, write_checkpoint
+
+pytestmark = cpu_only
 
 TOL = 1e-5
 T = 9

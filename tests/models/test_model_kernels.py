@@ -7,6 +7,9 @@ import torch
 
 from eaglegraph.kernels.embedding import embedding_lookup
 from eaglegraph.kernels.rope import apply_rotary
+from tests.models.cpu_only import cpu_only
+
+pytestmark = cpu_only
 
 
 def _cache(max_pos: int, hd: int) -> torch.Tensor:

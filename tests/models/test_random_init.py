@@ -5,7 +5,10 @@ from __future__ import annotations
 import torch
 
 from eaglegraph.models import DraftArch, Eagle3Draft, random_draft, random_target
+from tests.models.cpu_only import cpu_only
 from tests.models.models_support import DenseAttention, geometry_of
+
+pytestmark = cpu_only
 
 DEEP = {
     "architectures": ["Qwen2ForCausalLM"],

@@ -17,7 +17,10 @@ from eaglegraph.models.rope import (
 )
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.geometry import Rope
+from tests.models.cpu_only import cpu_only
 from tests.models.models_support import geometry_of
+
+pytestmark = cpu_only
 
 transformers = pytest.importorskip("transformers")
 

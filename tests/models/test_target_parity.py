@@ -19,7 +19,10 @@ from eaglegraph.errors import BadInput
 from eaglegraph.models import load_target
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.geometry import geometry_from_config
+from tests.models.cpu_only import cpu_only
 from tests.models.models_support import DenseAttention, randomize_, write_checkpoint
+
+pytestmark = cpu_only
 
 transformers = pytest.importorskip("transformers")
 
