@@ -54,8 +54,8 @@ if want bench; then
 fi
 if want sanitizer; then
   TAIL=6 run buggy-plain python3 benchmarks/buggy_replay.py
-  TAIL=12 run buggy-memcheck compute-sanitizer --tool memcheck --print-limit 20 python3 benchmarks/buggy_replay.py
-  TAIL=12 run buggy-initcheck compute-sanitizer --tool initcheck --print-limit 20 python3 benchmarks/buggy_replay.py
+  TAIL=12 run buggy-memcheck timeout 300 compute-sanitizer --tool memcheck --print-limit 20 python3 benchmarks/buggy_replay.py
+  TAIL=12 run buggy-initcheck timeout 300 compute-sanitizer --tool initcheck --print-limit 20 python3 benchmarks/buggy_replay.py
   TAIL=25 run probe-buggy $EG probe tiny-llama-eagle3 --behavior vllm-pre-39773 --attention-backend flashinfer \
     --mode PIECEWISE --batches 3 --no-color
 fi
