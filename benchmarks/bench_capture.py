@@ -49,7 +49,7 @@ def step_latency(pair, mode: str, steps: int) -> float:  # type: ignore[no-untyp
     if mode != "NONE":
         rig.capture()
     session = Session(rig)
-    session.admit(0, [5, 6, 7, 8, 9, 10], max_new_tokens=10_000)
+    session.admit(0, [5, 6, 7, 8, 9, 10], max_new_tokens=400)
     session.step()  # prefill
     for _ in range(3):
         session.step()  # warm

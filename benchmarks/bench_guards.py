@@ -49,7 +49,7 @@ def measure(preset: str, guard: bool, batch: int, repeat: int) -> dict[str, floa
     rig.capture()
     session = Session(rig)
     for rid in range(batch):
-        session.admit(rid, [5 + rid, 6, 7, 8, 9], max_new_tokens=10_000)
+        session.admit(rid, [5 + rid, 6, 7, 8, 9], max_new_tokens=400)
     session.step()
     session.step()
     out: dict[str, float] = {}
