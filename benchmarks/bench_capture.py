@@ -20,13 +20,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-from eaglegraph.pair import load_pair  # noqa: E402
-from eaglegraph.pair.presets import materialize  # noqa: E402
-from eaglegraph.probes.setup import rig_config  # noqa: E402
-from eaglegraph.rig.driver import Session  # noqa: E402
-from eaglegraph.rig.step import Rig  # noqa: E402
+from eaglegraph.pair import load_pair
+from eaglegraph.pair.presets import materialize
+from eaglegraph.probes.setup import rig_config
+from eaglegraph.rig.driver import Session
+from eaglegraph.rig.step import Rig
 
 
 def capture_seconds(pair, plan: dict, instrument: bool, random_weights: bool) -> float:  # type: ignore[no-untyped-def]
@@ -75,17 +75,21 @@ def main() -> None:
     capture_seconds(pair, plan, True, random_weights)  # compile kernels, warm caches
     bare, instrumented = [], []
     for i in range(args.repeat):
-        for instrument in ((False, True) if i % 2 == 0 else (True, False)):
+        for instrument in (False, True) if i % 2 == 0 else (True, False):
             t = capture_seconds(pair, plan, instrument, random_weights)
             (instrumented if instrument else bare).append(t)
     b, m = statistics.median(bare), statistics.median(instrumented)
-    print(f"capture {args.preset} (max_num_seqs 64, K=3, FULL_AND_PIECEWISE): bare {b:.2f} s, "
-          f"instrumented {m:.2f} s, overhead {100 * (m - b) / b:+.1f}% (median of {args.repeat})")
+    print(
+        f"capture {args.preset} (max_num_seqs 64, K=3, FULL_AND_PIECEWISE): bare {b:.2f} s, "
+        f"instrumented {m:.2f} s, overhead {100 * (m - b) / b:+.1f}% (median of {args.repeat})"
+    )
     tiny = load_pair(materialize("tiny-llama-eagle3"))
     eager = step_latency(tiny, "NONE", args.steps)
     graphs = step_latency(tiny, "FULL_AND_PIECEWISE", args.steps)
-    print(f"step latency tiny-llama-eagle3, batch 1, K=3: eager {eager * 1e3:.2f} ms, "
-          f"graphs {graphs * 1e3:.2f} ms, speedup ×{eager / graphs:.2f} (median of {args.steps})")
+    print(
+        f"step latency tiny-llama-eagle3, batch 1, K=3: eager {eager * 1e3:.2f} ms, "
+        f"graphs {graphs * 1e3:.2f} ms, speedup ×{eager / graphs:.2f} (median of {args.steps})"
+    )
 
 
 if __name__ == "__main__":

@@ -13,18 +13,17 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-from eaglegraph.pair import load_pair  # noqa: E402
-from eaglegraph.pair.presets import materialize  # noqa: E402
-from eaglegraph.probes.setup import rig_config  # noqa: E402
-from eaglegraph.rig.driver import Session  # noqa: E402
-from eaglegraph.rig.step import Rig  # noqa: E402
+from eaglegraph.pair import load_pair
+from eaglegraph.pair.presets import materialize
+from eaglegraph.probes.setup import rig_config
+from eaglegraph.rig.driver import Session
+from eaglegraph.rig.step import Rig
 
 
 def timed(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
@@ -45,7 +44,17 @@ def measure(preset: str, guard: bool, batch: int, repeat: int) -> dict[str, floa
     pair = load_pair(materialize(preset))
     random_weights = not pair.target.weights.weight_bytes  # type: ignore[union-attr]
     plan = {"max_num_seqs": 16, "num_speculative_tokens": 3, "mode": "FULL_AND_PIECEWISE"}
-    rig = Rig(pair, rig_config(pair, plan, device="cuda", guard=guard, random_weights=random_weights, max_model_len=1024))
+    rig = Rig(
+        pair,
+        rig_config(
+            pair,
+            plan,
+            device="cuda",
+            guard=guard,
+            random_weights=random_weights,
+            max_model_len=1024,
+        ),
+    )
     rig.capture()
     session = Session(rig)
     for rid in range(batch):
@@ -55,7 +64,9 @@ def measure(preset: str, guard: bool, batch: int, repeat: int) -> dict[str, floa
     out: dict[str, float] = {}
     for phase in ("target", "draft_prefill", "draft_decode"):
         runner = rig.runners[phase]
-        full = sorted((d for d in runner.graphs if d.mode.name == "FULL"), key=lambda d: d.num_tokens)
+        full = sorted(
+            (d for d in runner.graphs if d.mode.name == "FULL"), key=lambda d: d.num_tokens
+        )
         desc = next(d for d in full if (d.num_reqs or 0) >= batch)
         graph = runner.graphs[desc].full
         out[phase] = timed(graph.replay, repeat)
@@ -74,7 +85,9 @@ def main() -> None:
     print(f"guarded vs plain replay, {args.preset}, batch {args.batch} (padded FULL graphs):")
     for key in plain:
         p, g = plain[key], guarded[key]
-        print(f"  {key:<14} plain {p:9.1f} µs  guarded {g:9.1f} µs  overhead {100 * (g - p) / p:+6.1f}%")
+        print(
+            f"  {key:<14} plain {p:9.1f} µs  guarded {g:9.1f} µs  overhead {100 * (g - p) / p:+6.1f}%"
+        )
     _ = statistics
 
 

@@ -17,13 +17,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-from eaglegraph.pair import load_pair  # noqa: E402
-from eaglegraph.pair.presets import materialize  # noqa: E402
-from eaglegraph.probes.setup import rig_config  # noqa: E402
-from eaglegraph.rig.driver import Session  # noqa: E402
-from eaglegraph.rig.step import Rig  # noqa: E402
+from eaglegraph.pair import load_pair
+from eaglegraph.pair.presets import materialize
+from eaglegraph.probes.setup import rig_config
+from eaglegraph.rig.driver import Session
+from eaglegraph.rig.step import Rig
 
 
 def main() -> None:

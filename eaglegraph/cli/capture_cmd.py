@@ -22,11 +22,30 @@ from eaglegraph.cli.rig_options import pop_rig_kwargs, rig_options
     help="Graph pool policy (default: the behavior's: shared, or dedicated for vllm ≤ 0.22).",
 )
 @rig_options
-@click.option("--replay", is_flag=True, help="After capture, run a grow/shrink schedule through the graphs.")
-@click.option("--save", type=click.Path(dir_okay=False), default=None, help="Write the run (eaglegraph.capture/1).")
-@click.option("--html", type=click.Path(dir_okay=False), default=None, help="Write the report as HTML.")
-@click.option("--trace", type=click.Path(dir_okay=False), default=None, help="Write a Chrome trace (Perfetto).")
-@click.option("--snapshot", type=click.Path(dir_okay=False), default=None, help="Write the allocator snapshot (memory_viz pickle; CUDA).")
+@click.option(
+    "--replay", is_flag=True, help="After capture, run a grow/shrink schedule through the graphs."
+)
+@click.option(
+    "--save",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the run (eaglegraph.capture/1).",
+)
+@click.option(
+    "--html", type=click.Path(dir_okay=False), default=None, help="Write the report as HTML."
+)
+@click.option(
+    "--trace",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write a Chrome trace (Perfetto).",
+)
+@click.option(
+    "--snapshot",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the allocator snapshot (memory_viz pickle; CUDA).",
+)
 @click.option("--force", is_flag=True, help="Replace existing output files.")
 @output_options
 @click.pass_context

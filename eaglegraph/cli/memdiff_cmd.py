@@ -39,11 +39,18 @@ def _capture_args(values: dict[str, Any]) -> list[str]:
 )
 @plan_options
 @rig_options
-@click.option("--save", type=click.Path(dir_okay=False), default=None, help="Write the run (eaglegraph.memdiff/1).")
+@click.option(
+    "--save",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the run (eaglegraph.memdiff/1).",
+)
 @click.option("--html", type=click.Path(dir_okay=False), default=None)
 @click.option("--trace", type=click.Path(dir_okay=False), default=None)
 @click.option("--force", is_flag=True, help="Replace existing output files.")
-@click.option("--timeout", type=float, default=1800.0, show_default=True, help="Seconds per capture.")
+@click.option(
+    "--timeout", type=float, default=1800.0, show_default=True, help="Seconds per capture."
+)
 @output_options
 @click.pass_context
 def command(
@@ -76,7 +83,9 @@ def command(
         if out and Path(out).exists() and not force:
             raise click.UsageError(f"{out} already exists; pass --force to replace it")
     with app.progress("memdiff") as progress:
-        run = memdiff(model_dir, pool, against, _capture_args(kwargs), timeout, on_stage=lambda s: progress(s))
+        run = memdiff(
+            model_dir, pool, against, _capture_args(kwargs), timeout, on_stage=lambda s: progress(s)
+        )
     if save:
         atomic_write(save, dumps(document(MEMDIFF_SCHEMA, run)) + "\n", overwrite=force)
     if html:

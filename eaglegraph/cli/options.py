@@ -9,6 +9,13 @@ import click
 
 from eaglegraph.findings import FAIL_ON_CHOICES
 
+_MODE_OPTION = click.option(
+    "--mode",
+    default=None,
+    help="cudagraph mode: NONE, PIECEWISE, FULL, FULL_DECODE_ONLY, FULL_AND_PIECEWISE "
+    "(vLLM default), BREAKABLE; case-insensitive.",
+)
+
 _PLAN_OPTIONS: list[Callable[[Any], Any]] = [
     click.option(
         "--framework",
@@ -30,12 +37,7 @@ _PLAN_OPTIONS: list[Callable[[Any], Any]] = [
         help="Draft tokens per step (default: the draft config's, else 3).",
     ),
     click.option("--max-num-batched-tokens", type=int, default=None, help="Default 8192."),
-    click.option(
-        "--mode",
-        default=None,
-        help="cudagraph mode: NONE, PIECEWISE, FULL, FULL_DECODE_ONLY, FULL_AND_PIECEWISE "
-        "(vLLM default), BREAKABLE; case-insensitive.",
-    ),
+    _MODE_OPTION,
     click.option(
         "--attention-backend",
         type=click.Choice(["flash_attn", "flashinfer", "triton"]),
@@ -81,6 +83,14 @@ PLAN_KEYS = (
 def plan_options(func: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(_PLAN_OPTIONS):
         func = option(func)
+    return func
+
+
+def plan_options_without_mode(func: Callable[..., Any]) -> Callable[..., Any]:
+    """For commands whose --mode means something else (probe takes several)."""
+    for option in reversed(_PLAN_OPTIONS):
+        if option is not _MODE_OPTION:
+            func = option(func)
     return func
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from eaglegraph.cli.app import make_app, output_options
-from eaglegraph.cli.options import fail_on_option, plan_options, pop_plan_kwargs
+from eaglegraph.cli.options import fail_on_option, plan_options_without_mode, pop_plan_kwargs
 from eaglegraph.cli.rig_options import pop_rig_kwargs, rig_options
 
 PROBE_DEFAULT_SEQS = {"vllm": 4, "sglang": 10}
@@ -51,7 +51,13 @@ def _list_behaviors(app: Any) -> None:
 
 @click.command("probe")
 @click.argument("model_dir", required=False, metavar="MODEL_DIR")
-@plan_options
+@click.option(
+    "--mode",
+    "modes",
+    multiple=True,
+    help="cudagraph mode to probe; repeat it, or give `all` (default: all).",
+)
+@plan_options_without_mode
 @rig_options
 @click.option(
     "--pool",
@@ -64,11 +70,17 @@ def _list_behaviors(app: Any) -> None:
     default=None,
     help="Comma-separated request counts to probe (default: every batch that needs padding).",
 )
-@click.option("--all-modes", is_flag=True, hidden=True)
-@click.option("--no-isolation", is_flag=True, help="Run cases in this process (faster; a crash ends the run).")
+@click.option(
+    "--no-isolation", is_flag=True, help="Run cases in this process (faster; a crash ends the run)."
+)
 @click.option("--timeout", type=float, default=900.0, show_default=True, help="Seconds per case.")
 @click.option("--list-behaviors", is_flag=True, help="Explain each --behavior and exit.")
-@click.option("--save", type=click.Path(dir_okay=False), default=None, help="Write the run (eaglegraph.probe/1).")
+@click.option(
+    "--save",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the run (eaglegraph.probe/1).",
+)
 @click.option("--force", is_flag=True, help="Replace an existing --save file.")
 @fail_on_option("error")
 @output_options
@@ -78,7 +90,7 @@ def command(
     model_dir: str | None,
     pool: str | None,
     batches: str | None,
-    all_modes: bool,
+    modes: tuple[str, ...],
     no_isolation: bool,
     timeout: float,
     list_behaviors: bool,
@@ -114,12 +126,14 @@ def command(
     if save and Path(save).exists() and not force:
         raise BadInput(f"{save} already exists", "pass --force to replace it")
     plan_kwargs = pop_plan_kwargs(kwargs)
-    modes = [m for m in (plan_kwargs.pop("mode") or "all").split(",") if m]
+    selected = [m for value in modes or ("all",) for m in value.split(",") if m]
     if plan_kwargs.get("max_num_seqs") is None:
         from eaglegraph.rig.behaviors import get_behavior
 
         framework = plan_kwargs.get("framework") or (
-            get_behavior(plan_kwargs["behavior"]).framework if plan_kwargs.get("behavior") else "vllm"
+            get_behavior(plan_kwargs["behavior"]).framework
+            if plan_kwargs.get("behavior")
+            else "vllm"
         )
         plan_kwargs["max_num_seqs"] = PROBE_DEFAULT_SEQS[framework]
     rig_kwargs = pop_rig_kwargs(kwargs)
@@ -128,7 +142,9 @@ def command(
         try:
             wanted = [int(b) for b in batches.split(",") if b.strip()]
         except ValueError:
-            raise BadInput(f"--batches: expected comma-separated integers, got {batches!r}") from None
+            raise BadInput(
+                f"--batches: expected comma-separated integers, got {batches!r}"
+            ) from None
     model = str(resolve_model_arg(model_dir))
     device = resolve_device(rig_kwargs.get("device", "auto"))
     rig_kwargs["device"] = device.type
@@ -137,7 +153,7 @@ def command(
             model,
             plan_kwargs,
             rig_kwargs,
-            modes=modes,
+            modes=selected,
             batches=wanted,
             pool=pool,
             isolate=not no_isolation,

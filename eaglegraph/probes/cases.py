@@ -87,7 +87,7 @@ def execute_case(case: ProbeCase) -> CaseResult:
     mode = str(case.plan.get("mode") or "")
     try:
         return _execute(case, start)
-    except Exception as exc:  # noqa: BLE001 - a case error becomes a finding, not a crash of the run
+    except Exception as exc:
         return CaseResult(
             case.name, mode, case.batch, case.large, "error", time.perf_counter() - start,
             error=f"{type(exc).__name__}: {exc}", stderr=traceback.format_exc()[-4000:],
@@ -162,17 +162,27 @@ def _execute(case: ProbeCase, start: float) -> CaseResult:
             "draft tokens": out.draft_tokens,
             "target hidden rows": rig.target_hidden[:tokens].clone(),
             "draft hidden rows": rig.eagle_hidden[: len(batch)].clone(),
-            "KV of owned blocks": torch.cat([t.flatten() for t in valid_kv]) if valid_kv else torch.zeros(0),
+            "KV of owned blocks": torch.cat([t.flatten() for t in valid_kv])
+            if valid_kv
+            else torch.zeros(0),
         }
         if run == "A":
             for name, value in outputs[run].items():
-                if isinstance(value, torch.Tensor) and value.is_floating_point() and bool(torch.isnan(value).any()):
+                if (
+                    isinstance(value, torch.Tensor)
+                    and value.is_floating_point()
+                    and bool(torch.isnan(value).any())
+                ):
                     result.nan_outputs.append(name)
             n_regions = len(regions)
             for (first_block, region), left in zip(canaries, remaining[n_regions:], strict=True):
                 if left < region.length:
                     result.canaries.append(
-                        {"first_block": first_block, "elements": region.length, "written": region.length - left}
+                        {
+                            "first_block": first_block,
+                            "elements": region.length,
+                            "written": region.length - left,
+                        }
                     )
     for name, a in outputs["A"].items():
         b = outputs["B"][name]

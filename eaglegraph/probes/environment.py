@@ -15,7 +15,7 @@ def run_environment(device: torch.device) -> dict[str, Any]:
         import triton
 
         triton_version = triton.__version__
-    except Exception:  # noqa: BLE001 - any import problem means "unknown"
+    except Exception:
         triton_version = "N/A"
     env: dict[str, Any] = {
         "eaglegraph": __version__,

@@ -32,12 +32,16 @@ def capture_in_subprocess(
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        raise MissingEnvironment(f"capture under --pool {pool} did not finish in {timeout:.0f} s") from None
+        raise MissingEnvironment(
+            f"capture under --pool {pool} did not finish in {timeout:.0f} s"
+        ) from None
     if not out.exists():
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
         if proc.returncode == 2:
             raise BadInput(tail[0].removeprefix("eaglegraph: error: "))
-        raise MissingEnvironment(f"capture under --pool {pool} failed (exit {proc.returncode}): {tail[0]}")
+        raise MissingEnvironment(
+            f"capture under --pool {pool} failed (exit {proc.returncode}): {tail[0]}"
+        )
     return capture_run_from_json(read_json_file(out, "capture run"), f"capture --pool {pool}")
 
 
@@ -56,7 +60,9 @@ def diff_runs(a: CaptureRun, b: CaptureRun, config: dict[str, object]) -> Memdif
         return out
 
     def graphs(run: CaptureRun) -> dict[str, int]:
-        return {_graph_key(e.phase, e.mode, e.num_tokens, e.num_reqs): e.bytes or 0 for e in run.events}
+        return {
+            _graph_key(e.phase, e.mode, e.num_tokens, e.num_reqs): e.bytes or 0 for e in run.events
+        }
 
     def pair(fa: dict[str, int], fb: dict[str, int]) -> list[PoolDiff]:
         keys = list(dict.fromkeys([*fa, *fb]))

@@ -69,6 +69,9 @@ def emulated_pools(events: list[CaptureEvent], manager: PoolManager) -> list[Poo
         labels[e.pool or "private"].append(e)
     out = []
     for label, graphs in labels.items():
-        name = next((manager.labels[k] for k, h in manager.handles.items() if pool_label(h) == label), "private")
+        name = next(
+            (manager.labels[k] for k, h in manager.handles.items() if pool_label(h) == label),
+            "private",
+        )
         out.append(PoolUsage(label, name, manager.policy, 0, 0, len(graphs), {}, 0, 0))
     return out

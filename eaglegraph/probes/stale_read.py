@@ -73,7 +73,9 @@ def select_modes(modes: list[str], framework: str) -> list[str]:
     for m in modes:
         name = Mode.parse(m).name
         if name not in allowed:
-            raise BadInput(f"mode {name} does not apply to {framework}; choose from {', '.join(allowed)}")
+            raise BadInput(
+                f"mode {name} does not apply to {framework}; choose from {', '.join(allowed)}"
+            )
         if name not in out:
             out.append(name)
     return out
@@ -86,15 +88,23 @@ def padding_batches(plan: CapturePlan, max_num_seqs: int) -> list[int]:
     candidates = {1}
     for phase in plan.phases:
         for d in phase.descriptors:
-            reqs = d.num_reqs if d.num_reqs is not None else d.num_tokens // (k1 if phase.phase != "draft_decode" else 1)
+            reqs = (
+                d.num_reqs
+                if d.num_reqs is not None
+                else d.num_tokens // (k1 if phase.phase != "draft_decode" else 1)
+            )
             if 1 <= reqs - 1 < max_num_seqs:
                 candidates.add(reqs - 1)
     padded = []
     for b in sorted(candidates):
         for phase in plan.phases:
             tokens = b * (k1 if phase.phase != "draft_decode" else 1)
-            desc = phase.dispatcher().dispatch(b, tokens, k1 if phase.phase != "draft_decode" else 1)
-            if desc.mode is not Mode.NONE and (desc.num_tokens > tokens or (desc.num_reqs or b) > b):
+            desc = phase.dispatcher().dispatch(
+                b, tokens, k1 if phase.phase != "draft_decode" else 1
+            )
+            if desc.mode is not Mode.NONE and (
+                desc.num_tokens > tokens or (desc.num_reqs or b) > b
+            ):
                 padded.append(b)
                 break
     return padded or [1]
@@ -116,7 +126,11 @@ def run_case(case: ProbeCase, isolate: bool, timeout: float) -> CaseResult:
             check=False,
         )
     except subprocess.TimeoutExpired as exc:
-        err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        err = (
+            exc.stderr.decode(errors="replace")
+            if isinstance(exc.stderr, bytes)
+            else (exc.stderr or "")
+        )
         return CaseResult(
             case.name, str(case.plan.get("mode")), case.batch, case.large, "timeout",
             time.perf_counter() - start, error=f"no result after {timeout:.0f} s (hang?)", stderr=err[-4000:],
@@ -139,7 +153,9 @@ def _known(buffer: str, phase: str) -> tuple[str | None, str]:
 
 
 def build_findings(cases: list[CaseResult]) -> list[Finding]:
-    groups: dict[tuple[str, str, str, str], list[tuple[CaseResult, dict[str, Any]]]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, str], list[tuple[CaseResult, dict[str, Any]]]] = defaultdict(
+        list
+    )
     for case in cases:
         for v in case.violations:
             stale = is_sentinel(v["value"])
@@ -153,7 +169,11 @@ def build_findings(cases: list[CaseResult]) -> list[Finding]:
         first = hits[0][0]
         ref, fix = _known(buffer, phase)
         where = "; ".join(f"{m} batch {b} → {d}" for m, b, d in seen[:4])
-        what = "a padding row never refreshed for this batch" if is_sentinel(values[0]) else "an out-of-range value"
+        what = (
+            "a padding row never refreshed for this batch"
+            if is_sentinel(values[0])
+            else "an out-of-range value"
+        )
         findings.append(
             Finding(
                 id=f"{kind}:{buffer}",
@@ -243,7 +263,14 @@ def build_matrix(cases: list[CaseResult]) -> list[dict[str, Any]]:
     for case in cases:
         for r in case.regions:
             entry = regions.setdefault(
-                r["buffer"], {"buffer": r["buffer"], "owner": r["phase"], "extent": r["extent"], "left": [], "elements": []}
+                r["buffer"],
+                {
+                    "buffer": r["buffer"],
+                    "owner": r["phase"],
+                    "extent": r["extent"],
+                    "left": [],
+                    "elements": [],
+                },
             )
             entry["left"].append(r["poisoned_after_a"])
             entry["elements"].append(r["elements"])
@@ -262,7 +289,15 @@ def build_matrix(cases: list[CaseResult]) -> list[dict[str, Any]]:
         )
     for name in reads:
         if name not in regions:
-            out.append({"buffer": name, "owner": "?", "padding": "?", "reads": dict(reads[name]), "after_step": "?"})
+            out.append(
+                {
+                    "buffer": name,
+                    "owner": "?",
+                    "padding": "?",
+                    "reads": dict(reads[name]),
+                    "after_step": "?",
+                }
+            )
     return out
 
 
@@ -288,7 +323,9 @@ def probe(
         wanted = batches or padding_batches(plan, base.max_num_seqs)
         for b in wanted:
             if not 1 <= b < base.max_num_seqs:
-                raise BadInput(f"--batches {b}: must be between 1 and max_num_seqs-1 ({base.max_num_seqs - 1})")
+                raise BadInput(
+                    f"--batches {b}: must be between 1 and max_num_seqs-1 ({base.max_num_seqs - 1})"
+                )
             cases.append(
                 ProbeCase(
                     name=f"{mode.lower()}-b{b}",

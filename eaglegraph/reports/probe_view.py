@@ -40,8 +40,12 @@ def _findings(run: ProbeRun, console: Console) -> None:
         return
     console.print(f"[bold]Findings[/bold] ({len(run.findings)})")
     for f in run.findings:
-        head = Text(f"✖ {f.kind or f.id} ", style=_KIND_STYLE.get(f.kind or "", SEVERITY_STYLE["error"]))
-        head.append(" ".join(x for x in (f.buffer, f"in {f.phase}" if f.phase else None) if x), style="bold")
+        head = Text(
+            f"✖ {f.kind or f.id} ", style=_KIND_STYLE.get(f.kind or "", SEVERITY_STYLE["error"])
+        )
+        head.append(
+            " ".join(x for x in (f.buffer, f"in {f.phase}" if f.phase else None) if x), style="bold"
+        )
         if f.ref:
             head.append(f"  [{f.ref}]", style="dim")
         console.print(head)

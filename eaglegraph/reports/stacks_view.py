@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from eaglegraph.system.pyspy import StacksReport
 from eaglegraph import frames as fr
+from eaglegraph.system.pyspy import StacksReport
 
 _TAG_STYLE = {
     fr.CAPTURE: "bold magenta",

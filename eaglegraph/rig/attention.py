@@ -158,12 +158,18 @@ class FlashInferBuilder:
         indptr, last = self.csr(common.seq_lens_cpu[: common.num_reqs])
         n = common.num_reqs
         dev = self.kv_indptr.device
-        self.kv_indptr[: n + 1].copy_(torch.tensor(indptr, dtype=torch.int32), non_blocking=dev.type == "cuda")
+        self.kv_indptr[: n + 1].copy_(
+            torch.tensor(indptr, dtype=torch.int32), non_blocking=dev.type == "cuda"
+        )
         if n:
-            self.last_page_len[:n].copy_(torch.tensor(last, dtype=torch.int32), non_blocking=dev.type == "cuda")
+            self.last_page_len[:n].copy_(
+                torch.tensor(last, dtype=torch.int32), non_blocking=dev.type == "cuda"
+            )
         self.last_num_pages = indptr[-1]
         if indptr[-1] > self.kv_indices.shape[0]:
-            raise RuntimeError(f"{indptr[-1]} pages exceed the kv_indices capacity {self.kv_indices.shape[0]}")
+            raise RuntimeError(
+                f"{indptr[-1]} pages exceed the kv_indices capacity {self.kv_indices.shape[0]}"
+            )
         build_csr_page_indices(self.kv_indices, common.block_table, self.kv_indptr, n, guard)
         return FlashInferMetadata(
             qo_indptr=common.query_start_loc,

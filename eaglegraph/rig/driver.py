@@ -55,7 +55,9 @@ class Session:
             raise BadInput(f"no free request slot (max_num_seqs {self.engine.max_num_seqs})")
         need = len(prompt) + max_new_tokens + 2 * self.engine.num_speculative_tokens + 2
         if need > self.engine.max_model_len:
-            raise BadInput(f"request {rid} needs {need} positions but max_model_len is {self.engine.max_model_len}")
+            raise BadInput(
+                f"request {rid} needs {need} positions but max_model_len is {self.engine.max_model_len}"
+            )
         request = Request(rid, list(prompt), max_new_tokens, self.free_slots.pop())
         self.running.append(request)
         return request

@@ -84,7 +84,9 @@ class SegmentRecorder:
         if self.pool is None:  # a private pool: every later segment joins the first's
             self.pool = self._graph.pool()
 
-    def hook(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor) -> None:
+    def hook(
+        self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor
+    ) -> None:
         self._end()
         self.attention.run(layer, q, k, v, out)
         self.result.breaks.append((layer, tuple(weak_alias(t) for t in (q, k, v, out))))
@@ -197,7 +199,9 @@ class PhaseRunner:
             return BatchDescriptor(Mode.NONE, num_tokens, num_reqs)
         return desc
 
-    def run(self, desc: BatchDescriptor, num_reqs: int, num_tokens: int, live: Metadata | None) -> None:
+    def run(
+        self, desc: BatchDescriptor, num_reqs: int, num_tokens: int, live: Metadata | None
+    ) -> None:
         graph = self.graphs.get(desc)
         ctx = self.context
         if graph is None or ctx is None:
@@ -260,7 +264,9 @@ class PhaseRunner:
             graph.metadata = dummy(desc, num_reqs, num_tokens)  # a fresh state for the capture
             self.attention.metadata = graph.metadata
             if cuda:
-                graph.full = ctx.on_stream(lambda: _capture_full(self.routine, num_reqs, num_tokens, assignment.handle))
+                graph.full = ctx.on_stream(
+                    lambda: _capture_full(self.routine, num_reqs, num_tokens, assignment.handle)
+                )
                 graph.pool_id = tuple(graph.full.pool())
             else:  # the emulated "capture" is one pass of the routine, as recording is
                 self.routine(num_reqs, num_tokens)
@@ -268,7 +274,9 @@ class PhaseRunner:
         elif desc.mode is Mode.BREAKABLE:
             if cuda:
                 recorder = SegmentRecorder(self.attention, assignment.handle)
-                graph.segments, _ = ctx.on_stream(lambda: recorder.record(lambda: self.routine(num_reqs, num_tokens)))
+                graph.segments, _ = ctx.on_stream(
+                    lambda: recorder.record(lambda: self.routine(num_reqs, num_tokens))
+                )
                 graph.pool_id = tuple(graph.segments.graphs[0].pool())
             else:
                 self.routine(num_reqs, num_tokens)
@@ -299,12 +307,16 @@ class PhaseRunner:
             start_s=start - t0,
             duration_s=end - warm,
             warmup_s=warm - start,
-            segments=len(graph.segments.graphs) if graph.segments else (1 if desc.mode is Mode.FULL else 0),
+            segments=len(graph.segments.graphs)
+            if graph.segments
+            else (1 if desc.mode is Mode.FULL else 0),
             allocated_before=before[0],
             allocated_after=after[0],
             reserved_before=before[1],
             reserved_after=after[1],
-            bytes=(after[1] - before[1]) if mem.cuda and before[1] is not None and after[1] is not None else None,
+            bytes=(after[1] - before[1])
+            if mem.cuda and before[1] is not None and after[1] is not None
+            else None,
             need_bytes=(mem.peak() - before[0]) if mem.cuda and before[0] is not None else None,
         )
         return event, graph.metadata

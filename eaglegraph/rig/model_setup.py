@@ -146,15 +146,27 @@ def build_models(
             f"{pair.target.geometry.num_hidden_layers} layers"
         )
     if random_weights:
-        target = random_target(pair.target.geometry, dtype, device, seed, max_positions=max_positions)
+        target = random_target(
+            pair.target.geometry, dtype, device, seed, max_positions=max_positions
+        )
         draft = random_draft(
             pair.draft.geometry, arch, target, dtype, device, seed + 1, max_positions=max_positions
         )
     else:
-        target = load_target(pair.target.path, pair.target.geometry, dtype, device, max_positions=max_positions)
+        target = load_target(
+            pair.target.path, pair.target.geometry, dtype, device, max_positions=max_positions
+        )
         draft = load_draft(
-            pair.draft.path, pair.draft.geometry, arch, target, dtype, device, max_positions=max_positions
+            pair.draft.path,
+            pair.draft.geometry,
+            arch,
+            target,
+            dtype,
+            device,
+            max_positions=max_positions,
         )
     target.eval()
     draft.eval()
-    return LoadedPair(target, draft, arch, pair.draft_facts.kind.value, aux, dtype, device, random_weights)
+    return LoadedPair(
+        target, draft, arch, pair.draft_facts.kind.value, aux, dtype, device, random_weights
+    )

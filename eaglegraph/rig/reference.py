@@ -33,7 +33,9 @@ def _attn(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: to
 class ReferenceEngine:
     """The step engine of the reference; same interface as the rig for the workload driver."""
 
-    def __init__(self, models: LoadedPair, num_speculative_tokens: int, max_num_seqs: int, max_model_len: int) -> None:
+    def __init__(
+        self, models: LoadedPair, num_speculative_tokens: int, max_num_seqs: int, max_model_len: int
+    ) -> None:
         self.models = models
         self.num_speculative_tokens = num_speculative_tokens
         self.max_num_seqs = max_num_seqs
@@ -76,7 +78,7 @@ class ReferenceEngine:
             n += 1
         next_token = verdict[n] if req.num_drafts else verdict[len(req.query) - 1]
         valid = req.start_pos + len(req.query) - (req.num_drafts - n)
-        full = context[:valid] + [next_token]
+        full = [*context[:valid], next_token]
         self.history[req.rid] = full[:valid]
 
         feature = hidden[:valid] if m.kind == "eagle1" else m.draft.combine(aux[:valid])  # type: ignore[union-attr, index]

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from eaglegraph.errors import BadInput
+from eaglegraph.findings import Finding, Severity
 from eaglegraph.kernels.block_table import (
     compute_slot_mappings,
     compute_slot_mappings_padded_rows,
@@ -47,12 +48,16 @@ from eaglegraph.rig.descriptors import BatchDescriptor, uniform_token_count
 from eaglegraph.rig.driver import StepOutput
 from eaglegraph.rig.graphs import GraphContext, PhaseRunner
 from eaglegraph.rig.kv_cache import BlockAllocator, KVLayout, allocate_kv_caches
-from eaglegraph.rig.model_setup import LoadedPair, build_models, check_buildable, resolve_model_dtype
+from eaglegraph.rig.model_setup import (
+    LoadedPair,
+    build_models,
+    check_buildable,
+    resolve_model_dtype,
+)
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.plan import CapturePlan, build_plan
 from eaglegraph.rig.pools import PoolManager
 from eaglegraph.rig.timeline import CaptureEvent
-from eaglegraph.findings import Finding, Severity
 from eaglegraph.rig.workload import Request, ScheduledRequest
 
 KV_BUDGET_BYTES = {"cuda": 16 << 30, "cpu": 256 << 20}
@@ -86,8 +91,12 @@ class Rig:
         self.block_size = bs = config.block_size
         self.max_blocks = mb = -(-config.max_model_len // bs)
         kv_dtype = resolve_model_dtype(config.dtype, pair, dev)
-        layouts = [KVLayout(0, bs, tg.num_key_value_heads, tg.head_dim, kv_dtype)] * tg.num_hidden_layers
-        layouts += [KVLayout(0, bs, dg.num_key_value_heads, dg.head_dim, kv_dtype)] * dg.num_hidden_layers
+        layouts = [
+            KVLayout(0, bs, tg.num_key_value_heads, tg.head_dim, kv_dtype)
+        ] * tg.num_hidden_layers
+        layouts += [
+            KVLayout(0, bs, dg.num_key_value_heads, dg.head_dim, kv_dtype)
+        ] * dg.num_hidden_layers
         per_block = sum(lay.bytes_per_layer() for lay in [_with_blocks(x, 1) for x in layouts])
         wanted = config.num_blocks or 1 + r * mb
         budget = KV_BUDGET_BYTES["cuda" if dev.type == "cuda" else "cpu"]
@@ -108,7 +117,9 @@ class Rig:
         self.registry = reg = BufferRegistry()
         i32, i64 = torch.int32, torch.int64
 
-        def buf(name: str, phase: str, shape: tuple[int, ...], dtype: torch.dtype, extent: str) -> torch.Tensor:
+        def buf(
+            name: str, phase: str, shape: tuple[int, ...], dtype: torch.dtype, extent: str
+        ) -> torch.Tensor:
             return reg.register(name, phase, torch.zeros(shape, dtype=dtype, device=dev), extent)
 
         # target InputBuffers and the shared BlockTables
@@ -120,10 +131,14 @@ class Rig:
         self.state_block_table = buf("state.block_table", "target", (r, mb), i32, "all")
         self.block_table = buf("block_table", "target", (r, mb), i32, "num_reqs")
         self.slot_mapping = buf("slot_mapping", "target", (t,), i64, "num_tokens")
-        self.target_hidden = buf("target.hidden", "target", (t, tg.hidden_size), kv_dtype, "num_tokens")
+        self.target_hidden = buf(
+            "target.hidden", "target", (t, tg.hidden_size), kv_dtype, "num_tokens"
+        )
         aux_width = len(m.aux_layer_ids) * tg.hidden_size
         self.target_aux = (
-            buf("target.aux", "target", (t, aux_width), kv_dtype, "num_tokens") if aux_width else None
+            buf("target.aux", "target", (t, aux_width), kv_dtype, "num_tokens")
+            if aux_width
+            else None
         )
         # rejection sampling (eager, between target and draft)
         self.target_argmax = buf("verify.target_argmax", "target", (t,), i64, "num_tokens")
@@ -138,9 +153,15 @@ class Rig:
         self.eagle_positions = buf("eagle.positions", "draft_prefill", (t,), i64, "num_tokens")
         self.eagle_qsl = buf("eagle.query_start_loc", "draft_prefill", (r + 1,), i32, "num_reqs+1")
         self.eagle_seq_lens = buf("eagle.seq_lens", "draft_prefill", (r,), i32, "num_reqs")
-        self.eagle_hidden = buf("eagle.hidden", "draft_prefill", (t, dg.hidden_size), kv_dtype, "num_tokens")
-        self.last_token_indices = buf("eagle.last_token_indices", "draft_prefill", (r,), i64, "num_reqs")
-        self.draft_tokens = buf("eagle.draft_tokens", "draft_prefill", (r, max(k, 1)), i64, "num_reqs")
+        self.eagle_hidden = buf(
+            "eagle.hidden", "draft_prefill", (t, dg.hidden_size), kv_dtype, "num_tokens"
+        )
+        self.last_token_indices = buf(
+            "eagle.last_token_indices", "draft_prefill", (r,), i64, "num_reqs"
+        )
+        self.draft_tokens = buf(
+            "eagle.draft_tokens", "draft_prefill", (r, max(k, 1)), i64, "num_reqs"
+        )
         self.current_draft_step = buf("eagle.current_draft_step", "draft_decode", (1,), i64, "all")
         # SGLang's draft-decode graph runner has its own positions buffer; the padded rows
         # [raw_bs:bs] keep the last larger batch's values unless reset (PR #10892)
@@ -155,7 +176,9 @@ class Rig:
         self.allocator = BlockAllocator(num_blocks, bs, mb)
         self.kv_caches = allocate_kv_caches([_with_blocks(x, num_blocks) for x in layouts], dev)
         head_dims = [lay.head_dim for lay in layouts]
-        self.attention = AttentionRuntime(self.kv_caches, self.slot_mapping, head_dims, reg, self.guard_log)
+        self.attention = AttentionRuntime(
+            self.kv_caches, self.slot_mapping, head_dims, reg, self.guard_log
+        )
         style = opts.metadata_style
         if style == "flashinfer":
             max_pages = r * mb
@@ -171,8 +194,12 @@ class Rig:
         self._bt_host = np.zeros((r, mb), dtype=np.int32)
         self.runners = {
             "target": PhaseRunner(self.plan.phase("target"), self._target_routine, self.attention),
-            "draft_prefill": PhaseRunner(self.plan.phase("draft_prefill"), self._prefill_routine, self.attention),
-            "draft_decode": PhaseRunner(self.plan.phase("draft_decode"), self._decode_routine, self.attention),
+            "draft_prefill": PhaseRunner(
+                self.plan.phase("draft_prefill"), self._prefill_routine, self.attention
+            ),
+            "draft_decode": PhaseRunner(
+                self.plan.phase("draft_decode"), self._decode_routine, self.attention
+            ),
         }
         self.graph_context: GraphContext | None = None
         # called after each phase of a step (the probe reads the guard log per phase)
@@ -211,7 +238,13 @@ class Rig:
     def _target_routine(self, num_reqs: int, num_tokens: int) -> None:
         n, m = num_tokens, self.models
         hidden, aux = self._model(
-            "target", m.target, n, self.input_ids[:n], self.positions[:n], self.attention, m.aux_layer_ids
+            "target",
+            m.target,
+            n,
+            self.input_ids[:n],
+            self.positions[:n],
+            self.attention,
+            m.aux_layer_ids,
         )
         self.target_hidden[:n].copy_(hidden)
         if self.target_aux is not None and aux is not None:
@@ -225,7 +258,13 @@ class Rig:
         pos = torch.empty(r, dtype=torch.int64, device=dev)
         gather_rows(self.eagle_positions, self.last_token_indices, pos, r, n, guard)
         logit_h, hidden = self._model(
-            "draft", m.draft, n, self.eagle_input_ids[:n], self.eagle_positions[:n], self.eagle_hidden[:n], self.attention
+            "draft",
+            m.draft,
+            n,
+            self.eagle_input_ids[:n],
+            self.eagle_positions[:n],
+            self.eagle_hidden[:n],
+            self.attention,
         )
         last = torch.empty((r, logit_h.shape[1]), dtype=logit_h.dtype, device=dev)
         gather_rows(logit_h, self.last_token_indices, last, r, n, guard)
@@ -242,7 +281,13 @@ class Rig:
         """vLLM `generate_draft`: one draft step; a FULL decode graph serves every step."""
         n, r, m = num_tokens, num_reqs, self.models
         logit_h, hidden = self._model(
-            "draft", m.draft, n, self.eagle_input_ids[:n], self.decode_positions[:n], self.eagle_hidden[:n], self.attention
+            "draft",
+            m.draft,
+            n,
+            self.eagle_input_ids[:n],
+            self.decode_positions[:n],
+            self.eagle_hidden[:n],
+            self.attention,
         )
         logits = m.draft.compute_logits(logit_h[:r])
         sampled = torch.empty(r, dtype=torch.int64, device=logit_h.device)
@@ -264,9 +309,19 @@ class Rig:
         r = self.max_num_seqs
         qsl = [0, *np.cumsum(lens).tolist()] + [num_tokens] * (r - num_reqs)
         if owner == "target":
-            ids, pos, qbuf, sbuf = self.input_ids, self.positions, self.query_start_loc, self.seq_lens
+            ids, pos, qbuf, sbuf = (
+                self.input_ids,
+                self.positions,
+                self.query_start_loc,
+                self.seq_lens,
+            )
         else:
-            ids, pos, qbuf, sbuf = self.eagle_input_ids, self.eagle_positions, self.eagle_qsl, self.eagle_seq_lens
+            ids, pos, qbuf, sbuf = (
+                self.eagle_input_ids,
+                self.eagle_positions,
+                self.eagle_qsl,
+                self.eagle_seq_lens,
+            )
         ids[:num_tokens].zero_()
         pos[:num_tokens].zero_()
         self._h2d(qbuf, qsl)
@@ -277,7 +332,9 @@ class Rig:
     def _dummy_target(self, desc: BatchDescriptor, num_reqs: int, num_tokens: int) -> Metadata:
         lens = self._dummy_inputs("target", num_reqs, num_tokens)
         max_q = graph_max_query_len(desc, max(lens))
-        return self._build(self.target_builder, self._common("target", lens, num_reqs, num_tokens, max_q))
+        return self._build(
+            self.target_builder, self._common("target", lens, num_reqs, num_tokens, max_q)
+        )
 
     def _dummy_prefill(self, desc: BatchDescriptor, num_reqs: int, num_tokens: int) -> Metadata:
         self.last_token_indices.zero_()
@@ -292,7 +349,9 @@ class Rig:
             return md
         lens = self._dummy_inputs("eagle", num_reqs, num_tokens)
         max_q = graph_max_query_len(desc, max(lens))
-        return self._build(self.draft_builder, self._common("eagle", lens, num_reqs, num_tokens, max_q))
+        return self._build(
+            self.draft_builder, self._common("eagle", lens, num_reqs, num_tokens, max_q)
+        )
 
     def _dummy_decode(self, desc: BatchDescriptor, num_reqs: int, num_tokens: int) -> Metadata:
         lens = self._dummy_inputs("eagle", num_reqs, num_tokens)
@@ -309,7 +368,9 @@ class Rig:
         within a phase PIECEWISE-like before FULL, largest first, one eager warmup each."""
         policy = pool_policy or self.behavior.default_pool
         backend = self.config.graph_backend
-        self.graph_context = ctx = GraphContext(backend, self.attention, PoolManager(policy, backend))
+        self.graph_context = ctx = GraphContext(
+            backend, self.attention, PoolManager(policy, backend)
+        )
         for runner in self.runners.values():
             runner.context = ctx
         dummies = {
@@ -389,13 +450,26 @@ class Rig:
 
     # ------------------------------------------------------------------ the step
 
-    def _common(self, owner: str, seq_lens_cpu: list[int], num_reqs: int, num_tokens: int, max_q: int) -> CommonMetadata:
-        qsl, sl = (self.query_start_loc, self.seq_lens) if owner == "target" else (self.eagle_qsl, self.eagle_seq_lens)
-        return CommonMetadata(qsl, sl, self.block_table, seq_lens_cpu, num_reqs, num_tokens, max_q, owner)
+    def _common(
+        self, owner: str, seq_lens_cpu: list[int], num_reqs: int, num_tokens: int, max_q: int
+    ) -> CommonMetadata:
+        qsl, sl = (
+            (self.query_start_loc, self.seq_lens)
+            if owner == "target"
+            else (self.eagle_qsl, self.eagle_seq_lens)
+        )
+        return CommonMetadata(
+            qsl, sl, self.block_table, seq_lens_cpu, num_reqs, num_tokens, max_q, owner
+        )
 
-    def _build(self, builder: FlashAttnBuilder | FlashInferBuilder, common: CommonMetadata) -> Metadata:
+    def _build(
+        self, builder: FlashAttnBuilder | FlashInferBuilder, common: CommonMetadata
+    ) -> Metadata:
         if isinstance(builder, FlashInferBuilder):
-            return builder.build(common, self.guard(block_table="block_table", kv_indptr=f"{builder.owner}.kv_indptr"))
+            return builder.build(
+                common,
+                self.guard(block_table="block_table", kv_indptr=f"{builder.owner}.kv_indptr"),
+            )
         return builder.build(common)
 
     @torch.inference_mode()
@@ -409,11 +483,15 @@ class Rig:
             raise BadInput(f"step of {tb} tokens exceeds max_num_batched_tokens {self.max_tokens}")
         qsl = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
         seq_lens = [b.start_pos + len(b.query) for b in batch]
-        positions = np.concatenate([np.arange(b.start_pos, b.start_pos + len(b.query)) for b in batch])
+        positions = np.concatenate(
+            [np.arange(b.start_pos, b.start_pos + len(b.query)) for b in batch]
+        )
         tokens = np.concatenate([np.asarray(b.query, dtype=np.int64) for b in batch])
         max_q = max(lens)
         if max(seq_lens) + k > self.max_model_len:
-            raise BadInput(f"a request reaches position {max(seq_lens) + k} ≥ max_model_len {self.max_model_len}")
+            raise BadInput(
+                f"a request reaches position {max(seq_lens) + k} ≥ max_model_len {self.max_model_len}"
+            )
         r = self.max_num_seqs
 
         # --- host → persistent input buffers (prepare_inputs)
@@ -446,7 +524,9 @@ class Rig:
         )  # fmt: skip
         md_count = (reqs_pad, tok_pad) if full else (rb, tb)
         md_max_q = graph_max_query_len(desc, max_q)
-        common = self._common("target", seq_lens + [0] * (md_count[0] - rb), md_count[0], md_count[1], md_max_q)
+        common = self._common(
+            "target", seq_lens + [0] * (md_count[0] - rb), md_count[0], md_count[1], md_max_q
+        )
         target_md = self._build(self.target_builder, common)
         runner.run(desc, reqs_pad, tok_pad, target_md)
         self._phase_done("target")
@@ -496,7 +576,13 @@ class Rig:
             self.phase_hook(phase)
 
     def _prefill_metadata(
-        self, pdesc: BatchDescriptor, target_md: Metadata, seq_lens: list[int], rb: int, p_reqs: int, p_toks: int
+        self,
+        pdesc: BatchDescriptor,
+        target_md: Metadata,
+        seq_lens: list[int],
+        rb: int,
+        p_reqs: int,
+        p_toks: int,
     ) -> Metadata:
         """Post-#40410 the draft prefill reads the target's metadata; before, FULL replays
         were preceded by a rebuild on the speculator's own builders."""
@@ -507,7 +593,11 @@ class Rig:
         return self._build(self.draft_builder, common)
 
     def _draft_decodes(
-        self, batch: list[ScheduledRequest], seq_lens: list[int], accepted: list[int], descriptors: dict[str, str]
+        self,
+        batch: list[ScheduledRequest],
+        seq_lens: list[int],
+        accepted: list[int],
+        descriptors: dict[str, str],
     ) -> None:
         rb, k, r = len(batch), self.num_speculative_tokens, self.max_num_seqs
         prepare_eagle_decode(
@@ -561,7 +651,9 @@ class Rig:
 class CaptureFailed(Exception):
     """A capture stopped (OOM or an error); carries the events captured before it."""
 
-    def __init__(self, events: list[CaptureEvent], failed: CaptureEvent, cause: BaseException) -> None:
+    def __init__(
+        self, events: list[CaptureEvent], failed: CaptureEvent, cause: BaseException
+    ) -> None:
         super().__init__(str(cause))
         self.events = events
         self.failed = failed
@@ -597,4 +689,6 @@ def graph_max_query_len(desc: BatchDescriptor, max_query_len: int) -> int:
 
 
 def _with_blocks(layout: KVLayout, num_blocks: int) -> KVLayout:
-    return KVLayout(num_blocks, layout.block_size, layout.num_kv_heads, layout.head_dim, layout.dtype)
+    return KVLayout(
+        num_blocks, layout.block_size, layout.num_kv_heads, layout.head_dim, layout.dtype
+    )

@@ -76,7 +76,11 @@ class CaptureTotals:
 
     @property
     def vllm_line(self) -> str:
-        took = "N/A (emulated backend)" if self.took_bytes is None else f"{self.took_bytes / 2**30:.2f} GiB"
+        took = (
+            "N/A (emulated backend)"
+            if self.took_bytes is None
+            else f"{self.took_bytes / 2**30:.2f} GiB"
+        )
         return f"Graph capturing finished in {self.capture_seconds:.0f} secs, took {took}"
 
 
@@ -169,8 +173,14 @@ def _list(data: Any, key: str, where: str) -> list[Any]:
 def capture_run_from_json(data: Any, where: str = "run") -> CaptureRun:
     if not isinstance(data, dict):
         raise BadInput(f"{where}: expected a JSON object")
-    events = [_build(CaptureEvent, e, f"{where}: events[{i}]") for i, e in enumerate(_list(data, "events", where))]
-    pools = [_build(PoolUsage, p, f"{where}: pools[{i}]") for i, p in enumerate(_list(data, "pools", where))]
+    events = [
+        _build(CaptureEvent, e, f"{where}: events[{i}]")
+        for i, e in enumerate(_list(data, "events", where))
+    ]
+    pools = [
+        _build(PoolUsage, p, f"{where}: pools[{i}]")
+        for i, p in enumerate(_list(data, "pools", where))
+    ]
     totals = _build(CaptureTotals, data.get("totals"), f"{where}: totals")
     failed = data.get("failed")
     run = _build(
@@ -181,7 +191,10 @@ def capture_run_from_json(data: Any, where: str = "run") -> CaptureRun:
             "pools": pools,
             "totals": totals,
             "failed": _build(CaptureEvent, failed, f"{where}: failed") if failed else None,
-            "findings": [_finding(f, f"{where}: findings[{i}]") for i, f in enumerate(_list(data, "findings", where))],
+            "findings": [
+                _finding(f, f"{where}: findings[{i}]")
+                for i, f in enumerate(_list(data, "findings", where))
+            ],
         },
         where,
     )
@@ -196,7 +209,10 @@ def memdiff_run_from_json(data: Any, where: str = "memdiff") -> MemdiffRun:
         raise BadInput(f"{where}: expected a JSON object")
 
     def diffs(key: str) -> list[PoolDiff]:
-        return [_build(PoolDiff, d, f"{where}: {key}[{i}]") for i, d in enumerate(_list(data, key, where))]
+        return [
+            _build(PoolDiff, d, f"{where}: {key}[{i}]")
+            for i, d in enumerate(_list(data, key, where))
+        ]
 
     return _build(
         MemdiffRun,
@@ -207,7 +223,10 @@ def memdiff_run_from_json(data: Any, where: str = "memdiff") -> MemdiffRun:
             "per_pool": diffs("per_pool"),
             "per_phase": diffs("per_phase"),
             "per_graph": diffs("per_graph"),
-            "findings": [_finding(f, f"{where}: findings[{i}]") for i, f in enumerate(_list(data, "findings", where))],
+            "findings": [
+                _finding(f, f"{where}: findings[{i}]")
+                for i, f in enumerate(_list(data, "findings", where))
+            ],
         },
         where,
     )

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eaglegraph.errors import BadInput, MissingEnvironment
 from eaglegraph import frames as fr
+from eaglegraph.errors import BadInput, MissingEnvironment
 
 SCHEMA = "eaglegraph.stacks/1"
 

@@ -18,7 +18,16 @@ from eaglegraph.probes.setup import rig_config
 from eaglegraph.reports.runfile import load_run
 from eaglegraph.rig.step import Rig
 
-SMALL = ["--max-num-seqs", "4", "-K", "3", "--capture-sizes", "4,8", "--max-num-batched-tokens", "64"]
+SMALL = [
+    "--max-num-seqs",
+    "4",
+    "-K",
+    "3",
+    "--capture-sizes",
+    "4,8",
+    "--max-num-batched-tokens",
+    "64",
+]
 
 
 def _invoke(*args: str) -> tuple[int, str, str]:
@@ -39,20 +48,24 @@ def test_capture_cli_emulated_json_and_files(tmp_path: Path) -> None:
     # FULL_AND_PIECEWISE, sizes 4,8: target 2 PW + 2 FULL(uniform) ; prefill the same ; decode FULL n≤4
     assert [e["phase"] for e in events].count("target") == 4
     assert [e["phase"] for e in events].count("draft_prefill") == 4
-    assert [(e["mode"], e["num_tokens"], e["num_reqs"]) for e in events if e["phase"] == "draft_decode"] == [
-        ("FULL", 4, 4)
-    ]
+    assert [
+        (e["mode"], e["num_tokens"], e["num_reqs"]) for e in events if e["phase"] == "draft_decode"
+    ] == [("FULL", 4, 4)]
     assert all(e["bytes"] is None for e in events)  # memory: N/A on the emulated backend
     assert doc["totals"]["took_bytes"] is None and doc["pool_policy"] == "shared"
     assert load_run(save).events[0].phase == "target"
     assert "Capture timeline" in html.read_text()
     assert json.loads(trace.read_text())["traceEvents"]
-    code, _, err = _invoke("capture", "tiny-llama-eagle1", *SMALL, "--device", "cpu", "--save", str(save))
+    code, _, err = _invoke(
+        "capture", "tiny-llama-eagle1", *SMALL, "--device", "cpu", "--save", str(save)
+    )
     assert code == 2 and "already exists" in err
 
 
 def test_capture_rich_view_says_na(tmp_path: Path) -> None:
-    code, out, _ = _invoke("capture", "tiny-llama-eagle1", *SMALL, "--device", "cpu", "--mode", "FULL", "--no-color")
+    code, out, _ = _invoke(
+        "capture", "tiny-llama-eagle1", *SMALL, "--device", "cpu", "--mode", "FULL", "--no-color"
+    )
     assert code == 0
     assert "N/A (emulated backend)" in out and "Graph capturing finished in" in out
 
@@ -76,7 +89,11 @@ def test_capture_failure_keeps_partial_timeline(monkeypatch: pytest.MonkeyPatch)
     rig.runners["draft_prefill"].routine = flaky
     run = run_capture(pair, CaptureRequest(config=config), rig=rig)
     assert not run.ok and run.failed is not None
-    assert (run.failed.phase, run.failed.status, run.failed.num_tokens) == ("draft_prefill", "oom", 4)
+    assert (run.failed.phase, run.failed.status, run.failed.num_tokens) == (
+        "draft_prefill",
+        "oom",
+        4,
+    )
     assert [e.phase for e in run.events] == ["target", "target", "draft_prefill"]
     assert any(f.id == "capture-oom" for f in run.findings)
 
@@ -102,7 +119,9 @@ def test_cuda_capture_accounts_every_pool() -> None:
     for policy, expect_pools in (("shared", 1), ("dedicated", 2)):
         gc.collect()  # the previous rig's graphs (and pools) must be gone
         torch.cuda.empty_cache()
-        config = rig_config(pair, {"max_num_seqs": 8, "num_speculative_tokens": 3}, device="cuda", max_model_len=256)
+        config = rig_config(
+            pair, {"max_num_seqs": 8, "num_speculative_tokens": 3}, device="cuda", max_model_len=256
+        )
         run = run_capture(pair, CaptureRequest(config=config, pool=policy))
         assert run.ok and run.totals.accounted, run.totals
         graph_pools = [p for p in run.pools if p.graphs]
@@ -116,7 +135,9 @@ def test_cuda_capture_accounts_every_pool() -> None:
 @pytest.mark.cuda
 def test_cuda_capture_oom_is_caught() -> None:
     pair = load_pair(materialize("tiny-llama-eagle3"))
-    config = rig_config(pair, {"max_num_seqs": 8, "num_speculative_tokens": 3}, device="cuda", max_model_len=256)
+    config = rig_config(
+        pair, {"max_num_seqs": 8, "num_speculative_tokens": 3}, device="cuda", max_model_len=256
+    )
     rig = Rig(pair, config)
     torch.cuda.synchronize()
     total = torch.cuda.get_device_properties(0).total_memory

@@ -19,7 +19,12 @@ CPU = {"device": "cpu", "max_model_len": 256}
 def _probe(behavior: str, backend: str, modes: list[str], batches: list[int] | None = None,
            pool: str | None = None, isolate: bool = False, rig: dict[str, Any] | None = None,
            **plan: Any) -> ProbeRun:  # fmt: skip
-    kwargs = {"behavior": behavior, "attention_backend": backend, "max_num_seqs": 4, "num_speculative_tokens": 3}
+    kwargs = {
+        "behavior": behavior,
+        "attention_backend": backend,
+        "max_num_seqs": 4,
+        "num_speculative_tokens": 3,
+    }
     return probe(
         "tiny-llama-eagle3", {**kwargs, **plan}, rig or CPU, modes=modes, batches=batches, pool=pool,
         isolate=isolate, timeout=600,
@@ -46,7 +51,11 @@ def test_pre_39773_full_draft_prefill_gathers_out_of_bounds() -> None:
     run = _probe("vllm-pre-39773", "flash_attn", ["FULL_AND_PIECEWISE"], [3])
     assert _kinds(run) == {("oob-read", "draft_prefill", "eagle.last_token_indices")}
     f = run.findings[0]
-    assert f.ref == "vllm#39773" and f.kernel == "gather_rows" and f.descriptor == "FULL(tokens=16, reqs=4, uniform=4)"
+    assert (
+        f.ref == "vllm#39773"
+        and f.kernel == "gather_rows"
+        and f.descriptor == "FULL(tokens=16, reqs=4, uniform=4)"
+    )
 
 
 @pytest.mark.parametrize("backend", ["flash_attn", "flashinfer"])
@@ -58,21 +67,29 @@ def test_current_vllm_is_clean_in_every_mode(backend: str) -> None:
         c
         for c in run.cases
         for phase, d in c.descriptors.items()
-        if not d.startswith("NONE") and int(re.search(r"tokens=(\d+)", d).group(1)) > c.counts[phase][1]  # type: ignore[union-attr]
+        if not d.startswith("NONE")
+        and int(re.search(r"tokens=(\d+)", d).group(1)) > c.counts[phase][1]  # type: ignore[union-attr]
     ]
     assert padded, "no case replayed a padded graph"
-    assert next(r for r in run.matrix if r["buffer"] == "eagle.last_token_indices")["after_step"] == "filled"
+    assert (
+        next(r for r in run.matrix if r["buffer"] == "eagle.last_token_indices")["after_step"]
+        == "filled"
+    )
 
 
 @pytest.mark.parametrize("pool", ["dedicated", "per-graph"])
 def test_current_vllm_is_clean_under_every_pool(pool: str) -> None:
-    assert _probe("vllm-current", "flash_attn", ["FULL_AND_PIECEWISE"], [3], pool=pool).findings == []
+    assert (
+        _probe("vllm-current", "flash_attn", ["FULL_AND_PIECEWISE"], [3], pool=pool).findings == []
+    )
 
 
 def test_sglang_pre_10892_reads_stale_positions_and_current_is_clean() -> None:
     old = _probe("sglang-pre-10892", "flash_attn", ["FULL"], [3], capture_sizes="4,8")
     assert ("stale-read", "draft_decode", "sglang.draft_positions") in _kinds(old)
-    assert next(f for f in old.findings if f.buffer == "sglang.draft_positions").ref == "sglang#10892"
+    assert (
+        next(f for f in old.findings if f.buffer == "sglang.draft_positions").ref == "sglang#10892"
+    )
     new = _probe("sglang-current", "flash_attn", ["FULL"], [3], capture_sizes="4,8")
     assert new.findings == []
 
@@ -107,8 +124,18 @@ def test_probe_cli_json_and_exit_codes() -> None:
         assert {"kind", "phase", "buffer", "mode", "ref"} <= set(f)
     result = CliRunner().invoke(cli, ["probe", "--list-behaviors", "--json"])
     names = {b["name"] for b in json.loads(result.stdout)["behaviors"]}
-    assert names == {"vllm-pre-39773", "vllm-0.20", "vllm-0.22", "vllm-current", "sglang-pre-10892", "sglang-current"}
-    result = CliRunner().invoke(cli, ["probe", "tiny-llama-eagle3", "--mode", "FULL", "--framework", "sglang", "--mode", "x"])
+    assert names == {
+        "vllm-pre-39773",
+        "vllm-0.20",
+        "vllm-0.22",
+        "vllm-current",
+        "sglang-pre-10892",
+        "sglang-current",
+    }
+    result = CliRunner().invoke(
+        cli,
+        ["probe", "tiny-llama-eagle3", "--mode", "FULL", "--framework", "sglang", "--mode", "x"],
+    )
     assert result.exit_code == 2
 
 
@@ -121,14 +148,24 @@ def test_cuda_probe_required_results() -> None:
     assert ("oob-read", "draft_prefill", "eagle.last_token_indices") in _kinds(oob)
     old = _probe("sglang-pre-10892", "flash_attn", ["FULL"], [3], rig=gpu, capture_sizes="4,8")
     assert ("stale-read", "draft_decode", "sglang.draft_positions") in _kinds(old)
-    assert _probe("sglang-current", "flash_attn", ["FULL"], [3], rig=gpu, capture_sizes="4,8").findings == []
+    assert (
+        _probe("sglang-current", "flash_attn", ["FULL"], [3], rig=gpu, capture_sizes="4,8").findings
+        == []
+    )
 
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("pool", ["shared", "dedicated", "per-graph"])
 @pytest.mark.parametrize("backend", ["flash_attn", "flashinfer"])
 def test_cuda_current_is_clean(backend: str, pool: str) -> None:
-    run = _probe("vllm-current", backend, ["all"], None, pool=pool, rig={"device": "cuda", "max_model_len": 256})
+    run = _probe(
+        "vllm-current",
+        backend,
+        ["all"],
+        None,
+        pool=pool,
+        rig={"device": "cuda", "max_model_len": 256},
+    )
     assert all(c.status == "ok" for c in run.cases), [(c.name, c.error) for c in run.cases]
     assert run.findings == [], run.findings
     assert torch.cuda.is_available()

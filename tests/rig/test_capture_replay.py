@@ -25,12 +25,16 @@ MODES = ["FULL_AND_PIECEWISE", "FULL", "FULL_DECODE_ONLY", "PIECEWISE", "BREAKAB
 SCHEDULE = Schedule.grow_shrink(4, waves=1)
 
 
-def _rig(preset: str, backend: str, mode: str, device: torch.device, behavior: str | None = None) -> Rig:
+def _rig(
+    preset: str, backend: str, mode: str, device: torch.device, behavior: str | None = None
+) -> Rig:
     opts = resolve_plan_options(
         max_num_seqs=4, num_speculative_tokens=3, attention_backend=backend, mode=mode,
         max_num_batched_tokens=64, capture_sizes="4,8,16", behavior=behavior,
     )  # fmt: skip
-    return Rig(load_pair(materialize(preset)), RigConfig(opts, device, dtype="float32", max_model_len=256))
+    return Rig(
+        load_pair(materialize(preset)), RigConfig(opts, device, dtype="float32", max_model_len=256)
+    )
 
 
 @functools.cache
@@ -61,7 +65,9 @@ def test_emulated_pool_policies(pool: str) -> None:
 
 
 def test_capture_order_and_pools_follow_vllm() -> None:
-    rig = _rig("tiny-llama-eagle3", "flash_attn", "FULL_AND_PIECEWISE", torch.device("cpu"), "vllm-0.22")
+    rig = _rig(
+        "tiny-llama-eagle3", "flash_attn", "FULL_AND_PIECEWISE", torch.device("cpu"), "vllm-0.22"
+    )
     events, _ = rig.capture()  # vllm-0.22 → dedicated EAGLE pool
     phases = [e.phase for e in events]
     assert phases == sorted(phases, key=["target", "draft_prefill", "draft_decode"].index)
