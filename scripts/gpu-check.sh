@@ -57,8 +57,8 @@ if want sanitizer; then
   TAIL=12 run buggy-memcheck timeout 300 compute-sanitizer --tool memcheck --print-limit 20 python3 benchmarks/buggy_replay.py
   TAIL=12 run buggy-initcheck timeout 300 compute-sanitizer --tool initcheck --print-limit 20 python3 benchmarks/buggy_replay.py
   # the same, restricted to the kernel that performs the stale read
-  TAIL=8 run buggy-memcheck-decode timeout 300 compute-sanitizer --tool memcheck --kernel-name regex:csr_decode python3 benchmarks/buggy_replay.py
-  TAIL=8 run buggy-initcheck-decode timeout 300 compute-sanitizer --tool initcheck --kernel-name regex:csr_decode python3 benchmarks/buggy_replay.py
+  TAIL=8 run buggy-memcheck-decode timeout 300 compute-sanitizer --tool memcheck --kernel-name kns=csr_decode python3 benchmarks/buggy_replay.py
+  TAIL=8 run buggy-initcheck-decode timeout 300 compute-sanitizer --tool initcheck --kernel-name kns=csr_decode python3 benchmarks/buggy_replay.py
   TAIL=25 run probe-buggy $EG probe tiny-llama-eagle3 --behavior vllm-pre-39773 --attention-backend flashinfer \
     --mode PIECEWISE --batches 3 --no-color
 fi

@@ -67,7 +67,9 @@ def context_grid(
     if environment:
         grid.add_row("environment", _pairs(environment))
     if replay:
-        grid.add_row("replay", _pairs(replay))
+        # the token lists are for machines (memdiff compares them); people get the summary
+        summary = {k: v for k, v in replay.items() if not isinstance(v, (list, tuple, Mapping))}
+        grid.add_row("replay", _pairs(summary))
     return grid
 
 
@@ -78,6 +80,8 @@ def _pairs(values: Mapping[str, Any]) -> Text:
 def _scalar(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.3g}"
     if isinstance(value, (list, tuple)):
         return ",".join(_scalar(v) for v in value)
     if isinstance(value, Mapping):
