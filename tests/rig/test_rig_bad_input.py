@@ -20,7 +20,9 @@ CONFIGS = Path(__file__).parents[1] / "fixtures" / "configs"
 
 
 def _config(**kw: object) -> RigConfig:
-    return RigConfig(resolve_plan_options(max_num_seqs=4), torch.device("cpu"), max_model_len=256, **kw)  # type: ignore[arg-type]
+    return RigConfig(
+        resolve_plan_options(max_num_seqs=4), torch.device("cpu"), max_model_len=256, **kw
+    )  # type: ignore[arg-type]
 
 
 def _no_allocation(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -35,7 +37,10 @@ def test_unsupported_draft_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     _no_allocation(monkeypatch)
     shutil.copytree(materialize("tiny-llama-eagle3") / "target", tmp_path / "target")
     (tmp_path / "draft").mkdir()
-    shutil.copy(CONFIGS / "specforge-qwen3-8b-dflash-draft-not-eagle.json", tmp_path / "draft" / "config.json")
+    shutil.copy(
+        CONFIGS / "specforge-qwen3-8b-dflash-draft-not-eagle.json",
+        tmp_path / "draft" / "config.json",
+    )
     with pytest.raises(BadInput, match="dflash is recognised but not supported"):
         Rig(load_pair(tmp_path), _config(random_weights=True))
 
@@ -56,6 +61,8 @@ def test_config_only_needs_random_weights(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_max_model_len_beyond_the_target(monkeypatch: pytest.MonkeyPatch) -> None:
     _no_allocation(monkeypatch)
-    config = RigConfig(resolve_plan_options(max_num_seqs=4), torch.device("cpu"), max_model_len=4096)
+    config = RigConfig(
+        resolve_plan_options(max_num_seqs=4), torch.device("cpu"), max_model_len=4096
+    )
     with pytest.raises(BadInput, match="exceeds the target's max_position_embeddings"):
         Rig(load_pair(materialize("tiny-llama-eagle1")), config)
