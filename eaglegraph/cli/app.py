@@ -70,7 +70,7 @@ class App:
         )
         with progress:
             task = progress.add_task(description, total=total)
-            yield ProgressHandle(progress, task, self if not enabled else None)
+            yield ProgressHandle(progress, task)
 
 
 @dataclass
@@ -79,7 +79,6 @@ class ProgressHandle:
 
     _progress: Any
     _task: Any
-    _fallback: App | None = None
 
     def __call__(
         self, description: str | None = None, advance: float = 0, total: float | None = None
