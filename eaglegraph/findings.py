@@ -49,10 +49,3 @@ def reaches(findings: Iterable[Finding], fail_on: str) -> bool:
         return False
     threshold = Severity(fail_on).rank
     return any(f.severity.rank >= threshold for f in findings)
-
-
-def count_by_severity(findings: Iterable[Finding]) -> dict[str, int]:
-    counts = {s.value: 0 for s in Severity}
-    for f in findings:
-        counts[f.severity.value] += 1
-    return counts

@@ -68,10 +68,6 @@ class Geometry:
     def kv_width(self) -> int:
         return self.num_key_value_heads * self.head_dim
 
-    @property
-    def dtype_bytes(self) -> int:
-        return DTYPE_BYTES.get(self.dtype or "bfloat16", 2)
-
 
 def normalize_dtype(value: str | None, source: str) -> str | None:
     if value is None:

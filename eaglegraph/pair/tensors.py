@@ -84,9 +84,6 @@ class CheckpointIndex:
                 return info
         return None
 
-    def with_prefix(self, prefix: str) -> list[TensorInfo]:
-        return [t for n, t in self.tensors.items() if n.startswith(prefix)]
-
     def paths(self) -> list[Path]:
         return [self.folder / f for f in self.files]
 

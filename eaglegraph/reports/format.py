@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.text import Text
-
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
@@ -52,7 +50,3 @@ def fmt_sizes(sizes: Sequence[int], limit: int = 12) -> str:
         i += 1
     text = ", ".join(parts)
     return text if len(parts) <= limit else ", ".join(parts[:limit]) + ", …"
-
-
-def severity_text(severity: str) -> Text:
-    return Text(severity, style=SEVERITY_STYLE.get(severity, ""))

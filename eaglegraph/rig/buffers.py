@@ -94,6 +94,3 @@ class BufferRegistry:
     def ids(self, **roles: str) -> dict[str, int]:
         """Kernel role name → registry id, for a kernel's guard (e.g. kv_indptr='draft.kv_indptr')."""
         return {role: self._by_name[name].buffer_id for role, name in roles.items()}
-
-    def total_bytes(self) -> int:
-        return sum(b.tensor.numel() * b.tensor.element_size() for b in self._by_id)

@@ -56,10 +56,6 @@ class BlockAllocator:
         self._free = list(range(num_blocks - 1, NULL_BLOCK, -1))
         self.owner: dict[int, int] = {}
 
-    @property
-    def num_free(self) -> int:
-        return len(self._free)
-
     def blocks_for(self, num_tokens: int) -> int:
         return -(-num_tokens // self.block_size)
 

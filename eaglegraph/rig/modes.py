@@ -46,12 +46,6 @@ class Mode(Enum):
             return mode.value in self.value
         return self is mode
 
-    def has_full_cudagraphs(self) -> bool:
-        return self.has_mode(Mode.FULL)
-
-    def has_piecewise_cudagraphs(self) -> bool:
-        return self.has_mode(Mode.PIECEWISE) or self is Mode.BREAKABLE
-
     def is_segmented(self) -> bool:
         """Runtime modes whose graphs are split at attention (attention eager between)."""
         return self in (Mode.PIECEWISE, Mode.BREAKABLE)

@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from eaglegraph.errors import BadInput
-
 
 @dataclass(frozen=True)
 class Arrival:
@@ -45,14 +43,6 @@ class Schedule:
                 )
             step += max_num_seqs + 6
         return cls("grow-shrink", tuple(arrivals), seed)
-
-    @classmethod
-    def shrink_after_large(cls, max_num_seqs: int, small: int, seed: int = 0) -> Schedule:
-        """A full batch, then all but `small` requests finish at once (the probe's case)."""
-        if not 0 < small < max_num_seqs:
-            raise BadInput(f"shrink target {small} must be between 1 and {max_num_seqs - 1}")
-        arrivals = [Arrival(0, 4 + i % 5, 4 if i >= small else 40) for i in range(max_num_seqs)]
-        return cls(f"shrink-{max_num_seqs}-to-{small}", tuple(arrivals), seed)
 
 
 @dataclass

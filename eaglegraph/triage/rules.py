@@ -94,10 +94,6 @@ class Verdict:
     frames: list[Frame]
 
 
-def _is_secondary_line(state: ScanState, line: int) -> bool:
-    return any(h.line == line for h in state.hits(*SECONDARY))
-
-
 def root_errors(state: ScanState) -> list[Hit]:
     """Candidate root errors in line order, wrappers and quiet log levels removed."""
     secondary_lines = {h.line for h in state.hits(*SECONDARY)}

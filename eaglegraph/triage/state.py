@@ -109,11 +109,6 @@ class ScanState:
     def count(self, *signals: str) -> int:
         return sum(self.signals[s].count for s in signals if s in self.signals)
 
-    def all_hits(self) -> list[Hit]:
-        out = [h for rec in self.signals.values() for h in rec.hits()]
-        out.sort(key=lambda h: h.line)
-        return out
-
     # -- frames ---------------------------------------------------------------------------
     def add_frame(self, frame: Frame, gap: int = 12) -> None:
         """Frames closer than `gap` lines (and of one source) belong to one block."""
