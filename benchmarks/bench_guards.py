@@ -11,7 +11,6 @@ Run on the GPU machine: PYTHONPATH=. python3 benchmarks/bench_guards.py
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
@@ -88,7 +87,6 @@ def main() -> None:
         print(
             f"  {key:<14} plain {p:9.1f} µs  guarded {g:9.1f} µs  overhead {100 * (g - p) / p:+6.1f}%"
         )
-    _ = statistics
 
 
 if __name__ == "__main__":

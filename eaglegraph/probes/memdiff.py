@@ -8,7 +8,6 @@ what each costs.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import tempfile
@@ -115,4 +114,4 @@ def memdiff(
             runs.append(capture_in_subprocess(model, policy, capture_args, Path(tmp), timeout))
     config = {"model": model, "pool": pool, "against": against, "capture_args": list(capture_args)}
     config.update({k: v for k, v in runs[0].config.items() if k not in ("pool", "model")})
-    return diff_runs(runs[0], runs[1], json.loads(json.dumps(config)))
+    return diff_runs(runs[0], runs[1], config)

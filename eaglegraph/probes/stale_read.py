@@ -9,7 +9,6 @@ phase, kernel, mode, batch and descriptor it was seen in, and to the PR that fix
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -114,7 +113,6 @@ def run_case(case: ProbeCase, isolate: bool, timeout: float) -> CaseResult:
     if not isolate:
         return execute_case(case)
     start = time.perf_counter()
-    env = dict(os.environ)
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "eaglegraph.probes.worker"],
@@ -122,7 +120,6 @@ def run_case(case: ProbeCase, isolate: bool, timeout: float) -> CaseResult:
             capture_output=True,
             text=True,
             timeout=timeout,
-            env=env,
             check=False,
         )
     except subprocess.TimeoutExpired as exc:

@@ -216,7 +216,7 @@ class PhaseRunner:
                 self.routine(graph.num_reqs, graph.num_tokens)
             return
         self.attention.metadata = live
-        if desc.mode is Mode.BREAKABLE and graph.segments is not None and graph.full is None:
+        if desc.mode is Mode.BREAKABLE and graph.segments is not None:
             graph.segments.replay(self.attention)
             return
         if desc.mode is Mode.PIECEWISE:

@@ -125,7 +125,7 @@ def resolve_mode(mode: Mode, backend: str, num_spec_tokens: int) -> tuple[Mode, 
     return resolved, reasons
 
 
-def _padding_rule(descs: list[BatchDescriptor], k1: int, framework: str) -> str:
+def _padding_rule(descs: list[BatchDescriptor], framework: str) -> str:
     if not descs:
         return "eager: no graphs, no padding"
     kinds = []
@@ -159,20 +159,21 @@ def _vllm_plan(opts: PlanOptions) -> CapturePlan:
     def phase(name: str, mode: Mode, dql: int, notes: list[str]) -> PhasePlan:
         by_size = build_descriptors(mode, sizes, r, dql)
         descs = [d for n in sorted(by_size) for d in by_size[n]]
-        return PhasePlan(name, mode, dql, descs, _padding_rule(descs, k1, "vllm"), notes)
+        return PhasePlan(name, mode, dql, descs, _padding_rule(descs, "vllm"), notes)
 
     target = phase("target", resolved, k1, [])
     prefill_notes = [
         "same descriptors as the target (the attention-state hand-off needs identical keys)"
     ]
-    prefill_notes.append(
-        "captured with the target's captured attention state; replays without a metadata "
-        "rebuild (vllm#40410)"
-        if beh.reuse_target_attn_state
-        else "captured with the speculator's own builders; metadata rebuilt before each FULL "
-        "replay (pre-vllm#40410)"
-    )
     prefill = phase("draft_prefill", resolved, k1, prefill_notes)
+    if any(d.mode is Mode.FULL for d in prefill.descriptors):
+        prefill.notes.append(
+            "FULL graphs captured with the target's captured attention state; replays without "
+            "a metadata rebuild (vllm#40410)"
+            if beh.reuse_target_attn_state
+            else "FULL graphs captured with the speculator's own builders; metadata rebuilt "
+            "before each FULL replay (pre-vllm#40410)"
+        )
     if k == 1:
         decode = PhasePlan("draft_decode", Mode.NONE, 1, [], "no draft decodes (K = 1)", [])
     elif beh.draft_decode_mode_clamp:
@@ -310,13 +311,13 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
         return [BatchDescriptor(Mode.FULL, bs * tokens_per_bs, bs, tokens_per_bs) for bs in bs_list]
 
     target = PhasePlan(
-        "target", mode, ntok, full(ntok), _padding_rule(full(ntok), ntok, "sglang"),
+        "target", mode, ntok, full(ntok), _padding_rule(full(ntok), "sglang"),
         ["TARGET_VERIFY graphs, one per batch size, largest first, global graph pool"],
     )  # fmt: skip
     if k > 1:
         dd = full(1)
         decode = PhasePlan(
-            "draft_decode", mode, 1, dd, _padding_rule(dd, ntok, "sglang"),
+            "draft_decode", mode, 1, dd, _padding_rule(dd, "sglang"),
             ["EAGLEDraftCudaGraphRunner: one graph runs all draft steps; shares the target's pool"],
         )  # fmt: skip
     else:
@@ -324,13 +325,13 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
     if opts.mode is Mode.BREAKABLE:
         pre_descs = [BatchDescriptor(Mode.BREAKABLE, n, None) for n in bs_list]
         prefill = PhasePlan(
-            "draft_prefill", Mode.BREAKABLE, ntok, pre_descs, _padding_rule(pre_descs, ntok, "sglang"),
+            "draft_prefill", Mode.BREAKABLE, ntok, pre_descs, _padding_rule(pre_descs, "sglang"),
             ["--enable-breakable-cuda-graph: BCG for the draft extend (sglang#25795)"],
         )  # fmt: skip
     elif graphs and opts.attention_backend == "triton":
         pd = full(ntok)
         prefill = PhasePlan(
-            "draft_prefill", mode, ntok, pd, _padding_rule(pd, ntok, "sglang"),
+            "draft_prefill", mode, ntok, pd, _padding_rule(pd, "sglang"),
             ["EAGLEDraftExtendCudaGraphRunner (triton backend only)"],
         )  # fmt: skip
     else:

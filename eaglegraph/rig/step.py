@@ -192,6 +192,7 @@ class Rig:
             self.target_builder = FlashAttnBuilder(reg, "target")
             self.draft_builder = FlashAttnBuilder(reg, "eagle")
         self._bt_host = np.zeros((r, mb), dtype=np.int32)
+        self._bt_dirty = True  # the host block table changed since it was last copied
         self.runners = {
             "target": PhaseRunner(self.plan.phase("target"), self._target_routine, self.attention),
             "draft_prefill": PhaseRunner(
@@ -220,10 +221,12 @@ class Rig:
             row = self._bt_host[request.slot]
             row[:] = 0
             row[: len(request.blocks)] = request.blocks
+            self._bt_dirty = True
 
     def release(self, request: Request) -> None:
         self.allocator.release(request.blocks)
         self._bt_host[request.slot] = 0
+        self._bt_dirty = True
 
     def _h2d(self, dst: torch.Tensor, values: list[int] | np.ndarray) -> None:
         src = torch.as_tensor(np.asarray(values), dtype=dst.dtype)
@@ -500,7 +503,9 @@ class Rig:
         self._h2d(self.query_start_loc, np.concatenate([qsl, np.full(r - rb, tb)]))
         self._h2d(self.seq_lens, seq_lens + [0] * (r - rb))
         self._h2d(self.idx_mapping[:rb], [b.slot for b in batch])
-        self._h2d(self.state_block_table, self._bt_host)
+        if self._bt_dirty:
+            self._h2d(self.state_block_table, self._bt_host)
+            self._bt_dirty = False
         drafts = np.full((rb, max(k, 1)), -1, dtype=np.int64)
         for i, b in enumerate(batch):
             drafts[i, : b.num_drafts] = b.query[1 : 1 + b.num_drafts]
