@@ -38,6 +38,7 @@ class Finding:
     batch: str | None = None
     evidence: str | None = None
     fix: str | None = None
+    hazard: str | None = None  # the id of the known hazard this is (eaglegraph.known.hazards)
 
 
 FAIL_ON_CHOICES = ("error", "warning", "never")

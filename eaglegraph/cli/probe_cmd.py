@@ -17,17 +17,18 @@ PROBE_DEFAULT_SEQS = {"vllm": 4, "sglang": 10}
 def _list_behaviors(app: Any) -> None:
     from rich.table import Table
 
-    from eaglegraph.rig.behaviors import BEHAVIORS, FLAGS
+    from eaglegraph.known.profiles import FLAGS, PROFILES
 
     rows = [
         {
             "name": b.name,
-            "framework": b.framework,
+            "framework": b.engine,
             "summary": b.summary,
-            "flags": {name: {"on": on, "ref": FLAGS[name].ref} for name, on in b.flags().items()},
+            "versions": b.versions.describe(),
+            "flags": {name: {"on": on, "ref": ref} for name, (on, ref) in b.flag_refs().items()},
             "default_pool": b.default_pool,
         }
-        for b in BEHAVIORS.values()
+        for b in PROFILES.values()
     ]
 
     def render(data: dict[str, Any], console: Any) -> None:
@@ -38,9 +39,12 @@ def _list_behaviors(app: Any) -> None:
             flags = [
                 f"{'✓' if f['on'] else '✗'} {name} ({f['ref']})"
                 for name, f in row["flags"].items()
-                if (row["framework"] == "sglang") == name.startswith("reset_positions")
+                if FLAGS[name].engine == row["framework"]
             ]
-            table.add_row(row["name"], row["summary"] + "\n[dim]" + "\n".join(flags) + "[/dim]")
+            releases = f"releases {row['versions']}"
+            table.add_row(
+                row["name"], row["summary"] + "\n[dim]" + "\n".join([releases, *flags]) + "[/dim]"
+            )
         console.print(table)
         console.print("[dim]flags:[/dim]")
         for name, flag in FLAGS.items():
@@ -128,10 +132,10 @@ def command(
     plan_kwargs = pop_plan_kwargs(kwargs)
     selected = [m for value in modes or ("all",) for m in value.split(",") if m]
     if plan_kwargs.get("max_num_seqs") is None:
-        from eaglegraph.rig.behaviors import get_behavior
+        from eaglegraph.known.choose import resolve_profile
 
         framework = plan_kwargs.get("framework") or (
-            get_behavior(plan_kwargs["behavior"]).framework
+            resolve_profile(plan_kwargs["behavior"]).engine
             if plan_kwargs.get("behavior")
             else "vllm"
         )

@@ -4,9 +4,10 @@
   block table; only query rows below ``query_start_loc[num_reqs]`` are processed, so padded
   tokens are ignored.
 * FlashInfer style (:func:`csr_paged_prefill`, :func:`csr_paged_decode`): CSR
-  ``kv_indptr``/``kv_indices``/``last_page_len``. Decode takes its batch size from the number
-  of query rows and assumes one token per request, which is what makes a PIECEWISE draft
-  decode read stale ``kv_indptr[num_reqs+1:]`` / ``last_page_len[num_reqs:]`` (vLLM #39773).
+  ``kv_indptr``/``kv_indices``/``last_page_len``. Decode takes its batch size from the number of
+  query rows and assumes one token per request, which is what makes a PIECEWISE draft decode read
+  stale ``kv_indptr[num_reqs+1:]`` / ``last_page_len[num_reqs:]`` (hazard
+  ``piecewise-draft-decode``).
 
 Programs are per (request or decode row, kv head[, query block]): the query heads sharing a
 kv head (GQA) are rows of one tile, so each K/V block is loaded once per group and scored
@@ -755,7 +756,7 @@ def csr_paged_decode(
     Row ``b`` attends all of pages ``kv_indices[kv_indptr[b]:kv_indptr[b+1]]`` (length rule
     as in :func:`csr_paged_prefill`). Because the batch size is the (possibly padded) token
     count, rows past the real request count read whatever ``kv_indptr``/``last_page_len``
-    hold there — the PIECEWISE draft-decode stale read of vLLM #39773; the guard checks every
+    hold there — the ``piecewise-draft-decode`` hazard's stale read; the guard checks every
     entry each row reads. Guard roles as in :func:`csr_paged_prefill` (no ``qo_indptr``).
     """
     check_device(q, k_cache, v_cache, out, kv_indptr, kv_indices, last_page_len)

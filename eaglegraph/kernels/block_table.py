@@ -5,7 +5,7 @@ table into the step's input table and zeroes the rows of padded requests;
 ``compute_slot_mappings`` turns positions into cache slots and pads the tail with
 ``PAD_SLOT_ID`` so ``write_kv`` skips padded tokens. The padded-rows variant computes a slot
 for every row of a padded batch, as SGLang does, which is why stale padded ``positions``
-crashed it (sglang #10892).
+crashed it (hazard ``stale-padded-positions``).
 
 Guards log bad indices and fall back to the padding value (a zero row, slot -1).
 """
@@ -373,10 +373,10 @@ def compute_slot_mappings_padded_rows(
 ) -> None:
     """One token per row for every row of a padded batch (SGLang-style replay).
 
-    ``slot_mapping[i] = block_table[i, pos // bs] * bs + pos % bs`` with
-    ``pos = positions[i]`` for ``i < num_rows``, padded rows included — so a stale padded
-    position turns into an out-of-range block-table read (sglang #10892). Guard roles
-    ``"positions"`` and ``"block_table"`` as in :func:`compute_slot_mappings`.
+    ``slot_mapping[i] = block_table[i, pos // bs] * bs + pos % bs`` with ``pos = positions[i]`` for
+    ``i < num_rows``, padded rows included — so a stale padded position turns into an out-of-range
+    block-table read (hazard ``stale-padded-positions``). Guard roles ``"positions"`` and
+    ``"block_table"`` as in :func:`compute_slot_mappings`.
     """
     check_device(block_table, positions, slot_mapping)
     _check_table(block_table, num_rows)

@@ -2,10 +2,11 @@
 
 What each writes into the padding regions decides what a replayed graph reads there, so the
 fills follow vLLM 0.22 exactly (research notes §3.5, §5): prepare-inputs pads
-``query_start_loc`` with the end of the last request, ``seq_lens`` with 0 and — since #39773
-— ``last_token_indices`` with 0 (``pad_last_token_indices=False`` reproduces the pre-fix
-stale indices); input ids and positions at rejected or padded token slots are left stale.
-``current_draft_step`` is a device scalar so one captured decode graph serves every step.
+``query_start_loc`` with the end of the last request, ``seq_lens`` with 0 and — since the
+``unpadded-last-token-indices`` fix — ``last_token_indices`` with 0
+(``pad_last_token_indices=False`` reproduces the pre-fix stale indices); input ids and positions
+at rejected or padded token slots are left stale. ``current_draft_step`` is a device scalar so
+one captured decode graph serves every step.
 """
 
 from __future__ import annotations
@@ -151,8 +152,8 @@ def prepare_eagle_inputs(
     EAGLE ``query_start_loc[r]``/``seq_lens[r]`` = the target's (the query still spans the
     rejected slots). The last program zeroes ``current_draft_step``, writes
     ``query_start_loc[num_reqs:max_num_reqs+1] = target qsl[num_reqs]``,
-    ``seq_lens[num_reqs:max_num_reqs] = 0`` and, when ``pad_last_token_indices`` (the #39773
-    fix), ``last_token_indices[num_reqs:max_num_reqs] = 0``.
+    ``seq_lens[num_reqs:max_num_reqs] = 0`` and, when ``pad_last_token_indices`` (the
+    ``unpadded-last-token-indices`` fix), ``last_token_indices[num_reqs:max_num_reqs] = 0``.
 
     Guard roles: ``"target_query_start_loc"`` (monotone, within the token buffers) and
     ``"num_rejected"`` (``0 <= num_rejected < target q_len``); a bad request writes nothing.

@@ -1,11 +1,11 @@
 """Row gather at ``last_token_indices`` (hidden states, positions, tokens).
 
-In a FULL draft-prefill graph the gather runs over the padded request count, so before vLLM
-#39773 stale ``last_token_indices`` past the real requests could exceed the number of rows
-the graph's source tensor has: PyTorch's index kernel then asserts on the device. Unguarded,
-this kernel reads exactly what the ATen gather would (and may fault on CUDA: intended).
-Guarded, it logs the index and writes poison instead — NaN for floating outputs, 0 for
-integers — so the bad row also shows up downstream through NaN propagation.
+In a FULL draft-prefill graph the gather runs over the padded request count, so without the
+``unpadded-last-token-indices`` fix stale ``last_token_indices`` past the real requests could
+exceed the number of rows the graph's source tensor has: PyTorch's index kernel then asserts on
+the device. Unguarded, this kernel reads exactly what the ATen gather would (and may fault on
+CUDA: intended). Guarded, it logs the index and writes poison instead — NaN for floating
+outputs, 0 for integers — so the bad row also shows up downstream through NaN propagation.
 """
 
 from __future__ import annotations

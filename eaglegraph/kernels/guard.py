@@ -1,6 +1,6 @@
 """Device-side bounds guards for index-reading kernels.
 
-Stale metadata in padding regions (vLLM #39773, SGLang #10892) makes kernels read other
+Stale metadata in padding regions (hazards in ``eaglegraph.known.hazards``) makes kernels read other
 requests' rows or pages, or memory outside a buffer; compute-sanitizer cannot see most of it
 because the stale value is initialised and often in bounds of the allocator's segment. Every
 kernel here that uses a loaded value to address another row, request or page therefore takes

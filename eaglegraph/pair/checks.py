@@ -1,7 +1,7 @@
 """Pair checks: each mismatch a serving engine would crash on, or silently degrade on.
 
-Every finding names the rule and the public PR or issue where the hazard was seen, so a
-report reads as "this is the known failure X", not as an opinion.
+Every finding names the rule and, through `eaglegraph.known`, the public PR or issue where the
+hazard was seen, so a report reads as "this is the known failure X", not as an opinion.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from eaglegraph.findings import Finding, Severity
+from eaglegraph.known.hazards import hazard
 from eaglegraph.pair.facts import DraftFacts
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.kinds import DraftKind
@@ -166,7 +167,8 @@ def _draft_target_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
                 severity=E,
                 message=f"EAGLE-1 draft hidden_size {g.hidden_size} ≠ target {t.hidden_size}; "
                 "fc consumes [embedding, target hidden] of the draft's width",
-                ref="sgl-project/sglang#7011 (fixed by sglang PR #8163)",
+                ref=hazard("hidden-mismatch").ref_text,
+                hazard="hidden-mismatch",
             )
         )
     if facts.kind is DraftKind.EAGLE3:
@@ -183,7 +185,8 @@ def _draft_target_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
                     severity=E,
                     message=f"draft {key} {declared} ≠ target hidden_size {t.hidden_size}; the aux "
                     "states the target emits do not fit the draft",
-                    ref="sgl-project/sglang#7011 (PR #8163), vllm-project/vllm PR #38073",
+                    ref=hazard("hidden-mismatch").ref_text,
+                    hazard="hidden-mismatch",
                     fix="set target_hidden_size in the draft config to the target's hidden_size",
                 )
             )
@@ -205,7 +208,8 @@ def _draft_target_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
                 severity=E,
                 message=f"fc.weight takes {facts.fc_in_features} inputs but the target provides "
                 f"{expected_fc}",
-                ref="sgl-project/sglang PR #29464 (draft input width resolution)",
+                ref=hazard("fc-width-mismatch").ref_text,
+                hazard="fc-width-mismatch",
             )
         )
     if g.vocab_size != t.vocab_size:
@@ -259,9 +263,9 @@ def _draft_target_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
                 f"{t.max_position_embeddings}: past {g.max_position_embeddings} tokens the draft's "
                 f"rotary table is indexed out of range (device assert 'index < "
                 f"{g.max_position_embeddings}') unless the engine raises it",
-                ref="vllm-project/vllm#21986, sgl-project/sglang#3513",
-                fix="vLLM raises the draft's limit to the target's for eagle/eagle3; other stacks "
-                "need max_position_embeddings edited in the draft config",
+                ref=hazard("draft-max-positions").ref_text,
+                fix=hazard("draft-max-positions").fix_text,
+                hazard="draft-max-positions",
             )
         )
     if t.head_dim != g.head_dim and facts.kind in (DraftKind.EAGLE1, DraftKind.EAGLE3):
@@ -276,7 +280,7 @@ def _draft_target_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
 
 
 def _eagle1_bias_findings(facts: DraftFacts) -> list[Finding]:
-    refs = "sgl-project/sglang#5773, vllm-project/vllm PRs #8790, #9580, #22323"
+    refs = hazard("eagle1-fc-bias").ref_text
     if facts.fc_bias_tensor is None:
         if facts.config_bias is None:
             return [
@@ -286,6 +290,7 @@ def _eagle1_bias_findings(facts: DraftFacts) -> list[Finding]:
                     message="EAGLE-1 config has no 'bias' key: SafeAILab's loader then expects "
                     "fc.bias (default true); without weights this cannot be confirmed",
                     ref=refs,
+                    hazard="eagle1-fc-bias",
                 )
             ]
         return []
@@ -297,6 +302,7 @@ def _eagle1_bias_findings(facts: DraftFacts) -> list[Finding]:
                 message='checkpoint has fc.bias but config says "bias": false; loaders that '
                 "trust the config drop the bias and acceptance falls",
                 ref=refs,
+                hazard="eagle1-fc-bias",
             )
         ]
     if facts.fc_bias_tensor and facts.config_bias is None:
@@ -307,6 +313,7 @@ def _eagle1_bias_findings(facts: DraftFacts) -> list[Finding]:
                 message="checkpoint has fc.bias and no 'bias' key in config: vLLM versions whose "
                 "llama_eagle fc has bias=False silently skip it (lower acceptance)",
                 ref=refs,
+                hazard="eagle1-fc-bias",
             )
         ]
     if not facts.fc_bias_tensor and facts.config_bias is not False:
@@ -317,6 +324,7 @@ def _eagle1_bias_findings(facts: DraftFacts) -> list[Finding]:
                 message='no fc.bias in the checkpoint, but config does not say "bias": false; '
                 "SGLang's LlamaForCausalLMEagle always builds a bias and SafeAILab defaults to one",
                 ref=refs,
+                hazard="eagle1-fc-bias",
             )
         ]
     return []
@@ -331,7 +339,8 @@ def _eagle3_findings(facts: DraftFacts, g: Geometry, target: ModelSide | None) -
                 id="lm-head-rows-mismatch",
                 severity=E,
                 message=f"lm_head has {facts.lm_head_rows} rows but draft_vocab_size is {vd}",
-                ref="sgl-project/sglang#12421 (logits buffer sized from the wrong vocabulary)",
+                ref=hazard("lm-head-rows-mismatch").ref_text,
+                hazard="lm-head-rows-mismatch",
             )
         )
     if facts.d2t_shape is not None and vd is not None and facts.d2t_shape[0] != vd:
@@ -377,9 +386,9 @@ def _eagle3_findings(facts: DraftFacts, g: Geometry, target: ModelSide | None) -
                     message=f"config lacks {', '.join(missing)}: SGLang builds with breakable CUDA "
                     f"graphs for the draft size its static hidden buffer {narrow} wide while the "
                     f"target emits {wide} → shape error on copy_ at BCG replay",
-                    ref="sgl-project/sglang PR #25795 (get_draft_hidden_dim), fixed by PR #29464",
-                    fix="add eagle_config {eagle_aux_hidden_state_layer_ids, use_aux_hidden_state: "
-                    "true} to the draft config, or use an SGLang build with PR #29464",
+                    ref=hazard("sglang-bcg-draft-width").ref_text,
+                    fix=hazard("sglang-bcg-draft-width").fix_text,
+                    hazard="sglang-bcg-draft-width",
                 )
             )
     if (

@@ -1,9 +1,9 @@
 """`memdiff`: capture under two pool policies, each in a fresh process, and diff the memory.
 
-A fresh process per policy means neither capture inherits the other's cached blocks. Both
-runs also replay the same grow/shrink schedule through their graphs, so the diff says whether
-the policies produced identical draft tokens (the accuracy half of vLLM PR #44078) as well as
-what each costs.
+A fresh process per policy means neither capture inherits the other's cached blocks. Both runs
+also replay the same grow/shrink schedule through their graphs, so the diff says whether the
+policies produced identical draft tokens (the accuracy half of the shared-pool fix, hazard
+`dedicated-eagle-pool`) as well as what each costs.
 """
 
 from __future__ import annotations

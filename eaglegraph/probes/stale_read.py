@@ -3,7 +3,7 @@
 For every selected mode and every batch that needs padding, a case (see `cases.py`) runs in
 its own worker process. Guard violations, differential changes between the two sentinels,
 NaN in valid outputs and written canary blocks become findings, each tied to the buffer,
-phase, kernel, mode, batch and descriptor it was seen in, and to the PR that fixed it.
+phase, kernel, mode, batch and descriptor it was seen in, and to the known hazard it is.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 
 from eaglegraph.errors import BadInput
 from eaglegraph.findings import Finding, Severity
+from eaglegraph.known.hazards import hazard_for_buffer
 from eaglegraph.probes.cases import CaseResult, ProbeCase, execute_case, result_from_json
 from eaglegraph.probes.poisoning import is_sentinel
 from eaglegraph.probes.worker import MARKER
@@ -29,26 +30,6 @@ from eaglegraph.rig.plan import CapturePlan, build_plan
 PROBE_SCHEMA = "eaglegraph.probe/1"
 VLLM_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE", "BREAKABLE")
 SGLANG_MODES = ("NONE", "FULL", "BREAKABLE")
-
-# (buffer name suffix, phase or None) → (ref, fix)
-KNOWN = {
-    ("last_token_indices", None): (
-        "vllm#39773",
-        "pad last_token_indices[num_reqs:] with 0 in _prepare_eagle_inputs_kernel (vLLM ≥ 0.20)",
-    ),
-    ("kv_indptr", "draft_decode"): (
-        "vllm#39773",
-        "clamp draft decodes to FULL_DECODE_ONLY or NONE so requests are padded too (vLLM ≥ 0.20)",
-    ),
-    ("last_page_len", "draft_decode"): (
-        "vllm#39773",
-        "clamp draft decodes to FULL_DECODE_ONLY or NONE so requests are padded too (vLLM ≥ 0.20)",
-    ),
-    ("draft_positions", None): (
-        "sglang#10892",
-        "reset positions[raw_bs:bs] before a padded draft replay (SGLang PR #10892)",
-    ),
-}
 
 
 @dataclass
@@ -142,11 +123,12 @@ def run_case(case: ProbeCase, isolate: bool, timeout: float) -> CaseResult:
     )  # fmt: skip
 
 
-def _known(buffer: str, phase: str) -> tuple[str | None, str]:
-    for (suffix, ph), value in KNOWN.items():
-        if buffer.endswith(suffix) and (ph is None or ph == phase):
-            return value
-    return None, "find the code that fills this buffer's padding rows for padded replays"
+def _known(buffer: str, phase: str) -> tuple[str | None, str | None, str]:
+    """(hazard id, ref, fix) of the known hazard this read is, or what to look for."""
+    h = hazard_for_buffer(buffer, phase)
+    if h is None:
+        return None, None, "find the code that fills this buffer's padding rows for padded replays"
+    return h.id, h.ref, h.fix_text or ""
 
 
 def build_findings(cases: list[CaseResult]) -> list[Finding]:
@@ -164,7 +146,7 @@ def build_findings(cases: list[CaseResult]) -> list[Finding]:
         rows = sorted({v["row"] for _, v in hits})
         values = sorted({v["value"] for _, v in hits}, key=abs)[:3]
         first = hits[0][0]
-        ref, fix = _known(buffer, phase)
+        hazard_id, ref, fix = _known(buffer, phase)
         where = "; ".join(f"{m} batch {b} → {d}" for m, b, d in seen[:4])
         what = (
             "a padding row never refreshed for this batch"
@@ -189,6 +171,7 @@ def build_findings(cases: list[CaseResult]) -> list[Finding]:
                 evidence=f"{len(hits)} guard violation(s); sentinel ±{(1 << 30) + 17} marks padding",
                 ref=ref,
                 fix=fix,
+                hazard=hazard_id,
             )
         )
     for case in cases:

@@ -1,9 +1,9 @@
 """Terminal view of a memdiff: two pool policies side by side, per pool, phase and graph.
 
 Deltas read as b − a, so with `--pool shared --against dedicated` a positive delta is what the
-dedicated pool costs. PR #44078's own measurement is printed beside ours, labelled as the PR's,
-because "how does this compare with upstream's 0.27 GiB" is the first question a reader asks —
-and a tiny preset will never reproduce an 8B model's number.
+dedicated pool costs. Upstream's own measurement (`eaglegraph.known.measurements`) is printed
+beside ours, labelled as upstream's, because "how does this compare with upstream's 0.27 GiB" is
+the first question a reader asks — and a tiny preset will never reproduce an 8B model's number.
 """
 
 from __future__ import annotations
@@ -16,19 +16,12 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from eaglegraph.known.measurements import SHARED_POOL_SAVING
 from eaglegraph.reports.capture_view import context_grid, render_failure
 from eaglegraph.reports.findings_view import render_findings
 from eaglegraph.reports.format import fmt_bytes
 from eaglegraph.reports.timeline_view import EMULATED_NA, memory_na
 from eaglegraph.rig.timeline import MemdiffRun
-
-PR_44078 = {
-    "ref": "vllm#44078",
-    "dedicated": 1.39,
-    "shared": 1.12,
-    "saved": 0.27,
-    "setup": "Llama-3.1-8B-Instruct + EAGLE, K=5, H200",
-}
 
 
 def render_memdiff(run: MemdiffRun, console: Console) -> None:
@@ -118,12 +111,14 @@ def render_total(run: MemdiffRun, console: Console) -> None:
         line.append(f" ({run.total_delta / run.total_a:+.1%})", style="dim")
     console.print(line)
     console.print(Padding(_reference_table(run), (0, 0, 0, _INDENT)))
-    setup = Text(f"PR #44078 measured upstream: {PR_44078['setup']}", style="dim")
+    ref = SHARED_POOL_SAVING
+    setup = Text(f"{ref.source} measured upstream: {ref.setup}", style="dim")
     console.print(Padding(setup, (0, 0, 0, _INDENT)))
 
 
 def _reference_table(run: MemdiffRun) -> Table:
-    """This run beside PR #44078's figure, in the PR's terms (dedicated → shared)."""
+    """This run beside upstream's figure, in the upstream change's terms (dedicated → shared)."""
+    ref = SHARED_POOL_SAVING
     table = Table(box=None, padding=(0, 1), pad_edge=False, header_style="dim")
     table.add_column("graph-pool memory", overflow="fold")
     for head in ("dedicated", "shared", "saved"):
@@ -138,10 +133,10 @@ def _reference_table(run: MemdiffRun) -> Table:
             fmt_bytes(dedicated - shared),
         )
     table.add_row(
-        Text("PR #44078's number, not ours", style="dim"),
-        f"{PR_44078['dedicated']:.2f} GiB",
-        f"{PR_44078['shared']:.2f} GiB",
-        f"{PR_44078['saved']:.2f} GiB",
+        Text(f"{ref.source}'s number, not ours", style="dim"),
+        f"{ref.dedicated_gib:.2f} GiB",
+        f"{ref.shared_gib:.2f} GiB",
+        f"{ref.saved_gib:.2f} GiB",
         style="dim",
     )
     return table

@@ -2,8 +2,9 @@
 
 The reserved-vs-ideal ratio is the number a support engineer wants when a capture OOMs: a pool
 reserving several times its largest graph points at fragmentation or an extra private pool
-(PR #44078), not at the graphs themselves. The `accounted` line says whether the pools explain
-everything the allocator holds, showing both numbers so a mismatch can be read at a glance.
+(hazard `dedicated-eagle-pool`), not at the graphs themselves. The `accounted` line says whether
+the pools explain everything the allocator holds, showing both numbers so a mismatch can be read
+at a glance.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ table; kernels process only tokens up to query_start_loc[num_reqs], so padded to
 read. FlashInfer style: the builder owns persistent CSR buffers (kv_indptr, kv_indices,
 last_page_len), written only for [0, num_reqs]; its decode path takes the batch size from
 num_tokens and assumes one token per request — which is why a PIECEWISE draft decode (tokens
-padded, requests not) reads stale kv_indptr rows (vLLM PR #39773).
+padded, requests not) reads stale kv_indptr rows (hazard `piecewise-draft-decode`).
 
 The callback (`AttentionRuntime`) is what models call at every attention layer: it writes the
 layer's KV by slot mapping and runs the kernel for whatever metadata is current. It is also the

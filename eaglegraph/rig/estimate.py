@@ -1,9 +1,9 @@
 """A memory estimate from geometry and plan alone (labelled an estimate everywhere).
 
-The numbers that matter for "OOM while capturing graphs" and for the dedicated-pool cost of
-vLLM 0.22 (PR #44078): weights, KV bytes per token, the largest logits buffers at the largest
-capture size, and the draft's transient peak — which a dedicated EAGLE pool reserves a second
-time instead of reusing blocks the target's graphs already freed.
+The numbers that matter for "OOM while capturing graphs" and for the dedicated-pool cost of vLLM
+0.22 (hazard `dedicated-eagle-pool`): weights, KV bytes per token, the largest logits buffers at
+the largest capture size, and the draft's transient peak — which a dedicated EAGLE pool reserves
+a second time instead of reusing blocks the target's graphs already freed.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Backends:
 Modes:
   FULL       — the whole routine is one graph;
   BREAKABLE  — the whole routine is captured once, broken at every attention call into graph
-               segments; attention runs eagerly between them (SGLang BCG, vLLM PR #44050);
+               segments; attention runs eagerly between them (SGLang BCG, vLLM breakable graphs);
   PIECEWISE  — only the model forward is captured (per num_tokens, like vLLM's compiled
                CUDAGraphWrapper pieces), split at attention; everything around it stays eager.
 """

@@ -3,7 +3,7 @@
 Mirrors vLLM's `CUDAGraphMode`: tuple modes name (decode routine, mixed routine) modes;
 `decode_mode()`, `mixed_mode()` and `separate_routine()` drive which descriptors a manager
 builds. BREAKABLE is PIECEWISE without torch.compile: one capture broken at attention into
-segments (SGLang BCG, vLLM PR #44050); for descriptors it behaves like PIECEWISE.
+segments (SGLang BCG, vLLM breakable graphs); for descriptors it behaves like PIECEWISE.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eaglegraph.errors import BadInput
-from eaglegraph.rig.behaviors import Behavior, get_behavior
+from eaglegraph.known.choose import resolve_profile
+from eaglegraph.known.profiles import Profile
 from eaglegraph.rig.modes import Mode
 
 ATTENTION_BACKENDS = ("flash_attn", "flashinfer", "triton")
@@ -28,7 +29,7 @@ class PlanOptions:
     max_num_batched_tokens: int = 8192
     mode: Mode = Mode.FULL_AND_PIECEWISE
     attention_backend: str = "flash_attn"
-    behavior: Behavior = field(default_factory=lambda: get_behavior(None))
+    behavior: Profile = field(default_factory=lambda: resolve_profile(None))
     capture_sizes: tuple[int, ...] | None = None
     max_capture_size: int | None = None
 
@@ -78,11 +79,11 @@ def resolve_plan_options(
 ) -> PlanOptions:
     spec = _parse_json(speculative_config, "--speculative-config")
     comp = _parse_json(compilation_config, "--compilation-config")
-    chosen = get_behavior(behavior, framework or "vllm") if behavior else None
+    chosen = resolve_profile(behavior, framework) if behavior else None
     fw = framework or (chosen.framework if chosen else "vllm")
     if fw not in FRAMEWORKS:
         raise BadInput(f"unknown framework {fw!r}; choose vllm or sglang")
-    beh = chosen or get_behavior(None, fw)
+    beh = chosen or resolve_profile(None, fw)
     if beh.framework != fw:
         raise BadInput(f"behavior {beh.name} belongs to {beh.framework}, not {fw}")
 

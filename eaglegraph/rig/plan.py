@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from eaglegraph.findings import Finding, Severity
+from eaglegraph.known.hazards import hazard
+from eaglegraph.known.profiles import FLAGS
+from eaglegraph.known.upstream import cite
 from eaglegraph.rig.capture_sizes import (
     round_for_spec_decode,
     sglang_batch_sizes,
@@ -166,13 +169,15 @@ def _vllm_plan(opts: PlanOptions) -> CapturePlan:
         "same descriptors as the target (the attention-state hand-off needs identical keys)"
     ]
     prefill = phase("draft_prefill", resolved, k1, prefill_notes)
+    reuse_ref = FLAGS["reuse_target_attn_state"].ref
+    clamp_ref = FLAGS["draft_decode_mode_clamp"].ref
     if any(d.mode is Mode.FULL for d in prefill.descriptors):
         prefill.notes.append(
             "FULL graphs captured with the target's captured attention state; replays without "
-            "a metadata rebuild (vllm#40410)"
+            f"a metadata rebuild ({reuse_ref})"
             if beh.reuse_target_attn_state
             else "FULL graphs captured with the speculator's own builders; metadata rebuilt "
-            "before each FULL replay (pre-vllm#40410)"
+            f"before each FULL replay (pre-{reuse_ref})"
         )
     if k == 1:
         decode = PhasePlan("draft_decode", Mode.NONE, 1, [], "no draft decodes (K = 1)", [])
@@ -180,7 +185,7 @@ def _vllm_plan(opts: PlanOptions) -> CapturePlan:
         mode = Mode.FULL_DECODE_ONLY if resolved.decode_mode() is Mode.FULL else Mode.NONE
         note = (
             f"clamped to {mode.name}: decode_mode() of {resolved.name} is "
-            f"{resolved.decode_mode().name} (vllm#39773)"
+            f"{resolved.decode_mode().name} ({clamp_ref})"
         )
         decode = phase("draft_decode", mode, 1, [note])
     else:
@@ -188,7 +193,7 @@ def _vllm_plan(opts: PlanOptions) -> CapturePlan:
             "draft_decode",
             resolved,
             1,
-            [f"unclamped: the decode manager gets the runner's {resolved.name} (pre-vllm#39773)"],
+            [f"unclamped: the decode manager gets the runner's {resolved.name} (pre-{clamp_ref})"],
         )
     plan = CapturePlan(
         framework="vllm",
@@ -212,24 +217,27 @@ def _vllm_hazards(plan: CapturePlan, opts: PlanOptions) -> list[Finding]:
     beh = opts.behavior
     out: list[Finding] = []
     if plan.downgrades:
+        h = hazard("mode-downgraded")
         out.append(
             Finding(
-                id="mode-downgraded",
+                id=h.id,
                 severity=Severity.WARNING,
                 message=f"requested {plan.requested_mode.name} runs as "
                 f"{plan.resolved_mode.name} with {opts.attention_backend}: the backend lacks "
                 "uniform-batch FULL graph support for spec decode",
-                ref="vllm#49547 (FlashInfer + spec-decode silently runs PIECEWISE)",
-                fix="use FlashAttention 3 or Triton attention for FULL target graphs",
+                ref=h.ref_text,
+                fix=h.fix_text,
+                hazard=h.id,
             )
         )
     decode = plan.phase("draft_decode")
     segmented_decode = [d for d in decode.descriptors if d.mode.is_segmented()]
     if segmented_decode:
+        h = hazard("piecewise-draft-decode")
         if opts.metadata_style == "flashinfer":
             out.append(
                 Finding(
-                    id="piecewise-draft-decode",
+                    id=h.id,
                     severity=Severity.ERROR,
                     kind="stale-read",
                     phase="draft_decode",
@@ -238,27 +246,30 @@ def _vllm_hazards(plan: CapturePlan, opts: PlanOptions) -> list[Finding]:
                     f"descriptors that pad num_tokens but not num_reqs; FlashInfer-style decode "
                     "plans num_tokens rows and reads kv_indptr[num_reqs+1:num_tokens+1] and "
                     "last_page_len[num_reqs:num_tokens] left by earlier builds",
-                    ref="vllm#39773",
-                    fix="use a vLLM with PR #39773 (draft decode clamped to FULL_DECODE_ONLY/NONE)",
+                    ref=h.ref_text,
+                    fix=h.fix_text,
+                    hazard=h.id,
                 )
             )
         else:
             out.append(
                 Finding(
-                    id="piecewise-draft-decode",
+                    id=h.id,
                     severity=Severity.INFO,
                     phase="draft_decode",
                     message=f"draft decodes may run {segmented_decode[0].mode.name}; harmless with "
                     "flash-attn-style metadata (kernels stop at query_start_loc[num_reqs]) but "
                     "not with FlashInfer",
-                    ref="vllm#39773",
+                    ref=h.ref_text,
+                    hazard=h.id,
                 )
             )
     prefill_full = [d for d in plan.phase("draft_prefill").descriptors if d.mode is Mode.FULL]
     if not beh.pad_last_token_indices and prefill_full:
+        h = hazard("unpadded-last-token-indices")
         out.append(
             Finding(
-                id="unpadded-last-token-indices",
+                id=h.id,
                 severity=Severity.ERROR,
                 kind="oob-read",
                 phase="draft_prefill",
@@ -266,30 +277,33 @@ def _vllm_hazards(plan: CapturePlan, opts: PlanOptions) -> list[Finding]:
                 message=f"{len(prefill_full)} FULL draft-prefill graphs gather hidden states at "
                 "last_token_indices[:num_reqs_padded]; rows past num_reqs keep stale indices "
                 "from larger batches (out-of-bounds gather)",
-                ref="vllm#39773",
-                fix="use a vLLM with PR #39773 (last_token_indices padded with 0)",
+                ref=h.ref_text,
+                fix=h.fix_text,
+                hazard=h.id,
             )
         )
     if beh.dedicated_eagle_pool and plan.resolved_mode:
+        h = hazard("dedicated-eagle-pool")
         out.append(
             Finding(
-                id="dedicated-eagle-pool",
+                id=h.id,
                 severity=Severity.INFO,
-                message="EAGLE graphs capture into a dedicated pool: their transient peak is "
-                "reserved a second time instead of reusing the target's blocks",
-                ref="vllm#44078 (1.39 → 1.12 GiB on Llama-3.1-8B + EAGLE, K=5, H200)",
+                message=h.mechanism,
+                ref=h.ref_text,
                 fix="eaglegraph memdiff MODEL --pool shared --against dedicated",
+                hazard=h.id,
             )
         )
     if not beh.reuse_target_attn_state and prefill_full:
+        h = hazard("draft-prefill-metadata-rebuild")
         out.append(
             Finding(
-                id="draft-prefill-metadata-rebuild",
+                id=h.id,
                 severity=Severity.INFO,
                 phase="draft_prefill",
-                message="every FULL draft-prefill replay is preceded by a metadata rebuild on the "
-                "speculator's builders (CPU cost per step)",
-                ref="vllm#40410",
+                message=h.mechanism,
+                ref=h.ref_text,
+                hazard=h.id,
             )
         )
     return out
@@ -323,10 +337,11 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
     else:
         decode = PhasePlan("draft_decode", Mode.NONE, 1, [], "no draft decode graph (steps = 1)")
     if opts.mode is Mode.BREAKABLE:
+        bcg_ref = cite("sglang-bcg").ref
         pre_descs = [BatchDescriptor(Mode.BREAKABLE, n, None) for n in bs_list]
         prefill = PhasePlan(
             "draft_prefill", Mode.BREAKABLE, ntok, pre_descs, _padding_rule(pre_descs, "sglang"),
-            ["--enable-breakable-cuda-graph: BCG for the draft extend (sglang#25795)"],
+            [f"--enable-breakable-cuda-graph: BCG for the draft extend ({bcg_ref})"],
         )  # fmt: skip
     elif graphs and opts.attention_backend == "triton":
         pd = full(ntok)
@@ -355,18 +370,18 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
         phases=[target, prefill, decode],
     )
     if not opts.behavior.reset_positions_on_padded_replay and decode.descriptors:
+        h = hazard("stale-padded-positions")
         plan.findings.append(
             Finding(
-                id="stale-padded-positions",
+                id=h.id,
                 severity=Severity.ERROR,
                 kind="stale-read",
                 phase="draft_decode",
                 buffer="positions",
-                message="padded draft replays (raw_bs < graph bs) keep stale positions in rows "
-                "raw_bs..bs; the draft graph advances them every step and indexes the KV cache "
-                "with them (illegal memory access as batches shrink)",
-                ref="sglang#10892 (root cause of sglang#6309, #8296, #8336, #9888)",
-                fix="use an SGLang with PR #10892",
+                message=h.mechanism,
+                ref=h.ref_text,
+                fix=h.fix_text,
+                hazard=h.id,
             )
         )
     return plan

@@ -2,7 +2,7 @@
 
 shared    — one global `graph_pool_handle()` for every graph (vLLM ≥ 0.23, SGLang);
 dedicated — vLLM 0.22: target graphs and every PIECEWISE piece in the global pool, EAGLE FULL
-            prefill/decode graphs in one extra pool (removed by PR #44078);
+            prefill/decode graphs in one extra pool (hazard `dedicated-eagle-pool`);
 per-graph — each capture its own private pool (torch's default without `pool=`).
 On the emulated backend pools are labels only: nothing is allocated.
 """

@@ -34,6 +34,7 @@ from eaglegraph.kernels.eagle import (
 from eaglegraph.kernels.gather import gather_rows
 from eaglegraph.kernels.guard import Guard, GuardLog
 from eaglegraph.kernels.sampling import argmax_map_draft, argmax_rows, greedy_verify
+from eaglegraph.known.profiles import FLAGS
 from eaglegraph.pair.model import Pair
 from eaglegraph.rig.attention import (
     AttentionRuntime,
@@ -164,7 +165,8 @@ class Rig:
         )
         self.current_draft_step = buf("eagle.current_draft_step", "draft_decode", (1,), i64, "all")
         # SGLang's draft-decode graph runner has its own positions buffer; the padded rows
-        # [raw_bs:bs] keep the last larger batch's values unless reset (PR #10892)
+        # [raw_bs:bs] keep the last larger batch's values unless reset
+        # (`reset_positions_on_padded_replay`)
         self.decode_positions = (
             buf("sglang.draft_positions", "draft_decode", (r,), i64, "num_reqs")
             if opts.framework == "sglang"
@@ -430,8 +432,8 @@ class Rig:
                         on_event(event)
 
     def _handoff_findings(self, runner: PhaseRunner) -> list[Finding]:
-        """PR #40410 hands the target's captured attention state to the draft prefill by
-        descriptor key: both managers must have identical FULL descriptor sets."""
+        """`reuse_target_attn_state` hands the target's captured attention state to the draft
+        prefill by descriptor key: both managers must have identical FULL descriptor sets."""
         if not self.behavior.reuse_target_attn_state:
             return []
         want = {d for d in runner.dispatcher.descriptors if d.mode is Mode.FULL}
@@ -447,7 +449,7 @@ class Rig:
                 message=f"{len(missing)} FULL draft-prefill descriptor(s) have no target-captured "
                 f"attention state, e.g. {missing[0].label()}; they are captured with freshly built "
                 "metadata instead",
-                ref="vllm#40410",
+                ref=FLAGS["reuse_target_attn_state"].ref,
             )
         ]
 
@@ -589,8 +591,8 @@ class Rig:
         p_reqs: int,
         p_toks: int,
     ) -> Metadata:
-        """Post-#40410 the draft prefill reads the target's metadata; before, FULL replays
-        were preceded by a rebuild on the speculator's own builders."""
+        """With `reuse_target_attn_state` the draft prefill reads the target's metadata;
+        without it, FULL replays are preceded by a rebuild on the speculator's own builders."""
         if self.behavior.reuse_target_attn_state or pdesc.mode is not Mode.FULL:
             return target_md
         max_q = graph_max_query_len(pdesc, self.num_speculative_tokens + 1)
@@ -643,7 +645,7 @@ class Rig:
 
     def _sglang_padded_rows(self, rb: int, r_pad: int) -> None:
         """SGLang's padded draft replay: padded rows get seq_len 1 and one token each; their
-        positions are zeroed only after PR #10892 (`reset_positions_on_padded_replay`)."""
+        positions are zeroed only with `reset_positions_on_padded_replay`."""
         if r_pad == rb:
             return
         self.eagle_seq_lens[rb:r_pad].fill_(1)

@@ -13,8 +13,9 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 from eaglegraph.findings import Finding, Severity
+from eaglegraph.known.versions import parse_version
 from eaglegraph.triage import recommend, rules
-from eaglegraph.triage.fixes import FixContext, matching_fixes, parse_version
+from eaglegraph.triage.fixes import FixContext, matching_fixes
 from eaglegraph.triage.locate import crash_frames
 from eaglegraph.triage.model import (
     CATEGORIES,

@@ -1,9 +1,10 @@
 """Upstream fixes, each listed only when the log shows its mechanism.
 
-A PR number is useful to a support engineer only if it is the right one: every entry states
-the mechanism it fixed and a condition over the evidence (category, framework, version, mode,
-backend, topology) under which that mechanism can be what happened. Facts come from
-`shared/research/crash-triage.md`, `sglang.md` and `vllm-mrv2.md`.
+A PR number is useful to a support engineer only if it is the right one: every entry names an
+upstream change (its number and what it fixed are data in `eaglegraph.known.upstream`) and a
+condition over the evidence (category, framework, version, mode, backend, topology) under which
+that mechanism can be what happened. Facts come from `shared/research/crash-triage.md`,
+`sglang.md` and `vllm-mrv2.md`.
 """
 
 from __future__ import annotations
@@ -12,21 +13,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from eaglegraph.known.upstream import cite
 from eaglegraph.triage.model import CATEGORIES, Fix, TriageConfig
 from eaglegraph.triage.rules import Verdict
 from eaglegraph.triage.state import ScanState
 
 STALE, OOB, OOM, CAPTURE, MODE, CONFIG, ACCEPT, HANG, OTHER = CATEGORIES
-
-
-def parse_version(text: str | None) -> tuple[int, int, int] | None:
-    """'0.22.1rc1.dev23+g6bdabbad5' -> (0, 22, 1); 'v0.5.4.post1' -> (0, 5, 4)."""
-    if not text:
-        return None
-    m = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", text.strip())
-    if not m:
-        return None
-    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
 
 
 @dataclass
@@ -57,8 +49,7 @@ class FixContext:
 
 @dataclass(frozen=True)
 class KnownFix:
-    ref: str
-    summary: str
+    change: str  # id of the upstream change or issue in eaglegraph.known.upstream
     applies: Callable[[FixContext], str | None]
 
 
@@ -99,9 +90,7 @@ def _width(c: FixContext) -> bool:
 
 KNOWN_FIXES: tuple[KnownFix, ...] = (
     KnownFix(
-        "sgl-project/sglang#10892",
-        "EAGLE CUDA-graph runners reset `positions` for padded rows when raw_bs != capture bs "
-        "(root fix of the padded-replay IMA family #6309/#8296/#8336/#9888; #9687 only mitigated)",
+        "sglang-padded-positions-reset",
         lambda c: (
             "padded replay in an SGLang build that may predate v0.5.4"
             if _sg(c) and c.category == STALE and c.before(0, 5, 4)
@@ -109,9 +98,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         ),
     ),
     KnownFix(
-        "sgl-project/sglang#24361",
-        "the FlashInfer target-verify plan read the padded tail of `positions`; fixed by zeroing "
-        "positions/mrope_positions on pad",
+        "sglang-flashinfer-verify-positions",
         lambda c: (
             "stale read with the FlashInfer backend"
             if _sg(c) and c.category == STALE and c.config.attention_backend == "flashinfer"
@@ -119,9 +106,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         ),
     ),
     KnownFix(
-        "sgl-project/sglang#26880",
-        "draft-decode replay padded `seq_lens` but left `seq_lens_sum` raw; FlashInfer/"
-        "FlashInfer-MLA/Aiter slice draft kv_indices by it",
+        "sglang-draft-seq-lens-sum",
         lambda c: (
             "padded draft-decode replay"
             if _sg(c)
@@ -132,9 +117,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         ),
     ),
     KnownFix(
-        "sgl-project/sglang#23037",
-        "EAGLE CUDA-graph IMA under PD + DP + MTP; clone topk_p/topk_index/hidden_states out of "
-        "graph buffers after draft-extend replay",
+        "sglang-dp-mtp-draft-extend-ima",
         lambda c: (
             "asynchronous fault with data-parallel attention"
             if _sg(c) and c.category in (STALE, OTHER) and _async_like(c) and _dp(c)
@@ -142,10 +125,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         ),
     ),
     KnownFix(
-        "sgl-project/sglang#27338",
-        "draft multi-step `cuda_graph_kv_indices` sized without the topk factor: writes past its "
-        "row into graph-pool memory -> wrong drafts or out-of-vocab ids "
-        "(`vectorized_gather_kernel` index out of bounds)",
+        "sglang-draft-kv-indices-topk",
         lambda c: (
             "out-of-range draft ids or silent draft corruption with topk > 1"
             if _sg(c)
@@ -157,9 +137,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         ),
     ),
     KnownFix(
-        "sgl-project/sglang#31198",
-        "capturing the EAGLE target prefill graph perturbed FP4/TRTLLM-MoE state and a stale "
-        "prefill fallback was recorded into the spec-verify graphs (with #29248)",
+        "sglang-target-prefill-capture-state",
         lambda c: (
             "failure next to a target-prefill graph capture"
             if _sg(c)
@@ -169,8 +147,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         ),
     ),
     KnownFix(
-        "sgl-project/sglang#2684",
-        "hang with CUDA graphs + DP attention for EAGLE (issue #2678)",
+        "sglang-dp-attention-hang",
         lambda c: (
             "hang with data-parallel attention"
             if _sg(c) and c.category == HANG and _dp(c)
@@ -178,9 +155,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         ),
     ),
     KnownFix(
-        "sgl-project/sglang#3430",
-        "EAGLE startup can fail in CUDA-graph capture for large topk/draft-token counts; the "
-        "hint is to reduce --cuda-graph-max-bs",
+        "sglang-capture-max-bs",
         lambda c: (
             "capture failure or capture-time OOM"
             if _sg(c)
@@ -192,9 +167,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         ),
     ),
     KnownFix(
-        "sgl-project/sglang#32106",
-        "skip the expert-distribution recorder's pass boundary (a host sync) during CUDA-graph "
-        "capture",
+        "sglang-expert-recorder-capture-sync",
         lambda c: (
             "capture failure with expert-distribution metrics enabled"
             if _sg(c)
@@ -204,21 +177,15 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         ),
     ),
     KnownFix(
-        "sgl-project/sglang#8163",
-        "draft-extend hidden_states buffer was sized hidden_size x 3 while the draft's "
-        "target_hidden_size differs",
+        "sglang-draft-extend-hidden-width",
         lambda c: "width mismatch between draft and target" if _width(c) else None,
     ),
     KnownFix(
-        "sgl-project/sglang#29464",
-        "one helper (get_draft_input_from_target_hidden_dim) for the draft input width, replacing "
-        "per-runner guesses",
+        "sglang-draft-input-width-helper",
         lambda c: "width mismatch between draft and target" if _width(c) else None,
     ),
     KnownFix(
-        "sgl-project/sglang#22836",
-        "EAGLE-3 aux-layer capture was enabled after CUDA-graph capture: captured target graphs "
-        "produced no aux states -> zero acceptance",
+        "sglang-eagle3-aux-capture-order",
         lambda c: (
             "acceptance collapse with an EAGLE-3 draft"
             if _sg(c) and c.category == ACCEPT and c.config.spec_method in ("eagle3", None)
@@ -226,9 +193,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         ),
     ),
     KnownFix(
-        "vllm-project/vllm#39773",
-        "MRV2: `last_token_indices` not padded before draft prefill (stale values -> OOB gather), "
-        "and PIECEWISE draft decodes made FlashInfer read a stale paged-KV indptr",
+        "vllm-mrv2-eagle-padding",
         lambda c: (
             "stale/OOB read on an MRV2 build that may predate 0.20"
             if _vl(c)
@@ -240,9 +205,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         ),
     ),
     KnownFix(
-        "vllm-project/vllm#43682",
-        "`eagle_step_slot_mapping_metadata_kernel` incremented seq_lens of CUDA-graph padded rows "
-        "(block_table = -1) -> cudaErrorIllegalAddress under concurrency",
+        "vllm-slot-mapping-padded-seq-lens",
         lambda c: (
             "illegal address during padded replay"
             if _vl(c) and c.category == STALE and c.before(0, 23)
@@ -250,9 +213,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         ),
     ),
     KnownFix(
-        "vllm-project/vllm#46324",
-        "capture sizes were aligned to K+1 only in FULL mode; in PIECEWISE a partial-acceptance "
-        "step hit a misaligned graph and read slot_mapping/positions at wrong offsets",
+        "vllm-piecewise-capture-alignment",
         lambda c: (
             "fault with PIECEWISE graphs and speculative decoding"
             if _vl(c)
@@ -262,9 +223,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         ),
     ),
     KnownFix(
-        "vllm-project/vllm#32818",
-        "the EAGLE dummy_run ignored use_cudagraphs, so graphs were dispatched during capture -> "
-        "segfault (MI300X, TP>1)",
+        "vllm-eagle-dummy-run-graphs",
         lambda c: (
             "crash during capture"
             if _vl(c)
@@ -274,9 +233,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         ),
     ),
     KnownFix(
-        "vllm-project/vllm#54418",
-        "default spec-decode capture sizes grew to 2176/6400 tokens -> FULL capture OOM and a "
-        "KV cache shrunk to 0.94 GiB",
+        "vllm-spec-capture-sizes-memory",
         lambda c: (
             "OOM with large capture sizes or a squeezed KV cache"
             if _vl(c)
@@ -293,9 +250,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         ),
     ),
     KnownFix(
-        "vllm-project/vllm#44078",
-        "MRV2 EAGLE graphs in a dedicated pool reserved the draft's transient footprint a second "
-        "time; the shared global pool reuses the target's blocks (1.39 -> 1.12 GiB)",
+        "vllm-shared-eagle-pool",
         lambda c: (
             "graph-pool memory on a 0.22 build (dedicated EAGLE pool)"
             if _vl(c)
@@ -308,10 +263,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         ),
     ),
     KnownFix(
-        "vllm-project/vllm#44740",
-        "issue: negative CUDA-graph memory estimate inflates the KV budget (proposed fix PR "
-        "#45076: clamp negative deltas, flush the allocator cache); workaround: lower "
-        "--gpu-memory-utilization or VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0",
+        "vllm-negative-graph-memory-estimate",
         lambda c: (
             "negative graph-memory estimate in the log"
             if _vl(c) and c.state.hits("memory.negative-estimate")
@@ -319,9 +271,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         ),
     ),
     KnownFix(
-        "vllm-project/vllm#26499",
-        "FlashInfer chose decode CUDA graphs by num_decodes instead of num_decode_tokens, wrong "
-        "under spec decode at high concurrency",
+        "vllm-flashinfer-decode-graph-choice",
         lambda c: (
             "FlashInfer graphs with speculative decoding on an older build"
             if _vl(c)
@@ -332,10 +282,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         ),
     ),
     KnownFix(
-        "vllm-project/vllm#17504",
-        "acceptance collapse: a draft compiled for int32 input ids was fed int64 from argmax "
-        "(gibberish drafts) and EAGLE-3 was not actually captured (with #17211; mean acceptance "
-        "length back to 3.57)",
+        "vllm-eagle-input-dtype-acceptance",
         lambda c: (
             "acceptance collapse with an EAGLE draft on an older build"
             if _vl(c)
@@ -346,9 +293,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         ),
     ),
     KnownFix(
-        "vllm-project/vllm#40410",
-        "draft-prefill graphs reuse the target's captured attention state; before it every FULL "
-        "draft-prefill replay depended on a metadata rebuild",
+        "vllm-draft-prefill-attn-state",
         lambda c: (
             "stale metadata on a 0.20 MRV2 build"
             if _vl(c)
@@ -359,9 +304,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         ),
     ),
     KnownFix(
-        "vllm-project/vllm#48894",
-        "issue: a crash that persists with cudagraph_mode=NONE but not with --enforce-eager is a "
-        "torch.compile/inductor kernel, not a CUDA-graph bug",
+        "vllm-compile-not-graphs",
         lambda c: (
             "the reporter's A/B points at torch.compile"
             if _vl(c) and c.state.hits("context.none-still-fails")
@@ -376,5 +319,6 @@ def matching_fixes(ctx: FixContext) -> list[Fix]:
     for kf in KNOWN_FIXES:
         why = kf.applies(ctx)
         if why:
-            out.append(Fix(kf.ref, kf.summary, why))
+            change = cite(kf.change)
+            out.append(Fix(change.full_ref, change.summary, why))
     return out

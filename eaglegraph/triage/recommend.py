@@ -3,44 +3,30 @@
 The reproduce line is built only from what the log said: the draft path (or the built-in preset
 of the same family and draft kind), the CUDA-graph mode that actually ran, the attention
 backend's metadata style, K, and the behaviour profile whose semantics match the framework
-version (each profile is tied to the PRs that changed those semantics).
+version (chosen by `eaglegraph.known`, where each profile is tied to the changes behind it).
 """
 
 from __future__ import annotations
 
 import shlex
 
-from eaglegraph.triage.fixes import FixContext, mismatch_kind, parse_version
+from eaglegraph.known.choose import profile_for_version
+from eaglegraph.known.profiles import get_profile
+from eaglegraph.rig.modes import Mode
+from eaglegraph.rig.options import ATTENTION_BACKENDS
+from eaglegraph.triage.fixes import FixContext, mismatch_kind
 from eaglegraph.triage.model import CATEGORIES, TriageConfig
 
 STALE, OOB, OOM, CAPTURE, MODE, CONFIG, ACCEPT, HANG, OTHER = CATEGORIES
 
-PROBE_BACKENDS = ("flash_attn", "flashinfer", "triton")
-PROBE_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE", "BREAKABLE")
+PROBE_BACKENDS = ATTENTION_BACKENDS
+PROBE_MODES = tuple(Mode.__members__)
 
 
 def behavior_for(cfg: TriageConfig) -> tuple[str, str]:
     """The `--behavior` profile for the framework and version, and why it was chosen."""
-    version = parse_version(cfg.version)
-    if cfg.framework == "sglang":
-        if version is None:
-            return "sglang-current", "SGLang version not in the log: current semantics"
-        if version < (0, 5, 4):
-            return "sglang-pre-10892", f"SGLang {cfg.version} predates PR #10892 (v0.5.4)"
-        return "sglang-current", f"SGLang {cfg.version} contains PR #10892"
-    if cfg.framework == "vllm":
-        if version is None:
-            return "vllm-current", "vLLM version not in the log: current semantics"
-        mm = version[:2]
-        if mm < (0, 20):
-            note = "MRV2" if cfg.runner == "mrv2" else "closest modelled profile (MRV2 semantics)"
-            return "vllm-pre-39773", f"vLLM {cfg.version} predates PR #39773 ({note})"
-        if mm == (0, 20):
-            return "vllm-0.20", f"vLLM {cfg.version}: #39773 in, #40410 not yet"
-        if mm in ((0, 21), (0, 22)):
-            return "vllm-0.22", f"vLLM {cfg.version}: #40410 in, dedicated EAGLE pool (pre-#44078)"
-        return "vllm-current", f"vLLM {cfg.version}: shared pool (#44078) and later"
-    return "vllm-current", "framework not modelled: vLLM current semantics as the reference"
+    choice = profile_for_version(cfg.framework, cfg.version, cfg.runner)
+    return choice.name, choice.why
 
 
 def _mode(cfg: TriageConfig) -> str:
@@ -72,10 +58,9 @@ def model_arg(cfg: TriageConfig, full_size: bool = False) -> str:
 
 
 def _pool(behavior: str) -> tuple[str, str]:
-    """(pool policy the deployment used, the one to compare against)."""
-    if behavior == "vllm-0.22":  # MRV2 EAGLE graphs in their own pool until PR #44078
-        return "dedicated", "shared"
-    return "shared", "dedicated"
+    """(pool policy the deployment used, the one to compare against): the profile's."""
+    pool = get_profile(behavior).default_pool
+    return pool, "shared" if pool == "dedicated" else "dedicated"
 
 
 def _cmd(*parts: str | int | None) -> str:

@@ -22,6 +22,7 @@ import re
 from typing import Any
 
 from eaglegraph import frames as framecls
+from eaglegraph.known.upstream import cite
 from eaglegraph.triage.patterns import Handler, register
 from eaglegraph.triage.prefixes import Prefix
 from eaglegraph.triage.state import Frame, ScanState
@@ -115,7 +116,8 @@ _signal(
     r"[^\n\d-]{0,20}-\d|Graph capturing finished in [\d.]+ secs?, took -\d|"
     r"[Nn]egative CUDA graph memory",
     anchors=("CUDA", "Graph"),
-    why="a negative graph-memory estimate inflates the KV budget (vllm#44740)",
+    why="a negative graph-memory estimate inflates the KV budget "
+    f"({cite('vllm-negative-graph-memory-estimate').ref})",
 )
 # --- capture ---------------------------------------------------------------------------------
 _signal(
@@ -336,7 +338,8 @@ _signal(
     "narrative",
     r"(?i)cudagraph_mode[\"':= ]+NONE[^\n]{0,80}?(?:still|also) (?:crash|fail|error)",
     extra=("cudagraph_mode",),
-    why="failing with graphs off points at torch.compile/inductor, not graphs (vllm#48894)",
+    why="failing with graphs off points at torch.compile/inductor, not graphs "
+    f"({cite('vllm-compile-not-graphs').ref})",
 )
 _signal(
     "mode.skip",

@@ -1,0 +1,219 @@
+"""Hazards: each known failure mechanism once, with one id, whoever finds it.
+
+The plan predicts a hazard from the configuration, the probe observes it as a stale read of a
+buffer, and triage meets it in a crash log: all three name it by the same id and show the same
+upstream reference and fix. A hazard records the mechanism, which releases have it, the change
+that fixed it (and so the first release that carries the fix) and what to do about it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eaglegraph.known.upstream import Upstream, upstream
+from eaglegraph.known.versions import ENGINE_LABELS, VersionRange
+
+
+@dataclass(frozen=True)
+class Hazard:
+    id: str
+    engine: str | None  # None: any engine that loads the pair
+    mechanism: str
+    fix: str | None = None  # what the upstream fix does
+    fixed_by: str | None = None  # upstream ref of the fixing change
+    workaround: str | None = None  # what to do without (or before) the upstream fix
+    refs: tuple[str, ...] = ()  # issues and related changes, beside the fix
+    ref_note: str | None = None  # a short gloss shown after the ref
+    cite: str | None = None  # the citation shown verbatim when one ref does not say it all
+    # Probe observations of this hazard: (buffer name suffix, phase or None for any phase).
+    buffers: tuple[tuple[str, str | None], ...] = ()
+    flag: str | None = None  # the profile flag whose off state reproduces it
+
+    @property
+    def fix_change(self) -> Upstream | None:
+        return upstream(self.fixed_by) if self.fixed_by else None
+
+    @property
+    def fixed_in(self) -> str | None:
+        """'vLLM ≥ 0.20': the first release that carries the fix, when known."""
+        change = self.fix_change
+        return change.carried_by() if change else None
+
+    @property
+    def affected(self) -> VersionRange | None:
+        """Releases before the first one that carries the fix, when that release is known."""
+        change = self.fix_change
+        if change is None or change.released_in is None:
+            return None
+        return VersionRange(None, change.released_in)
+
+    @property
+    def ref(self) -> str | None:
+        """The reference a finding shows: the fixing change, else the first issue."""
+        return self.fixed_by or (self.refs[0] if self.refs else None)
+
+    @property
+    def ref_text(self) -> str | None:
+        if self.cite:
+            return self.cite
+        ref = self.ref
+        if ref is None:
+            return None
+        return f"{ref} ({self.ref_note})" if self.ref_note else ref
+
+    @property
+    def fix_text(self) -> str | None:
+        """'use vLLM ≥ 0.20 (PR #39773): <what it does>', after the workaround if there is one."""
+        change = self.fix_change
+        if change is None:
+            return self.workaround or self.fix
+        if change.released_in is not None:
+            upgrade = f"use {change.carried_by()} ({change.pr})"
+        else:
+            label = ENGINE_LABELS[change.engine]
+            upgrade = f"use {ARTICLES[change.engine]} {label} build with {change.pr}"
+        if self.fix:
+            upgrade += f": {self.fix}"
+        return f"{self.workaround}, or {upgrade}" if self.workaround else upgrade
+
+
+ARTICLES = {"vllm": "a", "sglang": "an"}
+
+
+HAZARDS: dict[str, Hazard] = {
+    h.id: h
+    for h in (
+        Hazard(
+            "piecewise-draft-decode",
+            "vllm",
+            "draft decodes dispatch to PIECEWISE descriptors that pad num_tokens but not "
+            "num_reqs; FlashInfer-style decode plans num_tokens rows and reads "
+            "kv_indptr[num_reqs+1:num_tokens+1] and last_page_len[num_reqs:num_tokens] left by "
+            "earlier builds",
+            fix="draft decodes clamped to FULL_DECODE_ONLY or NONE, so requests are padded too",
+            fixed_by="vllm#39773",
+            buffers=(("kv_indptr", "draft_decode"), ("last_page_len", "draft_decode")),
+            flag="draft_decode_mode_clamp",
+        ),
+        Hazard(
+            "unpadded-last-token-indices",
+            "vllm",
+            "FULL draft-prefill graphs gather hidden states at last_token_indices"
+            "[:num_reqs_padded]; rows past num_reqs keep stale indices from larger batches "
+            "(out-of-bounds gather)",
+            fix="last_token_indices[num_reqs:] padded with 0 in _prepare_eagle_inputs_kernel",
+            fixed_by="vllm#39773",
+            buffers=(("last_token_indices", None),),
+            flag="pad_last_token_indices",
+        ),
+        Hazard(
+            "stale-padded-positions",
+            "sglang",
+            "padded draft replays (raw_bs < graph bs) keep stale positions in rows raw_bs..bs; "
+            "the draft graph advances them every step and indexes the KV cache with them "
+            "(illegal memory access as batches shrink)",
+            fix="positions[raw_bs:bs] reset before a padded draft replay",
+            fixed_by="sglang#10892",
+            ref_note="root cause of sglang#6309, #8296, #8336, #9888",
+            buffers=(("draft_positions", None),),
+            flag="reset_positions_on_padded_replay",
+        ),
+        Hazard(
+            "dedicated-eagle-pool",
+            "vllm",
+            "EAGLE graphs capture into a dedicated pool: their transient peak is reserved a "
+            "second time instead of reusing the target's blocks",
+            fix="EAGLE graphs share the global graph pool",
+            fixed_by="vllm#44078",
+            ref_note="1.39 → 1.12 GiB on Llama-3.1-8B + EAGLE, K=5, H200",
+            flag="dedicated_eagle_pool",
+        ),
+        Hazard(
+            "draft-prefill-metadata-rebuild",
+            "vllm",
+            "every FULL draft-prefill replay is preceded by a metadata rebuild on the "
+            "speculator's builders (CPU cost per step)",
+            fix="draft-prefill graphs reuse the target's captured attention state",
+            fixed_by="vllm#40410",
+            flag="reuse_target_attn_state",
+        ),
+        Hazard(
+            "mode-downgraded",
+            "vllm",
+            "the attention backend lacks uniform-batch FULL graph support for spec decode, so "
+            "the requested mode is downgraded (FlashInfer runs PIECEWISE)",
+            workaround="use FlashAttention 3 or Triton attention for FULL target graphs",
+            refs=("vllm#49547",),
+            ref_note="FlashInfer + spec-decode silently runs PIECEWISE",
+        ),
+        # --- the pair on disk: mismatches an engine crashes or degrades on -------------------
+        Hazard(
+            "hidden-mismatch",
+            None,
+            "the draft's hidden width differs from the target's: the target states it is fed "
+            "do not fit the draft's fc",
+            fixed_by="sglang#8163",
+            refs=("sglang#7011", "vllm#38073"),
+            cite="sgl-project/sglang#7011 (fixed by sglang PR #8163), vllm-project/vllm PR #38073",
+        ),
+        Hazard(
+            "fc-width-mismatch",
+            "sglang",
+            "the draft's fc input width is not what the target provides",
+            fixed_by="sglang#29464",
+            cite="sgl-project/sglang PR #29464 (draft input width resolution)",
+        ),
+        Hazard(
+            "draft-max-positions",
+            None,
+            "a draft with fewer max positions than the target indexes its rotary table out of "
+            "range past its limit",
+            workaround="vLLM raises the draft's limit to the target's for eagle/eagle3; other "
+            "stacks need max_position_embeddings edited in the draft config",
+            refs=("vllm#21986", "sglang#3513"),
+            cite="vllm-project/vllm#21986, sgl-project/sglang#3513",
+        ),
+        Hazard(
+            "eagle1-fc-bias",
+            None,
+            "EAGLE-1 checkpoints differ in whether fc has a bias, and loaders differ in whether "
+            "they trust the config's 'bias' key",
+            refs=("sglang#5773", "vllm#8790", "vllm#9580", "vllm#22323"),
+            cite="sgl-project/sglang#5773, vllm-project/vllm PRs #8790, #9580, #22323",
+        ),
+        Hazard(
+            "lm-head-rows-mismatch",
+            "sglang",
+            "the draft's lm_head rows and draft_vocab_size disagree",
+            refs=("sglang#12421",),
+            ref_note="logits buffer sized from the wrong vocabulary",
+            cite="sgl-project/sglang#12421 (logits buffer sized from the wrong vocabulary)",
+        ),
+        Hazard(
+            "sglang-bcg-draft-width",
+            "sglang",
+            "with breakable CUDA graphs for the draft, SGLang sizes the draft's static hidden "
+            "buffer from the config; without the aux-layer keys it is too narrow for what the "
+            "target emits (shape error on copy_ at BCG replay)",
+            fixed_by="sglang#29464",
+            workaround="add eagle_config {eagle_aux_hidden_state_layer_ids, "
+            "use_aux_hidden_state: true} to the draft config",
+            refs=("sglang#25795",),
+            cite="sgl-project/sglang PR #25795 (get_draft_hidden_dim), fixed by PR #29464",
+        ),
+    )
+}
+
+
+def hazard(hazard_id: str) -> Hazard:
+    """The hazard by id; a KeyError here is a typo in eaglegraph's own code."""
+    return HAZARDS[hazard_id]
+
+
+def hazard_for_buffer(buffer: str, phase: str) -> Hazard | None:
+    """The known hazard that a stale or out-of-range read of `buffer` in `phase` is."""
+    for h in HAZARDS.values():
+        for suffix, ph in h.buffers:
+            if buffer.endswith(suffix) and (ph is None or ph == phase):
+                return h
+    return None

@@ -1,0 +1,281 @@
+"""Upstream pull requests and issues that eaglegraph cites, one record each.
+
+A record says what the change did (or what the issue reports) and, for a merged fix, the first
+release that carries it, so a finding can say "fixed by X in vLLM ≥ Y" from data alone. Refs are
+written short (`vllm#39773`); `full_ref` gives the GitHub form (`vllm-project/vllm#39773`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eaglegraph.known.versions import ENGINE_LABELS, Version, parse_version, version_text
+
+REPOS = {"vllm": "vllm-project/vllm", "sglang": "sgl-project/sglang"}
+
+
+@dataclass(frozen=True)
+class Upstream:
+    id: str  # a name code outside this package cites it by, never the number
+    ref: str  # "vllm#39773"
+    kind: str  # "pr" or "issue"
+    summary: str
+    released_in: Version | None = None
+
+    @property
+    def engine(self) -> str:
+        return self.ref.split("#")[0]
+
+    @property
+    def number(self) -> int:
+        return int(self.ref.split("#")[1])
+
+    @property
+    def full_ref(self) -> str:
+        return f"{REPOS[self.engine]}#{self.number}"
+
+    @property
+    def pr(self) -> str:
+        """How prose names it: 'PR #39773' or 'issue #44740'."""
+        return f"{'PR' if self.kind == 'pr' else 'issue'} #{self.number}"
+
+    def carried_by(self) -> str | None:
+        """'vLLM ≥ 0.20' when the first release with this change is known."""
+        if self.released_in is None:
+            return None
+        v = version_text(self.released_in).removesuffix(".0")
+        return f"{ENGINE_LABELS[self.engine]} ≥ {v}"
+
+
+def _pr(id: str, ref: str, summary: str, released_in: str | None = None) -> Upstream:
+    return Upstream(id, ref, "pr", summary, parse_version(released_in))
+
+
+def _issue(id: str, ref: str, summary: str) -> Upstream:
+    return Upstream(id, ref, "issue", summary)
+
+
+_ALL = (
+    # --- vLLM -----------------------------------------------------------------------------
+    _pr(
+        "vllm-mrv2-eagle-prefill-graphs",
+        "vllm#37588",
+        "MRV2 EAGLE prefill CUDA graphs (draft prefill captured FULL)",
+    ),
+    _pr(
+        "vllm-mrv2-eagle-padding",
+        "vllm#39773",
+        "MRV2: `last_token_indices` not padded before draft prefill (stale values -> OOB "
+        "gather), and PIECEWISE draft decodes made FlashInfer read a stale paged-KV indptr",
+        "0.20",
+    ),
+    _pr(
+        "vllm-draft-prefill-attn-state",
+        "vllm#40410",
+        "draft-prefill graphs reuse the target's captured attention state; before it every "
+        "FULL draft-prefill replay depended on a metadata rebuild",
+        "0.21",
+    ),
+    _pr(
+        "vllm-shared-eagle-pool",
+        "vllm#44078",
+        "MRV2 EAGLE graphs in a dedicated pool reserved the draft's transient footprint a "
+        "second time; the shared global pool reuses the target's blocks (1.39 -> 1.12 GiB)",
+        "0.23",
+    ),
+    _pr(
+        "vllm-breakable-graphs",
+        "vllm#44050",
+        "breakable CUDA graphs: graph segments broken at attention, attention eager between them",
+    ),
+    _pr(
+        "vllm-slot-mapping-padded-seq-lens",
+        "vllm#43682",
+        "`eagle_step_slot_mapping_metadata_kernel` incremented seq_lens of CUDA-graph padded "
+        "rows (block_table = -1) -> cudaErrorIllegalAddress under concurrency",
+        "0.23",
+    ),
+    _pr(
+        "vllm-piecewise-capture-alignment",
+        "vllm#46324",
+        "capture sizes were aligned to K+1 only in FULL mode; in PIECEWISE a partial-"
+        "acceptance step hit a misaligned graph and read slot_mapping/positions at wrong "
+        "offsets",
+    ),
+    _pr(
+        "vllm-eagle-dummy-run-graphs",
+        "vllm#32818",
+        "the EAGLE dummy_run ignored use_cudagraphs, so graphs were dispatched during "
+        "capture -> segfault (MI300X, TP>1)",
+    ),
+    _pr(
+        "vllm-spec-capture-sizes-memory",
+        "vllm#54418",
+        "default spec-decode capture sizes grew to 2176/6400 tokens -> FULL capture OOM and a "
+        "KV cache shrunk to 0.94 GiB",
+    ),
+    _issue(
+        "vllm-negative-graph-memory-estimate",
+        "vllm#44740",
+        "issue: negative CUDA-graph memory estimate inflates the KV budget (proposed fix PR "
+        "#45076: clamp negative deltas, flush the allocator cache); workaround: lower "
+        "--gpu-memory-utilization or VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0",
+    ),
+    _pr(
+        "vllm-flashinfer-decode-graph-choice",
+        "vllm#26499",
+        "FlashInfer chose decode CUDA graphs by num_decodes instead of num_decode_tokens, "
+        "wrong under spec decode at high concurrency",
+        "0.12",
+    ),
+    _pr(
+        "vllm-eagle-input-dtype-acceptance",
+        "vllm#17504",
+        "acceptance collapse: a draft compiled for int32 input ids was fed int64 from argmax "
+        "(gibberish drafts) and EAGLE-3 was not actually captured (with #17211; mean "
+        "acceptance length back to 3.57)",
+        "0.9",
+    ),
+    _issue(
+        "vllm-draft-max-positions",
+        "vllm#21986",
+        "draft max_position_embeddings below the serving context: rotary index out of range",
+    ),
+    _pr(
+        "vllm-eagle3-target-hidden-size",
+        "vllm#38073",
+        "EAGLE-3 draft input width from the draft config's target_hidden_size",
+    ),
+    _pr("vllm-eagle1-fc-bias-a", "vllm#8790", "EAGLE-1 fc-bias bug thread (draft loader)"),
+    _pr(
+        "vllm-eagle1-fc-bias-b",
+        "vllm#9580",
+        "EAGLE-1 fc bias read from `eagle_fc_bias`, apart from the attention-bias `bias` key",
+    ),
+    _pr("vllm-eagle1-fc-bias-c", "vllm#22323", "EAGLE-1 fc-bias bug thread (draft loader)"),
+    _issue(
+        "vllm-compile-not-graphs",
+        "vllm#48894",
+        "issue: a crash that persists with cudagraph_mode=NONE but not with --enforce-eager "
+        "is a torch.compile/inductor kernel, not a CUDA-graph bug",
+    ),
+    _issue(
+        "vllm-flashinfer-spec-piecewise",
+        "vllm#49547",
+        "FlashInfer + spec-decode silently runs PIECEWISE",
+    ),
+    # --- SGLang ---------------------------------------------------------------------------
+    _pr(
+        "sglang-padded-positions-reset",
+        "sglang#10892",
+        "EAGLE CUDA-graph runners reset `positions` for padded rows when raw_bs != capture "
+        "bs (root fix of the padded-replay IMA family #6309/#8296/#8336/#9888; #9687 only "
+        "mitigated)",
+        "0.5.4",
+    ),
+    _pr(
+        "sglang-flashinfer-verify-positions",
+        "sglang#24361",
+        "the FlashInfer target-verify plan read the padded tail of `positions`; fixed by "
+        "zeroing positions/mrope_positions on pad",
+    ),
+    _pr(
+        "sglang-draft-seq-lens-sum",
+        "sglang#26880",
+        "draft-decode replay padded `seq_lens` but left `seq_lens_sum` raw; FlashInfer/"
+        "FlashInfer-MLA/Aiter slice draft kv_indices by it",
+    ),
+    _pr(
+        "sglang-dp-mtp-draft-extend-ima",
+        "sglang#23037",
+        "EAGLE CUDA-graph IMA under PD + DP + MTP; clone topk_p/topk_index/hidden_states out "
+        "of graph buffers after draft-extend replay",
+    ),
+    _pr(
+        "sglang-draft-kv-indices-topk",
+        "sglang#27338",
+        "draft multi-step `cuda_graph_kv_indices` sized without the topk factor: writes past "
+        "its row into graph-pool memory -> wrong drafts or out-of-vocab ids "
+        "(`vectorized_gather_kernel` index out of bounds)",
+    ),
+    _pr(
+        "sglang-target-prefill-capture-state",
+        "sglang#31198",
+        "capturing the EAGLE target prefill graph perturbed FP4/TRTLLM-MoE state and a stale "
+        "prefill fallback was recorded into the spec-verify graphs (with #29248)",
+    ),
+    _pr(
+        "sglang-dp-attention-hang",
+        "sglang#2684",
+        "hang with CUDA graphs + DP attention for EAGLE (issue #2678)",
+    ),
+    _pr(
+        "sglang-capture-max-bs",
+        "sglang#3430",
+        "EAGLE startup can fail in CUDA-graph capture for large topk/draft-token counts; the "
+        "hint is to reduce --cuda-graph-max-bs",
+    ),
+    _pr(
+        "sglang-expert-recorder-capture-sync",
+        "sglang#32106",
+        "skip the expert-distribution recorder's pass boundary (a host sync) during CUDA-"
+        "graph capture",
+    ),
+    _pr(
+        "sglang-draft-extend-hidden-width",
+        "sglang#8163",
+        "draft-extend hidden_states buffer was sized hidden_size x 3 while the draft's "
+        "target_hidden_size differs",
+    ),
+    _pr(
+        "sglang-draft-input-width-helper",
+        "sglang#29464",
+        "one helper (get_draft_input_from_target_hidden_dim) for the draft input width, "
+        "replacing per-runner guesses",
+    ),
+    _pr(
+        "sglang-eagle3-aux-capture-order",
+        "sglang#22836",
+        "EAGLE-3 aux-layer capture was enabled after CUDA-graph capture: captured target "
+        "graphs produced no aux states -> zero acceptance",
+    ),
+    _issue(
+        "sglang-draft-hidden-width",
+        "sglang#7011",
+        "draft-extend CUDA graph fails to load with Llama 3.3 70B (EAGLE-3): the draft-extend "
+        "buffer used the draft's hidden size, not target_hidden_size x 3",
+    ),
+    _issue(
+        "sglang-draft-max-positions",
+        "sglang#3513",
+        "draft max_position_embeddings below the serving context: rotary index out of range",
+    ),
+    _issue(
+        "sglang-eagle1-fc-bias",
+        "sglang#5773",
+        "EAGLE-1 fc-bias bug thread: fc always has a bias in that layout",
+    ),
+    _issue(
+        "sglang-draft-vocab-logits",
+        "sglang#12421",
+        "logits buffer sized from the wrong vocabulary",
+    ),
+    _pr(
+        "sglang-bcg",
+        "sglang#25795",
+        "breakable CUDA graphs (BCG) for the draft extend; get_draft_hidden_dim",
+    ),
+)
+
+UPSTREAM: dict[str, Upstream] = {u.ref: u for u in _ALL}
+BY_ID: dict[str, Upstream] = {u.id: u for u in _ALL}
+
+
+def upstream(ref: str) -> Upstream:
+    """The record for a short ref; a KeyError here is a typo in eaglegraph's own tables."""
+    return UPSTREAM[ref]
+
+
+def cite(change_id: str) -> Upstream:
+    """The upstream change or issue with this id: how code outside `known` names one."""
+    return BY_ID[change_id]
