@@ -147,3 +147,19 @@ def test_presets_match_family_and_kind() -> None:
     )
     assert r.category == "pool-memory/oom"
     assert r.reproduce == "eaglegraph memdiff llama3.1-8b-eagle1 --pool shared --against dedicated"
+
+
+def test_reproduce_pool_follows_the_version_profile() -> None:
+    """The deployment's pool is the profile's: every vLLM before 0.23 used a dedicated one."""
+
+    def oom(version: str) -> str:
+        return triage_text(
+            f"INFO 03-01 10:00:00 [core.py:58] Initializing a V1 LLM engine (v{version}) with "
+            "config: model='meta-llama/Llama-3.1-8B', speculative_config=SpeculativeConfig("
+            "method='eagle', model='None', num_spec_tokens=5)\n"
+            "torch.OutOfMemoryError: CUDA out of memory."
+        ).reproduce
+
+    for version in ("0.19.1", "0.20.2", "0.22.0"):
+        assert "--pool dedicated --against shared" in oom(version), version
+    assert "--pool shared --against dedicated" in oom("0.24.0")
