@@ -7,7 +7,9 @@ from typing import Any
 
 import click
 
+from eaglegraph.errors import BadInput
 from eaglegraph.findings import FAIL_ON_CHOICES
+from eaglegraph.known.choose import profile_for_engine
 
 _MODE_OPTION = click.option(
     "--mode",
@@ -50,6 +52,13 @@ _PLAN_OPTIONS: list[Callable[[Any], Any]] = [
         help="Historic semantics, e.g. vllm-pre-39773 (see `eaglegraph probe --list-behaviors`).",
     ),
     click.option(
+        "--engine",
+        default=None,
+        metavar="VERSION",
+        help="Engine release to rebuild, e.g. vllm==0.24.0 or 'sglang 0.5.9': picks the "
+        "--behavior profile that release behaves as.",
+    ),
+    click.option(
         "--capture-sizes", default=None, help="Comma-separated capture sizes (vLLM tokens)."
     ),
     click.option(
@@ -74,6 +83,7 @@ PLAN_KEYS = (
     "mode",
     "attention_backend",
     "behavior",
+    "engine",
     "capture_sizes",
     "speculative_config",
     "compilation_config",
@@ -95,7 +105,14 @@ def plan_options_without_mode(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def pop_plan_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {k: kwargs.pop(k) for k in PLAN_KEYS if k in kwargs}
+    """The plan options, with `--engine` turned into the profile name it selects."""
+    plan = {k: kwargs.pop(k) for k in PLAN_KEYS if k in kwargs}
+    engine = plan.pop("engine", None)
+    if engine is not None:
+        if plan.get("behavior"):
+            raise BadInput("give --engine or --behavior, not both")
+        plan["behavior"] = profile_for_engine(engine).name
+    return plan
 
 
 def pair_arguments(func: Callable[..., Any]) -> Callable[..., Any]:
