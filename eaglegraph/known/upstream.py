@@ -43,8 +43,7 @@ class Upstream:
         """'vLLM ≥ 0.20' when the first release with this change is known."""
         if self.released_in is None:
             return None
-        v = version_text(self.released_in).removesuffix(".0")
-        return f"{ENGINE_LABELS[self.engine]} ≥ {v}"
+        return f"{ENGINE_LABELS[self.engine]} ≥ {version_text(self.released_in)}"
 
 
 def _pr(id: str, ref: str, summary: str, released_in: str | None = None) -> Upstream:

@@ -31,7 +31,8 @@ def parse_version(text: str | None) -> Version | None:
 
 
 def version_text(v: Version) -> str:
-    return ".".join(str(n) for n in v)
+    """(0, 20, 0) -> '0.20'; (0, 5, 4) -> '0.5.4'."""
+    return ".".join(str(n) for n in (v[:2] if v[2] == 0 else v))
 
 
 @dataclass(frozen=True)
