@@ -15,8 +15,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from eaglegraph.errors import BadInput
-from eaglegraph.models.draft import Draft, DraftArch, Eagle1Draft, Eagle3Draft
 from eaglegraph.models.layers import RMSNorm
 from eaglegraph.models.loading import resolve_dtype
 from eaglegraph.models.target import TargetModel
@@ -25,7 +23,7 @@ from eaglegraph.pair.geometry import Geometry
 INIT_STD = 0.02
 
 
-def _generator(device: torch.device, seed: int) -> torch.Generator:
+def generator(device: torch.device, seed: int) -> torch.Generator:
     gen = torch.Generator(device=device)
     gen.manual_seed(seed)
     return gen
@@ -57,61 +55,5 @@ def random_target(
     model = TargetModel(
         geometry, resolve_dtype(dtype), dev, max_positions=max_positions, rope_extras=rope_extras
     )
-    fill_random(model, _generator(dev, seed))
+    fill_random(model, generator(dev, seed))
     return model
-
-
-def random_draft(
-    geometry: Geometry,
-    arch: DraftArch,
-    target: TargetModel,
-    dtype: torch.dtype | str,
-    device: torch.device | str,
-    seed: int,
-    *,
-    layer_offset: int | None = None,
-    max_positions: int | None = None,
-    rope_extras: Mapping[str, Any] | None = None,
-) -> Draft:
-    """A draft sharing the target's embedding (and, for EAGLE-1, its lm_head).
-
-    EAGLE-3's d2t maps the draft vocabulary onto a sorted random subset of the target's,
-    as a real frequency-ranked table would (non-decreasing offsets, all ids valid).
-    """
-    if arch.kind not in ("eagle1", "eagle3"):
-        raise BadInput(f"unsupported draft kind {arch.kind!r} (supported: eagle1, eagle3)")
-    dev = torch.device(device)
-    torch_dtype = resolve_dtype(dtype)
-    offset = target.num_layers if layer_offset is None else layer_offset
-    gen = _generator(dev, seed)
-    draft: Draft
-    if arch.kind == "eagle1":
-        draft = Eagle1Draft(
-            geometry,
-            arch,
-            target,
-            layer_offset=offset,
-            dtype=torch_dtype,
-            device=dev,
-            max_positions=max_positions,
-            rope_extras=rope_extras,
-        )
-        fill_random(draft, gen)
-        return draft
-    draft = Eagle3Draft(
-        geometry,
-        arch,
-        target,
-        layer_offset=offset,
-        dtype=torch_dtype,
-        device=dev,
-        own_lm_head=True,
-        max_positions=max_positions,
-        rope_extras=rope_extras,
-    )
-    fill_random(draft, gen)
-    vocab, vocab_draft = target.vocab_size, draft.draft_vocab_size
-    if vocab_draft < vocab:
-        chosen = torch.randperm(vocab, generator=gen, device=dev)[:vocab_draft].sort().values
-        draft.d2t.copy_(chosen - torch.arange(vocab_draft, device=dev))
-    return draft

@@ -21,16 +21,9 @@ from typing import Any
 
 import torch
 from safetensors import safe_open
+from torch import nn
 
 from eaglegraph.errors import BadInput
-from eaglegraph.models.draft import (
-    Draft,
-    DraftArch,
-    Eagle1Draft,
-    Eagle3Draft,
-    Eagle3MidLayer,
-    draft_layer_spec,
-)
 from eaglegraph.models.layers import Attention, DecoderLayer, GatedMLP, LayerSpec
 from eaglegraph.models.rope import rope_extras_from_config
 from eaglegraph.models.target import TargetModel, layer_spec, target_family
@@ -69,7 +62,7 @@ def _variants(names: Sequence[str]) -> list[str]:
     return out
 
 
-class _Plan:
+class Plan:
     """Tensor-to-parameter copies, validated from headers, executed only if all are valid."""
 
     def __init__(self, index: CheckpointIndex) -> None:
@@ -149,7 +142,7 @@ def _safetensors_device(device: torch.device) -> str:
     return str(device)
 
 
-def _open_index(folder: Path) -> CheckpointIndex:
+def open_index(folder: Path) -> CheckpointIndex:
     index = read_checkpoint(folder)
     if index.format == "bin":
         raise BadInput(
@@ -160,12 +153,12 @@ def _open_index(folder: Path) -> CheckpointIndex:
     return index
 
 
-def _folder_rope_extras(folder: Path) -> dict[str, Any]:
+def folder_rope_extras(folder: Path) -> dict[str, Any]:
     path = folder / "config.json"
     return rope_extras_from_config(Config.read(path)) if path.exists() else {}
 
 
-def _detect(base: LayerSpec, plan: _Plan, prefixes: Sequence[str]) -> LayerSpec:
+def detect_layer_spec(base: LayerSpec, plan: Plan, prefixes: Sequence[str]) -> LayerSpec:
     """Optional biases and q/k norm as the checkpoint's first layer holds them."""
 
     def present(suffix: str) -> bool:
@@ -180,7 +173,7 @@ def _detect(base: LayerSpec, plan: _Plan, prefixes: Sequence[str]) -> LayerSpec:
     )
 
 
-def _plan_attention(plan: _Plan, attn: Attention, prefixes: Sequence[str]) -> None:
+def _plan_attention(plan: Plan, attn: Attention, prefixes: Sequence[str]) -> None:
     s = attn.spec
     q, kv = s.q_width, s.kv_width
     rows = {"q_proj": slice(0, q), "k_proj": slice(q, q + kv), "v_proj": slice(q + kv, q + 2 * kv)}
@@ -200,7 +193,7 @@ def _plan_attention(plan: _Plan, attn: Attention, prefixes: Sequence[str]) -> No
         plan.add(attn.k_norm.weight, names("k_norm.weight"))
 
 
-def _plan_mlp(plan: _Plan, mlp: GatedMLP, prefixes: Sequence[str]) -> None:
+def _plan_mlp(plan: Plan, mlp: GatedMLP, prefixes: Sequence[str]) -> None:
     inter = mlp.down_weight.shape[1]
 
     def names(suffix: str) -> list[str]:
@@ -215,11 +208,12 @@ def _plan_mlp(plan: _Plan, mlp: GatedMLP, prefixes: Sequence[str]) -> None:
         plan.add(mlp.down_bias, names("down_proj.bias"))
 
 
-def _plan_layer(plan: _Plan, layer: DecoderLayer | Eagle3MidLayer, prefixes: Sequence[str]) -> None:
+def plan_layer(plan: Plan, layer: DecoderLayer | nn.Module, prefixes: Sequence[str]) -> None:
     if layer.input_layernorm is not None:
         plan.add(layer.input_layernorm.weight, [p + "input_layernorm.weight" for p in prefixes])
-    if isinstance(layer, Eagle3MidLayer):
-        plan.add(layer.hidden_norm.weight, [p + "hidden_norm.weight" for p in prefixes])
+    hidden_norm = getattr(layer, "hidden_norm", None)  # EAGLE-3's midlayer norms h apart
+    if hidden_norm is not None:
+        plan.add(hidden_norm.weight, [p + "hidden_norm.weight" for p in prefixes])
     _plan_attention(plan, layer.self_attn, prefixes)
     plan.add(
         layer.post_attention_layernorm.weight,
@@ -240,21 +234,23 @@ def load_target(
     """A target from its folder. `model.extra_tensors` lists tensors that were not used."""
     folder = Path(folder)
     dev = torch.device(device)
-    index = _open_index(folder)
-    plan = _Plan(index)
-    spec = _detect(layer_spec(geometry, target_family(geometry)), plan, ["model.layers.0."])
+    index = open_index(folder)
+    plan = Plan(index)
+    spec = detect_layer_spec(
+        layer_spec(geometry, target_family(geometry)), plan, ["model.layers.0."]
+    )
     model = TargetModel(
         geometry,
         resolve_dtype(dtype),
         dev,
         spec=spec,
         max_positions=max_positions,
-        rope_extras=_folder_rope_extras(folder) if rope_extras is None else rope_extras,
+        rope_extras=folder_rope_extras(folder) if rope_extras is None else rope_extras,
     )
     shape = (geometry.vocab_size, geometry.hidden_size)
     plan.add(model.embed_tokens.weight, ["model.embed_tokens.weight"])
     for i, layer in enumerate(model.layers):
-        _plan_layer(plan, layer, [f"model.layers.{i}."])
+        plan_layer(plan, layer, [f"model.layers.{i}."])
     plan.add(model.norm.weight, ["model.norm.weight"])
     if model.lm_head is not None:
         plan.add(model.lm_head, ["lm_head.weight"])
@@ -263,132 +259,3 @@ def load_target(
         plan.note(["lm_head.weight"], shape)
     model.extra_tensors = plan.run(dev)
     return model
-
-
-def load_draft(
-    folder: Path | str,
-    geometry: Geometry,
-    arch: DraftArch,
-    target: TargetModel,
-    dtype: torch.dtype | str,
-    device: torch.device | str,
-    layer_offset: int | None = None,
-    *,
-    max_positions: int | None = None,
-    rope_extras: Mapping[str, Any] | None = None,
-) -> Draft:
-    """An EAGLE-1 or EAGLE-3 draft; `layer_offset` defaults to the target's layer count."""
-    folder = Path(folder)
-    dev = torch.device(device)
-    index = _open_index(folder)
-    offset = target.num_layers if layer_offset is None else layer_offset
-    rope = _folder_rope_extras(folder) if rope_extras is None else rope_extras
-    if arch.kind == "eagle1":
-        return _load_eagle1(
-            index, geometry, arch, target, resolve_dtype(dtype), dev, offset, max_positions, rope
-        )
-    if arch.kind == "eagle3":
-        return _load_eagle3(
-            index, geometry, arch, target, resolve_dtype(dtype), dev, offset, max_positions, rope
-        )
-    raise BadInput(f"unsupported draft kind {arch.kind!r} (supported: eagle1, eagle3)")
-
-
-def _load_eagle1(
-    index: CheckpointIndex,
-    geometry: Geometry,
-    arch: DraftArch,
-    target: TargetModel,
-    dtype: torch.dtype,
-    device: torch.device,
-    layer_offset: int,
-    max_positions: int | None,
-    extras: Mapping[str, Any],
-) -> Eagle1Draft:
-    plan = _Plan(index)
-    draft = Eagle1Draft(
-        geometry,
-        arch,
-        target,
-        layer_offset=layer_offset,
-        dtype=dtype,
-        device=device,
-        spec=_detect(draft_layer_spec(geometry), plan, ["layers.0."]),
-        fc_bias=plan.has(["fc.bias"]),
-        max_positions=max_positions,
-        rope_extras=extras,
-    )
-    plan.add(draft.fc_weight, ["fc.weight"])
-    if draft.fc_bias is not None:
-        plan.add(draft.fc_bias, ["fc.bias"])
-    for i, layer in enumerate(draft.layers):
-        _plan_layer(plan, layer, [f"layers.{i}."])
-    # vLLM shares the target embedding for EAGLE-1 and skips a stored copy.
-    plan.note(["embed_tokens.weight"], (target.vocab_size, geometry.hidden_size))
-    draft.extra_tensors = plan.run(device)
-    return draft
-
-
-def _load_eagle3(
-    index: CheckpointIndex,
-    geometry: Geometry,
-    arch: DraftArch,
-    target: TargetModel,
-    dtype: torch.dtype,
-    device: torch.device,
-    layer_offset: int,
-    max_positions: int | None,
-    extras: Mapping[str, Any],
-) -> Eagle3Draft:
-    plan = _Plan(index)
-    mid = ["layers.0.", "midlayer."]
-    vocab_draft = arch.draft_vocab_size or target.vocab_size
-    draft = Eagle3Draft(
-        geometry,
-        arch,
-        target,
-        layer_offset=layer_offset,
-        dtype=dtype,
-        device=device,
-        spec=_detect(draft_layer_spec(geometry), plan, mid),
-        fc_bias=plan.has(["fc.bias"]),
-        own_embed=plan.has(["embed_tokens.weight"]),
-        own_lm_head=plan.has(["lm_head.weight"]) or vocab_draft != target.vocab_size,
-        max_positions=max_positions,
-        rope_extras=extras,
-    )
-    if draft.embed_tokens is not None:
-        plan.add(draft.embed_tokens.weight, ["embed_tokens.weight"])
-    if draft.fc_weight is not None:
-        plan.add(draft.fc_weight, ["fc.weight"])
-    if draft.fc_bias is not None:
-        plan.add(draft.fc_bias, ["fc.bias"])
-    if draft.fc_norm is not None:
-        for i, norm in enumerate(draft.fc_norm):
-            plan.add(norm.weight, [f"fc_norm.{i}.weight"])
-    if draft.input_norm is not None:
-        plan.add(draft.input_norm.weight, ["input_norm.weight"])
-    _plan_layer(plan, draft.midlayer, mid)
-    for i, layer in enumerate(draft.layers, start=1):
-        _plan_layer(plan, layer, [f"layers.{i}."])
-    plan.add(draft.norm.weight, ["norm.weight"])
-    if draft.lm_head is not None:
-        plan.add(draft.lm_head, ["lm_head.weight"])
-    # d2t may be absent only when the draft vocabulary is the target's (identity map).
-    plan.add(draft.d2t, ["d2t"], required=vocab_draft != target.vocab_size)
-    plan.note(["t2d"], (target.vocab_size,))
-    draft.extra_tensors = plan.run(device)
-    _check_d2t(draft, index.folder)
-    return draft
-
-
-def _check_d2t(draft: Eagle3Draft, folder: Path) -> None:
-    """Every draft id must map into the target vocabulary (one sync, at load time only)."""
-    ids = torch.arange(draft.draft_vocab_size, device=draft.d2t.device)
-    mapped = draft.draft_to_target(ids)
-    low, high = int(mapped.min()), int(mapped.max())
-    if low < 0 or high >= draft.vocab_size:
-        raise BadInput(
-            f"{folder}: d2t maps draft ids to [{low}, {high}], outside the target vocabulary "
-            f"[0, {draft.vocab_size})"
-        )

@@ -14,7 +14,7 @@ from eaglegraph.findings import Finding, Severity
 from eaglegraph.known.hazards import hazard
 from eaglegraph.pair.facts import DraftFacts
 from eaglegraph.pair.geometry import Geometry
-from eaglegraph.pair.kinds import DraftKind
+from eaglegraph.pair.kinds import DraftKind, supported_titles
 from eaglegraph.pair.model import ModelSide, Pair
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -64,9 +64,8 @@ def shape_findings(
     qkv_first = g.hidden_size
     fc_in = None
     if side.role == "draft" and facts is not None:
-        if facts.kind is DraftKind.EAGLE3:
-            qkv_first = 2 * g.hidden_size
-            lm_rows = facts.draft_vocab_size or g.vocab_size
+        qkv_first = facts.kind.spec.first_layer_qkv_in(g)
+        lm_rows = facts.kind.spec.lm_head_rows(facts, g)
         fc_in = facts.expected_fc_in
     rules = _rules(g, qkv_first, fc_in, lm_rows)
     bad: dict[str, list[str]] = defaultdict(list)
@@ -152,50 +151,13 @@ def _draft_target_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
     draft, target = pair.draft, pair.target
     assert draft is not None
     g = draft.geometry
-    out: list[Finding] = []
-    if facts.kind is DraftKind.EAGLE1:
-        out += _eagle1_bias_findings(facts)
-    if facts.kind is DraftKind.EAGLE3:
-        out += _eagle3_findings(facts, g, target)
+    spec = facts.kind.spec
+    out: list[Finding] = spec.own_findings(facts, g)
     if target is None:
         return out
     t = target.geometry
-    if facts.kind is DraftKind.EAGLE1 and g.hidden_size != t.hidden_size:
-        out.append(
-            Finding(
-                id="hidden-mismatch",
-                severity=E,
-                message=f"EAGLE-1 draft hidden_size {g.hidden_size} ≠ target {t.hidden_size}; "
-                "fc consumes [embedding, target hidden] of the draft's width",
-                ref=hazard("hidden-mismatch").ref_text,
-                hazard="hidden-mismatch",
-            )
-        )
-    if facts.kind is DraftKind.EAGLE3:
-        declared = facts.target_hidden_size or g.hidden_size
-        if declared != t.hidden_size:
-            key = (
-                "target_hidden_size"
-                if facts.target_hidden_size
-                else "hidden_size (no target_hidden_size)"
-            )
-            out.append(
-                Finding(
-                    id="hidden-mismatch",
-                    severity=E,
-                    message=f"draft {key} {declared} ≠ target hidden_size {t.hidden_size}; the aux "
-                    "states the target emits do not fit the draft",
-                    ref=hazard("hidden-mismatch").ref_text,
-                    hazard="hidden-mismatch",
-                    fix="set target_hidden_size in the draft config to the target's hidden_size",
-                )
-            )
-    expected_fc = None
-    if facts.kind is DraftKind.EAGLE1:
-        expected_fc = 2 * t.hidden_size
-    elif facts.kind is DraftKind.EAGLE3 and facts.use_aux_hidden_state is not False:
-        n_aux = len(facts.aux.layer_ids) if facts.aux and facts.aux.layer_ids else 3
-        expected_fc = n_aux * t.hidden_size
+    out += spec.target_width_findings(facts, g, t)
+    expected_fc = spec.expected_fc_from_target(facts, t)
     if (
         expected_fc is not None
         and facts.fc_in_features is not None
@@ -268,142 +230,12 @@ def _draft_target_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
                 hazard="draft-max-positions",
             )
         )
-    if t.head_dim != g.head_dim and facts.kind in (DraftKind.EAGLE1, DraftKind.EAGLE3):
+    if t.head_dim != g.head_dim:
         out.append(
             Finding(
                 id="head-dim-differs",
                 severity=INFO,
                 message=f"draft head_dim {g.head_dim} differs from target head_dim {t.head_dim}",
-            )
-        )
-    return out
-
-
-def _eagle1_bias_findings(facts: DraftFacts) -> list[Finding]:
-    refs = hazard("eagle1-fc-bias").ref_text
-    if facts.fc_bias_tensor is None:
-        if facts.config_bias is None:
-            return [
-                Finding(
-                    id="eagle1-fc-bias",
-                    severity=INFO,
-                    message="EAGLE-1 config has no 'bias' key: SafeAILab's loader then expects "
-                    "fc.bias (default true); without weights this cannot be confirmed",
-                    ref=refs,
-                    hazard="eagle1-fc-bias",
-                )
-            ]
-        return []
-    if facts.fc_bias_tensor and facts.config_bias is False:
-        return [
-            Finding(
-                id="eagle1-fc-bias",
-                severity=E,
-                message='checkpoint has fc.bias but config says "bias": false; loaders that '
-                "trust the config drop the bias and acceptance falls",
-                ref=refs,
-                hazard="eagle1-fc-bias",
-            )
-        ]
-    if facts.fc_bias_tensor and facts.config_bias is None:
-        return [
-            Finding(
-                id="eagle1-fc-bias",
-                severity=W,
-                message="checkpoint has fc.bias and no 'bias' key in config: vLLM versions whose "
-                "llama_eagle fc has bias=False silently skip it (lower acceptance)",
-                ref=refs,
-                hazard="eagle1-fc-bias",
-            )
-        ]
-    if not facts.fc_bias_tensor and facts.config_bias is not False:
-        return [
-            Finding(
-                id="eagle1-fc-bias",
-                severity=W,
-                message='no fc.bias in the checkpoint, but config does not say "bias": false; '
-                "SGLang's LlamaForCausalLMEagle always builds a bias and SafeAILab defaults to one",
-                ref=refs,
-                hazard="eagle1-fc-bias",
-            )
-        ]
-    return []
-
-
-def _eagle3_findings(facts: DraftFacts, g: Geometry, target: ModelSide | None) -> list[Finding]:
-    out = []
-    vd = facts.draft_vocab_size
-    if facts.lm_head_rows is not None and vd is not None and facts.lm_head_rows != vd:
-        out.append(
-            Finding(
-                id="lm-head-rows-mismatch",
-                severity=E,
-                message=f"lm_head has {facts.lm_head_rows} rows but draft_vocab_size is {vd}",
-                ref=hazard("lm-head-rows-mismatch").ref_text,
-                hazard="lm-head-rows-mismatch",
-            )
-        )
-    if facts.d2t_shape is not None and vd is not None and facts.d2t_shape[0] != vd:
-        out.append(
-            Finding(
-                id="d2t-length-mismatch",
-                severity=E,
-                message=f"d2t has {facts.d2t_shape[0]} entries but draft_vocab_size is {vd}",
-                ref="research eagle-formats §2.2",
-            )
-        )
-    if (
-        vd is not None
-        and vd != g.vocab_size
-        and facts.d2t_shape is None
-        and facts.fc_in_source == "tensor"
-    ):
-        out.append(
-            Finding(
-                id="d2t-missing",
-                severity=E,
-                message=f"draft vocabulary {vd} < {g.vocab_size} but the checkpoint has no d2t map",
-                ref="research eagle-formats §2.2",
-            )
-        )
-    if facts.use_aux_hidden_state is None or (facts.aux and facts.aux.layer_ids is None):
-        missing = []
-        if facts.aux is None or facts.aux.layer_ids is None:
-            missing.append("eagle_aux_hidden_state_layer_ids")
-        if facts.use_aux_hidden_state is None:
-            missing.append("eagle_config.use_aux_hidden_state")
-        if facts.target_hidden_size is None:
-            missing.append("target_hidden_size")
-        ht = facts.target_hidden_size or g.hidden_size
-        n_ids = len(facts.aux.layer_ids) if facts.aux and facts.aux.layer_ids else 0
-        narrow = ht * max(n_ids, 1) if facts.use_aux_hidden_state else g.hidden_size
-        wide = facts.expected_fc_in or 3 * ht
-        if narrow != wide:
-            out.append(
-                Finding(
-                    id="sglang-bcg-draft-width",
-                    severity=W,
-                    message=f"config lacks {', '.join(missing)}: SGLang builds with breakable CUDA "
-                    f"graphs for the draft size its static hidden buffer {narrow} wide while the "
-                    f"target emits {wide} → shape error on copy_ at BCG replay",
-                    ref=hazard("sglang-bcg-draft-width").ref_text,
-                    fix=hazard("sglang-bcg-draft-width").fix_text,
-                    hazard="sglang-bcg-draft-width",
-                )
-            )
-    if (
-        facts.aux
-        and facts.aux.layer_ids is not None
-        and facts.aux.vllm_taps != facts.aux.sglang_taps
-    ):
-        out.append(
-            Finding(
-                id="aux-convention",
-                severity=INFO,
-                message=f"explicit aux ids {facts.aux.layer_ids}: vLLM taps the outputs of layers "
-                f"{facts.aux.vllm_taps}, SGLang of layers {facts.aux.sglang_taps} (one apart); the "
-                "draft was trained against one of them",
-                ref="research eagle-formats §2.3",
             )
         )
     return out
@@ -426,10 +258,10 @@ def check_pair(pair: Pair) -> list[Finding]:
                     id="unsupported-draft-kind",
                     severity=W,
                     message=f"draft kind {facts.kind.value} is recognised but eaglegraph's rig "
-                    "builds EAGLE-1 and EAGLE-3 only; capture and probe are not available",
+                    f"builds {supported_titles()} only; capture and probe are not available",
                 )
             )
-        if pair.draft is not None and facts.kind in (DraftKind.EAGLE1, DraftKind.EAGLE3):
+        if pair.draft is not None and facts.kind.spec.checked_against_target:
             findings += _draft_target_findings(pair, facts)
     if pair.missing:
         findings.append(Finding(id="incomplete-pair", severity=INFO, message=pair.missing))

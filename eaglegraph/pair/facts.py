@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from eaglegraph.pair.config import Config
-from eaglegraph.pair.kinds import DraftKind, KindVerdict
+from eaglegraph.pair.drafts.base import DraftKind, FactsInput, KindVerdict
 from eaglegraph.pair.tensors import CheckpointIndex, TensorInfo
 
 
@@ -96,13 +96,6 @@ def _explicit_aux_ids(cfg: Config) -> tuple[list[int] | None, str]:
     return None, "default"
 
 
-def _num_aux(cfg: Config, ids: list[int] | None) -> int:
-    explicit = cfg.int("num_aux_hidden_states", default=None, minimum=1)
-    if explicit is not None:
-        return explicit
-    return len(ids) if ids else 3
-
-
 def _use_aux(cfg: Config) -> bool | None:
     eagle_cfg = cfg.sub("eagle_config")
     if eagle_cfg is not None and eagle_cfg.has("use_aux_hidden_state"):
@@ -140,8 +133,8 @@ def draft_facts(
     target_hidden: int | None,
     target_layers: int | None,
 ) -> DraftFacts:
-    """Facts of an EAGLE-1/EAGLE-3 (or recognised) draft; target fields may be None."""
-    kind = verdict.kind
+    """Facts of a draft of any kind; its kind's spec derives fc width, vocabulary, aux taps."""
+    spec = verdict.kind.spec
     fc = _find(index, "fc.weight", "fusion_fc.weight")
     has_weights = index is not None and index.has_weights
     explicit_ids, ids_source = _explicit_aux_ids(cfg)
@@ -154,37 +147,26 @@ def draft_facts(
     lm_head = index.find("lm_head.weight", "model.lm_head.weight") if index else None
     embed = _find(index, "embed_tokens.weight")
     verifier, spec_tokens = _verifier(cfg)
-    notes: list[str] = []
-
-    expected_fc: int | None = None
-    aux: AuxTaps | None = None
     use_aux = _use_aux(cfg)
-    if kind is DraftKind.EAGLE1:
-        expected_fc = 2 * hidden_size
-        draft_vocab = vocab_size
-    elif kind is DraftKind.EAGLE3:
-        ht = config_target_hidden or target_hidden or hidden_size
-        n_aux = _num_aux(cfg, explicit_ids)
-        expected_fc = None if use_aux is False else n_aux * ht
-        aux = aux_taps(explicit_ids, ids_source, target_layers)
-        if draft_vocab is None:
-            draft_vocab = vocab_size
-            notes.append("no draft_vocab_size: the draft predicts over the full target vocabulary")
-
-    if kind is DraftKind.EAGLE1:
-        lm_head_state = "own (ignored: EAGLE-1 uses the target's)" if lm_head else "shared"
-    elif kind is DraftKind.EAGLE3:
-        lm_head_state = (
-            "own" if lm_head else ("unknown (no weights)" if not has_weights else "shared")
+    shape = spec.shape_facts(
+        FactsInput(
+            cfg=cfg,
+            hidden_size=hidden_size,
+            vocab_size=vocab_size,
+            target_hidden=target_hidden,
+            target_layers=target_layers,
+            config_target_hidden=config_target_hidden,
+            draft_vocab=draft_vocab,
+            explicit_aux_ids=explicit_ids,
+            aux_ids_source=ids_source,
+            use_aux=use_aux,
         )
-    else:
-        lm_head_state = (
-            "own" if lm_head else ("unknown (no weights)" if not has_weights else "shared")
-        )
+    )
+    expected_fc = shape.expected_fc_in
     embed_state = "own" if embed else ("unknown (no weights)" if not has_weights else "shared")
 
     return DraftFacts(
-        kind=kind,
+        kind=verdict.kind,
         style=verdict.style,
         evidence=list(verdict.evidence),
         fc_in_features=fc.shape[1] if fc is not None and len(fc.shape) == 2 else expected_fc,
@@ -193,15 +175,15 @@ def draft_facts(
         fc_bias_tensor=(_find(index, "fc.bias") is not None) if has_weights else None,
         config_bias=cfg.bool("bias", default=None),
         target_hidden_size=config_target_hidden,
-        draft_vocab_size=draft_vocab,
+        draft_vocab_size=shape.draft_vocab_size,
         d2t_shape=list(d2t.shape) if d2t else None,
         t2d_shape=list(t2d.shape) if t2d else None,
         lm_head_rows=lm_head.shape[0] if lm_head is not None and lm_head.shape else None,
-        aux=aux,
+        aux=shape.aux,
         use_aux_hidden_state=use_aux,
         embed_tokens=embed_state,
-        lm_head=lm_head_state,
+        lm_head=spec.lm_head_state(lm_head is not None, has_weights),
         verifier=verifier,
         speculative_tokens=spec_tokens,
-        notes=notes,
+        notes=shape.notes,
     )

@@ -8,15 +8,10 @@ from eaglegraph.errors import BadInput
 from eaglegraph.pair.checks import check_pair
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.discovery import locate, resolve_verifier
+from eaglegraph.pair.drafts.base import InTarget, KindSpec
 from eaglegraph.pair.facts import DraftFacts, draft_facts
 from eaglegraph.pair.geometry import geometry_from_config
-from eaglegraph.pair.kinds import (
-    DraftKind,
-    KindVerdict,
-    detect_draft_kind,
-    mtp_layer_count,
-    mtp_weight_names,
-)
+from eaglegraph.pair.kinds import KindVerdict, all_specs, detect_draft_kind
 from eaglegraph.pair.model import (
     ModelSide,
     Pair,
@@ -68,22 +63,22 @@ def _facts(draft: _Folder, target: _Folder | None) -> DraftFacts:
 
 
 def _assemble(root: Path, layout: str, target: _Folder | None, draft: _Folder | None) -> Pair:
-    if target is not None and target.verdict.kind in (DraftKind.EAGLE1, DraftKind.EAGLE3):
+    if target is not None and target.verdict.kind.supported:
         raise BadInput(
             f"the folder given as target ({target.path}) holds an "
             f"{target.verdict.kind.value} draft ({'; '.join(target.verdict.evidence)})"
         )
     facts = _facts(draft, target) if draft is not None else None
     missing = None
-    mtp_side = None
+    inner_side = None
     if draft is None and target is not None:
-        count, key = mtp_layer_count(target.config)
-        names = mtp_weight_names(target.config, target.index)
-        if count or names:
-            facts = _mtp_facts(target, count, key, names)
-            mtp_side = target.side("draft", facts)
-            mtp_side.architecture = f"{target.geometry.architecture} (MTP layers)"
-            layout = f"{layout}, target with MTP layers"
+        inner = _draft_in_target(target)
+        if inner is not None:
+            spec, found = inner
+            facts = _inner_facts(target, spec, found)
+            inner_side = target.side("draft", facts)
+            inner_side.architecture = f"{target.geometry.architecture} ({spec.title} layers)"
+            layout = f"{layout}, target with {spec.title} layers"
         else:
             missing = f"no draft found: {target.path} was inspected alone as a target"
     if target is None and draft is not None:
@@ -97,7 +92,7 @@ def _assemble(root: Path, layout: str, target: _Folder | None, draft: _Folder | 
         root=root,
         layout=layout,
         target=target.side("target") if target else None,
-        draft=draft.side("draft", facts) if draft else mtp_side,
+        draft=draft.side("draft", facts) if draft else inner_side,
         draft_facts=facts,
         missing=missing,
     )
@@ -105,24 +100,27 @@ def _assemble(root: Path, layout: str, target: _Folder | None, draft: _Folder | 
     return pair
 
 
-def _mtp_facts(target: _Folder, count: int, key: str | None, names: list[str]) -> DraftFacts:
-    evidence = []
-    if count:
-        evidence.append(f"config {key} = {count}")
-    if names:
-        evidence.append(f"{len(names)} MTP tensors, e.g. {names[0]!r}")
+def _draft_in_target(target: _Folder) -> tuple[KindSpec, InTarget] | None:
+    """The first kind that finds a draft inside the target's own checkpoint (MTP layers)."""
+    for spec in all_specs():
+        found = spec.in_target(target.config, target.index)
+        if found is not None:
+            return spec, found
+    return None
+
+
+def _inner_facts(target: _Folder, spec: KindSpec, found: InTarget) -> DraftFacts:
     facts = draft_facts(
         target.config,
-        KindVerdict(DraftKind.MTP, None, evidence),
+        KindVerdict(spec.kind, None, found.evidence),
         None,
         target.geometry.hidden_size,
         target.geometry.vocab_size,
         target.geometry.hidden_size,
         target.geometry.num_hidden_layers,
     )
-    facts.mtp_layers = count or None
-    if count and not names and target.index.has_weights:
-        facts.notes.append("config declares MTP layers but the weights have none (stripped?)")
+    facts.mtp_layers = found.layers
+    facts.notes += found.notes
     return facts
 
 

@@ -66,7 +66,7 @@ def summarize_weights(index: CheckpointIndex) -> WeightSummary:
     )
 
 
-def _layer_params(g: Geometry, qkv_in: int, input_norm: bool) -> int:
+def layer_params(g: Geometry, qkv_in: int, input_norm: bool) -> int:
     attn = qkv_in * (g.q_width + 2 * g.kv_width) + g.q_width * g.hidden_size
     if g.attention_bias:
         attn += g.q_width + 2 * g.kv_width
@@ -79,25 +79,16 @@ def _layer_params(g: Geometry, qkv_in: int, input_norm: bool) -> int:
 
 def estimate_target_parameters(g: Geometry) -> int:
     embed = g.vocab_size * g.hidden_size
-    layers = g.num_hidden_layers * _layer_params(g, g.hidden_size, True)
+    layers = g.num_hidden_layers * layer_params(g, g.hidden_size, True)
     head = 0 if g.tie_word_embeddings else embed
     return embed + layers + g.hidden_size + head
 
 
 def estimate_draft_parameters(g: Geometry, facts: DraftFacts | None) -> int:
     """The draft's own weights, excluding an embedding/lm_head borrowed from the target."""
-    if facts is None or facts.kind.value not in ("eagle1", "eagle3"):
+    own = facts.kind.spec.estimate_parameters(g, facts) if facts is not None else None
+    if facts is None or own is None:
         return estimate_target_parameters(g)
-    fc_in = facts.fc_in_features or 0
-    total = fc_in * g.hidden_size
-    if facts.kind.value == "eagle1":
-        total += _layer_params(g, g.hidden_size, False)
-        total += (g.num_hidden_layers - 1) * _layer_params(g, g.hidden_size, True)
-    else:
-        total += _layer_params(g, 2 * g.hidden_size, True) + g.hidden_size  # + hidden_norm
-        total += (g.num_hidden_layers - 1) * _layer_params(g, g.hidden_size, True)
-        total += g.hidden_size  # final norm
-        total += (facts.draft_vocab_size or g.vocab_size) * g.hidden_size  # own lm_head
     if facts.embed_tokens == "own":
-        total += g.vocab_size * g.hidden_size
-    return total
+        own += g.vocab_size * g.hidden_size
+    return own

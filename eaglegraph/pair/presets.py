@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from eaglegraph.errors import BadInput
+from eaglegraph.pair.kinds import DraftKind
 
 PRESET_FORMAT = 2  # bump when preset contents change, so caches are rebuilt
 
@@ -294,6 +295,21 @@ PRESETS: dict[str, Preset] = {
         ),
     )
 }
+
+
+def preset_for(kind: DraftKind | None, family: str, full_size: bool) -> str:
+    """The built-in preset closest to a deployment: same target family and draft kind, tiny
+    (seeded) or real-geometry; an EAGLE-3 pair of the family when the kind has none."""
+    for wanted in (kind, DraftKind.EAGLE3):
+        for p in PRESETS.values():
+            if (
+                wanted is not None
+                and p.kind == wanted.value
+                and p.target.get("model_type") == family
+                and p.with_weights is not full_size
+            ):
+                return p.name
+    raise KeyError(f"no {family} preset")
 
 
 def get_preset(name: str) -> Preset:

@@ -83,7 +83,7 @@ def _facts_table(report: InspectReport) -> Table | None:
     table.add_row("evidence", "; ".join(f.evidence))
     if f.mtp_layers:
         table.add_row("MTP layers", str(f.mtp_layers))
-    if f.kind.value in ("eagle1", "eagle3"):
+    if f.kind.supported:
         fc = f"{f.fc_in_features} ({f.fc_in_source})" if f.fc_in_features else "—"
         if f.expected_fc_in and f.fc_in_features != f.expected_fc_in:
             fc += f" [red]expected {f.expected_fc_in}[/red]"

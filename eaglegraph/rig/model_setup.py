@@ -13,12 +13,11 @@ import torch
 
 from eaglegraph.errors import BadInput
 from eaglegraph.findings import Severity
-from eaglegraph.models.draft import Draft, DraftArch
-from eaglegraph.models.init import random_draft, random_target
-from eaglegraph.models.loading import load_draft, load_target, resolve_dtype
+from eaglegraph.models.drafts import Draft, DraftArch, draft_build, load_draft, random_draft
+from eaglegraph.models.init import random_target
+from eaglegraph.models.loading import load_target, resolve_dtype
 from eaglegraph.models.target import TargetModel, target_family
-from eaglegraph.pair.facts import default_aux_layers
-from eaglegraph.pair.kinds import DraftKind
+from eaglegraph.pair.kinds import DraftKind, supported_titles
 from eaglegraph.pair.model import Pair
 
 # pair checks that make the rig impossible to build (others are reported, not fatal)
@@ -41,7 +40,7 @@ class LoadedPair:
     target: TargetModel
     draft: Draft
     arch: DraftArch
-    kind: str
+    kind: DraftKind
     aux_layer_ids: tuple[int, ...]
     dtype: torch.dtype
     device: torch.device
@@ -75,7 +74,7 @@ def check_buildable(pair: Pair, random_weights: bool) -> None:
     if not facts.kind.supported:
         raise BadInput(
             f"draft kind {facts.kind.value} is recognised but not supported by the rig "
-            "(EAGLE-1 and EAGLE-3 only)"
+            f"({supported_titles()} only)"
         )
     fatal = [f for f in pair.findings if f.id in FATAL_CHECKS and f.severity is Severity.ERROR]
     if fatal:
@@ -91,39 +90,16 @@ def check_buildable(pair: Pair, random_weights: bool) -> None:
 
 
 def draft_arch(pair: Pair) -> DraftArch:
-    facts, draft, target = pair.draft_facts, pair.draft, pair.target
-    assert facts is not None and draft is not None and target is not None
-    cfg = draft.config
-    if facts.kind is DraftKind.EAGLE1:
-        bias = facts.fc_bias_tensor if facts.fc_bias_tensor is not None else bool(facts.config_bias)
-        return DraftArch("eagle1", target.geometry.hidden_size, fc_bias=bias)
-    ids = facts.aux.layer_ids if facts.aux and facts.aux.layer_ids else None
-    num_aux = 0 if facts.use_aux_hidden_state is False else (len(ids) if ids else 3)
-    return DraftArch(
-        "eagle3",
-        facts.target_hidden_size or target.geometry.hidden_size,
-        num_aux=num_aux,
-        draft_vocab_size=facts.draft_vocab_size,
-        fc_bias=bool(facts.fc_bias_tensor) or bool(cfg.bool("bias", default=False)),
-        norm_before_residual=bool(cfg.bool("norm_before_residual", default=False)),
-        fc_norm=bool(cfg.bool("fc_norm", default=False)),
-        norm_before_fc=bool(cfg.bool("norm_before_fc", default=False)),
-    )
+    assert pair.draft_facts is not None
+    return draft_build(pair.draft_facts.kind).arch(pair)
 
 
 def aux_layer_ids(pair: Pair, framework: str) -> tuple[int, ...]:
-    """Entering-layer ids the target taps: vLLM uses explicit ids as given, SGLang adds 1."""
-    facts, target = pair.draft_facts, pair.target
-    if facts is None or facts.kind is not DraftKind.EAGLE3 or target is None:
+    """Entering-layer ids of the target states the draft consumes (its kind decides)."""
+    facts = pair.draft_facts
+    if facts is None or pair.target is None or not facts.kind.supported:
         return ()
-    if facts.use_aux_hidden_state is False:
-        return ()
-    ids = facts.aux.layer_ids if facts.aux else None
-    if not ids:
-        return tuple(default_aux_layers(target.geometry.num_hidden_layers))
-    if framework == "sglang":
-        return tuple(i + 1 for i in ids)
-    return tuple(ids)
+    return draft_build(facts.kind).aux_layer_ids(pair, framework)
 
 
 def build_models(
@@ -168,5 +144,5 @@ def build_models(
     target.eval()
     draft.eval()
     return LoadedPair(
-        target, draft, arch, pair.draft_facts.kind.value, aux, dtype, device, random_weights
+        target, draft, arch, pair.draft_facts.kind, aux, dtype, device, random_weights
     )

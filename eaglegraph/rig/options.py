@@ -14,6 +14,7 @@ from typing import Any
 from eaglegraph.errors import BadInput
 from eaglegraph.known.choose import resolve_profile
 from eaglegraph.known.profiles import Profile
+from eaglegraph.pair.kinds import all_specs, kind_for_method
 from eaglegraph.rig.modes import Mode
 
 ATTENTION_BACKENDS = ("flash_attn", "flashinfer", "triton")
@@ -91,10 +92,10 @@ def resolve_plan_options(
     k = k if k is not None else (default_num_speculative_tokens or 3)
     k = _positive(k, "num_speculative_tokens")
     method = spec.get("method")
-    if method is not None and str(method).lower() not in ("eagle", "eagle3", "eagle1"):
-        raise BadInput(
-            f"--speculative-config method {method!r}: eaglegraph rebuilds eagle/eagle3 only"
-        )
+    built = kind_for_method(str(method)) if method is not None else None
+    if method is not None and (built is None or not built.supported):
+        names = "/".join(s.engine_methods[0] for s in all_specs() if s.supported)
+        raise BadInput(f"--speculative-config method {method!r}: eaglegraph rebuilds {names} only")
 
     mode_text = _merge(mode, comp.get("cudagraph_mode"), "cudagraph_mode")
     parsed_mode = Mode.parse(str(mode_text)) if mode_text is not None else None

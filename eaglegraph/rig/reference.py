@@ -81,7 +81,7 @@ class ReferenceEngine:
         full = [*context[:valid], next_token]
         self.history[req.rid] = full[:valid]
 
-        feature = hidden[:valid] if m.kind == "eagle1" else m.draft.combine(aux[:valid])  # type: ignore[union-attr, index]
+        feature = m.draft.prefill_feature(hidden[:valid], aux[:valid] if aux is not None else None)
         tokens = full[1 : valid + 1]
         feats = [feature]
         out_drafts: list[int] = []

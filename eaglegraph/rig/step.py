@@ -550,12 +550,9 @@ class Rig:
         descriptors = {"target": desc.label()}
 
         # --- draft prefill (position 0 over the target's token layout)
-        m = self.models
-        if m.kind == "eagle3":
-            assert self.target_aux is not None
-            self.eagle_hidden[:tok_pad].copy_(m.draft.combine(self.target_aux[:tok_pad]))  # type: ignore[union-attr]
-        else:
-            self.eagle_hidden[:tok_pad].copy_(self.target_hidden[:tok_pad])
+        aux = self.target_aux[:tok_pad] if self.target_aux is not None else None
+        feature = self.models.draft.prefill_feature(self.target_hidden[:tok_pad], aux)
+        self.eagle_hidden[:tok_pad].copy_(feature)
         prepare_eagle_inputs(
             self.query_start_loc, self.seq_lens, self.input_ids, self.positions, self.num_rejected,
             self.next_tokens, self.eagle_input_ids, self.eagle_positions, self.eagle_qsl,

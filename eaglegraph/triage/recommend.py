@@ -12,6 +12,8 @@ import shlex
 
 from eaglegraph.known.choose import profile_for_version
 from eaglegraph.known.profiles import get_profile
+from eaglegraph.pair.kinds import kind_for_method
+from eaglegraph.pair.presets import preset_for
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.options import ATTENTION_BACKENDS
 from eaglegraph.triage.fixes import FixContext, mismatch_kind
@@ -47,14 +49,8 @@ def model_arg(cfg: TriageConfig, full_size: bool = False) -> str:
         return cfg.draft_model
     target = (cfg.target_model or "").lower()
     family = "qwen3" if "qwen" in target else "llama"
-    kind = "eagle1" if cfg.spec_method == "eagle" else "eagle3"
-    if full_size:
-        if family == "qwen3":
-            return "qwen3-8b-eagle3"
-        return f"llama3.1-8b-{kind}"
-    if family == "qwen3":
-        return "tiny-qwen3-eagle3"
-    return f"tiny-llama-{kind}"
+    kind = kind_for_method(cfg.spec_method) if cfg.spec_method else None
+    return preset_for(kind, family, full_size)
 
 
 def _pool(behavior: str) -> tuple[str, str]:

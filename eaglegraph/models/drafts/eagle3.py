@@ -1,22 +1,22 @@
-"""EAGLE-1 and EAGLE-3 draft heads with vLLM's semantics (research §4.2, §4.3).
+"""EAGLE-3 draft: module, weight loader, random init and feed (research §4.3).
 
-Both share the target's embedding or lm_head where the checkpoint does not carry its own;
-shared modules are held by reference, not registered, so the draft's parameters are only
-the draft's own weights. Draft attention layers report `layer_offset + i` to the attention
-callback because the draft's KV-cache layers follow the target's.
+The target feeds the draft prefill its aux states (the outputs of the tapped layers,
+concatenated), which the draft's fc folds to its own width.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from eaglegraph.errors import BadInput
+from eaglegraph.models.drafts.base import BuildArgs, DraftArch, DraftBase, draft_layer_spec
+from eaglegraph.models.init import fill_random
 from eaglegraph.models.layers import (
     Attention,
     AttentionFn,
@@ -27,137 +27,13 @@ from eaglegraph.models.layers import (
     VocabEmbedding,
     new_param,
 )
-from eaglegraph.models.rope import build_cos_sin_cache, cache_length
-from eaglegraph.models.target import TargetModel, layer_spec
+from eaglegraph.models.loading import Plan, detect_layer_spec, plan_layer
+from eaglegraph.models.target import TargetModel
+from eaglegraph.pair.facts import default_aux_layers
 from eaglegraph.pair.geometry import Geometry
-
-
-@dataclass(frozen=True)
-class DraftArch:
-    """What a draft needs beyond its Geometry; the rig builds it from the pair's facts.
-
-    `num_aux` 0 means no fc (EAGLE-3 `use_aux_hidden_state: false`). `draft_vocab_size`
-    None means the target vocabulary. `fc_norm` is SpecForge eagle3.1's per-aux RMSNorm,
-    `norm_before_fc` speculators' `input_norm` over the whole concatenation.
-    """
-
-    kind: Literal["eagle1", "eagle3"]
-    target_hidden_size: int
-    num_aux: int = 3
-    draft_vocab_size: int | None = None
-    fc_bias: bool = False
-    norm_before_residual: bool = False
-    fc_norm: bool = False
-    norm_before_fc: bool = False
-
-
-def draft_layer_spec(geometry: Geometry) -> LayerSpec:
-    """Config defaults for draft layers (drafts are Llama-shaped; Qwen3-typed ones get q/k norm)."""
-    family = geometry.model_type if geometry.model_type in ("qwen2", "qwen3") else "llama"
-    return layer_spec(geometry, family)
-
-
-def _rope_cache(
-    geometry: Geometry,
-    target: TargetModel,
-    max_positions: int | None,
-    rope_extras: Mapping[str, Any] | None,
-    device: torch.device,
-) -> torch.Tensor:
-    # vLLM raises a draft's max_position_embeddings to the target's serving length.
-    max_pos = max(geometry.max_position_embeddings, target.geometry.max_position_embeddings)
-    rows = max_positions or max(cache_length(geometry.rope, max_pos), target.max_positions)
-    return build_cos_sin_cache(geometry.rope, geometry.head_dim, max_pos, rows, device, rope_extras)
-
-
-class _DraftBase(nn.Module):
-    """Shared plumbing: geometry, shared target modules, rope cache, layer offset."""
-
-    def __init__(
-        self,
-        geometry: Geometry,
-        arch: DraftArch,
-        target: TargetModel,
-        layer_offset: int,
-        device: torch.device,
-        max_positions: int | None,
-        rope_extras: Mapping[str, Any] | None,
-    ) -> None:
-        super().__init__()
-        self.geometry = geometry
-        self.arch = arch
-        self.layer_offset = layer_offset
-        self.hidden_size = geometry.hidden_size
-        self.extra_tensors: tuple[str, ...] = ()
-        # A plain tuple keeps the target out of this module's parameters and state_dict.
-        self._target = (target,)
-        cache = _rope_cache(geometry, target, max_positions, rope_extras, device)
-        self.register_buffer("cos_sin_cache", cache, persistent=False)
-        self.max_positions = cache.shape[0]
-
-    @property
-    def target(self) -> TargetModel:
-        return self._target[0]
-
-
-class Eagle1Draft(_DraftBase):
-    """fc over concat(embedding, target final-normed hidden), decoder layer(s), no final norm.
-
-    Layer 0 has no input norm; logits come from the target's lm_head; the embedding is the
-    target's (vLLM skips a checkpoint's `embed_tokens` for EAGLE-1).
-    """
-
-    def __init__(
-        self,
-        geometry: Geometry,
-        arch: DraftArch,
-        target: TargetModel,
-        *,
-        layer_offset: int,
-        dtype: torch.dtype,
-        device: torch.device | str,
-        spec: LayerSpec | None = None,
-        fc_bias: bool | None = None,
-        max_positions: int | None = None,
-        rope_extras: Mapping[str, Any] | None = None,
-    ) -> None:
-        dev = torch.device(device)
-        super().__init__(geometry, arch, target, layer_offset, dev, max_positions, rope_extras)
-        hidden = geometry.hidden_size
-        if target.hidden_size != hidden:
-            raise BadInput(
-                f"EAGLE-1 draft hidden_size {hidden} differs from the target's {target.hidden_size}"
-            )
-        self.spec = spec or draft_layer_spec(geometry)
-        use_bias = arch.fc_bias if fc_bias is None else fc_bias
-        self.fc_weight = new_param((hidden, 2 * hidden), dtype, dev)
-        self.fc_bias = new_param((hidden,), dtype, dev) if use_bias else None
-        self.layers = nn.ModuleList(
-            DecoderLayer(self.spec, dtype, dev, input_norm=i > 0)
-            for i in range(geometry.num_hidden_layers)
-        )
-        self.vocab_size = target.vocab_size
-
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        positions: torch.Tensor,
-        hidden_in: torch.Tensor,
-        attention: AttentionFn,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """(hidden for logits, hidden for the next step): the same tensor for EAGLE-1."""
-        emb = self.target.embed_tokens(input_ids)
-        h = F.linear(torch.cat([emb, hidden_in], dim=-1), self.fc_weight, self.fc_bias)
-        for i, layer in enumerate(self.layers):
-            h = layer(h, positions, self.cos_sin_cache, attention, self.layer_offset + i)
-        return h, h
-
-    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.target.compute_logits(hidden)
-
-    def draft_to_target(self, ids: torch.Tensor) -> torch.Tensor:
-        """EAGLE-1 drafts over the target vocabulary: the identity."""
-        return ids
+from eaglegraph.pair.kinds import DraftKind
+from eaglegraph.pair.model import Pair
+from eaglegraph.pair.tensors import CheckpointIndex
 
 
 class Eagle3MidLayer(nn.Module):
@@ -195,7 +71,7 @@ class Eagle3MidLayer(nn.Module):
         return h + self.mlp(self.post_attention_layernorm(h))
 
 
-class Eagle3Draft(_DraftBase):
+class Eagle3Draft(DraftBase):
     """EAGLE-3 head: fc over aux states (prefill), midlayer, extra layers, final norm, own head.
 
     Decode steps feed the draft's own previous `hidden_out` (width H), prefill the target's
@@ -307,5 +183,123 @@ class Eagle3Draft(_DraftBase):
         """Target ids of draft ids: `i + d2t[i]` (d2t is zero for an identity map)."""
         return ids + self.d2t[ids]
 
+    def prefill_feature(self, hidden: torch.Tensor, aux: torch.Tensor | None) -> torch.Tensor:
+        """EAGLE-3 consumes the target's concatenated aux states, folded by fc."""
+        assert aux is not None, "EAGLE-3 prefill needs the target's aux states"
+        return self.combine(aux)
 
-Draft = Eagle1Draft | Eagle3Draft
+
+class Eagle3Build:
+    kind = DraftKind.EAGLE3
+    module = Eagle3Draft
+
+    def arch(self, pair: Pair) -> DraftArch:
+        facts, draft, target = pair.draft_facts, pair.draft, pair.target
+        assert facts is not None and draft is not None and target is not None
+        cfg = draft.config
+        ids = facts.aux.layer_ids if facts.aux and facts.aux.layer_ids else None
+        num_aux = 0 if facts.use_aux_hidden_state is False else (len(ids) if ids else 3)
+        return DraftArch(
+            DraftKind.EAGLE3,
+            facts.target_hidden_size or target.geometry.hidden_size,
+            num_aux=num_aux,
+            draft_vocab_size=facts.draft_vocab_size,
+            fc_bias=bool(facts.fc_bias_tensor) or bool(cfg.bool("bias", default=False)),
+            norm_before_residual=bool(cfg.bool("norm_before_residual", default=False)),
+            fc_norm=bool(cfg.bool("fc_norm", default=False)),
+            norm_before_fc=bool(cfg.bool("norm_before_fc", default=False)),
+        )
+
+    def aux_layer_ids(self, pair: Pair, framework: str) -> tuple[int, ...]:
+        """Entering-layer ids the target taps: vLLM uses explicit ids as given, SGLang adds 1."""
+        facts, target = pair.draft_facts, pair.target
+        if facts is None or target is None or facts.use_aux_hidden_state is False:
+            return ()
+        ids = facts.aux.layer_ids if facts.aux else None
+        if not ids:
+            return tuple(default_aux_layers(target.geometry.num_hidden_layers))
+        if framework == "sglang":
+            return tuple(i + 1 for i in ids)
+        return tuple(ids)
+
+    def random(
+        self, arch: DraftArch, target: TargetModel, args: BuildArgs, gen: torch.Generator
+    ) -> Eagle3Draft:
+        """d2t maps the draft vocabulary onto a sorted random subset of the target's, as a
+        real frequency-ranked table would (non-decreasing offsets, all ids valid)."""
+        draft = Eagle3Draft(
+            args.geometry,
+            arch,
+            target,
+            layer_offset=args.layer_offset,
+            dtype=args.dtype,
+            device=args.device,
+            own_lm_head=True,
+            max_positions=args.max_positions,
+            rope_extras=args.rope_extras,
+        )
+        fill_random(draft, gen)
+        vocab, vocab_draft, dev = target.vocab_size, draft.draft_vocab_size, args.device
+        if vocab_draft < vocab:
+            chosen = torch.randperm(vocab, generator=gen, device=dev)[:vocab_draft].sort().values
+            draft.d2t.copy_(chosen - torch.arange(vocab_draft, device=dev))
+        return draft
+
+    def load(
+        self, index: CheckpointIndex, arch: DraftArch, target: TargetModel, args: BuildArgs
+    ) -> Eagle3Draft:
+        plan = Plan(index)
+        mid = ["layers.0.", "midlayer."]
+        vocab_draft = arch.draft_vocab_size or target.vocab_size
+        draft = Eagle3Draft(
+            args.geometry,
+            arch,
+            target,
+            layer_offset=args.layer_offset,
+            dtype=args.dtype,
+            device=args.device,
+            spec=detect_layer_spec(draft_layer_spec(args.geometry), plan, mid),
+            fc_bias=plan.has(["fc.bias"]),
+            own_embed=plan.has(["embed_tokens.weight"]),
+            own_lm_head=plan.has(["lm_head.weight"]) or vocab_draft != target.vocab_size,
+            max_positions=args.max_positions,
+            rope_extras=args.rope_extras,
+        )
+        if draft.embed_tokens is not None:
+            plan.add(draft.embed_tokens.weight, ["embed_tokens.weight"])
+        if draft.fc_weight is not None:
+            plan.add(draft.fc_weight, ["fc.weight"])
+        if draft.fc_bias is not None:
+            plan.add(draft.fc_bias, ["fc.bias"])
+        if draft.fc_norm is not None:
+            for i, norm in enumerate(draft.fc_norm):
+                plan.add(norm.weight, [f"fc_norm.{i}.weight"])
+        if draft.input_norm is not None:
+            plan.add(draft.input_norm.weight, ["input_norm.weight"])
+        plan_layer(plan, draft.midlayer, mid)
+        for i, layer in enumerate(draft.layers, start=1):
+            plan_layer(plan, layer, [f"layers.{i}."])
+        plan.add(draft.norm.weight, ["norm.weight"])
+        if draft.lm_head is not None:
+            plan.add(draft.lm_head, ["lm_head.weight"])
+        # d2t may be absent only when the draft vocabulary is the target's (identity map).
+        plan.add(draft.d2t, ["d2t"], required=vocab_draft != target.vocab_size)
+        plan.note(["t2d"], (target.vocab_size,))
+        draft.extra_tensors = plan.run(args.device)
+        _check_d2t(draft, index.folder)
+        return draft
+
+
+BUILD = Eagle3Build()
+
+
+def _check_d2t(draft: Eagle3Draft, folder: Path) -> None:
+    """Every draft id must map into the target vocabulary (one sync, at load time only)."""
+    ids = torch.arange(draft.draft_vocab_size, device=draft.d2t.device)
+    mapped = draft.draft_to_target(ids)
+    low, high = int(mapped.min()), int(mapped.max())
+    if low < 0 or high >= draft.vocab_size:
+        raise BadInput(
+            f"{folder}: d2t maps draft ids to [{low}, {high}], outside the target vocabulary "
+            f"[0, {draft.vocab_size})"
+        )

@@ -1,0 +1,162 @@
+"""What every draft module shares, and what a kind's `BUILD` must provide to the rig.
+
+Drafts share the target's embedding or lm_head where the checkpoint does not carry its own;
+shared modules are held by reference, not registered, so the draft's parameters are only the
+draft's own weights. Draft attention layers report `layer_offset + i` to the attention
+callback because the draft's KV-cache layers follow the target's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import torch
+from torch import nn
+
+from eaglegraph.models.layers import AttentionFn, LayerSpec
+from eaglegraph.models.rope import build_cos_sin_cache, cache_length
+from eaglegraph.models.target import TargetModel, layer_spec
+from eaglegraph.pair.geometry import Geometry
+from eaglegraph.pair.kinds import DraftKind
+
+if TYPE_CHECKING:
+    from eaglegraph.pair.model import Pair
+    from eaglegraph.pair.tensors import CheckpointIndex
+
+
+@dataclass(frozen=True)
+class DraftArch:
+    """What a draft needs beyond its Geometry; its kind's `BUILD.arch` derives it from facts.
+
+    `num_aux` 0 means no fc (EAGLE-3 `use_aux_hidden_state: false`). `draft_vocab_size`
+    None means the target vocabulary. `fc_norm` is SpecForge eagle3.1's per-aux RMSNorm,
+    `norm_before_fc` speculators' `input_norm` over the whole concatenation.
+    """
+
+    kind: DraftKind
+    target_hidden_size: int
+    num_aux: int = 3
+    draft_vocab_size: int | None = None
+    fc_bias: bool = False
+    norm_before_residual: bool = False
+    fc_norm: bool = False
+    norm_before_fc: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", DraftKind(self.kind))  # accept "eagle3" too
+
+
+class Draft(Protocol):
+    """The interface the rig drives, whatever the kind."""
+
+    arch: DraftArch
+    hidden_size: int
+    vocab_size: int
+    extra_tensors: tuple[str, ...]
+
+    def __call__(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        hidden_in: torch.Tensor,
+        attention: AttentionFn,
+    ) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+    def prefill_feature(self, hidden: torch.Tensor, aux: torch.Tensor | None) -> torch.Tensor:
+        """How the target feeds the draft prefill: from its final hidden and its aux taps."""
+        ...
+
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor: ...
+
+    def draft_to_target(self, ids: torch.Tensor) -> torch.Tensor: ...
+
+    def eval(self) -> Any: ...
+
+
+@dataclass(frozen=True)
+class BuildArgs:
+    """Everything a kind's module constructor needs besides the arch and the target."""
+
+    geometry: Geometry
+    dtype: torch.dtype
+    device: torch.device
+    layer_offset: int
+    max_positions: int | None
+    rope_extras: Mapping[str, Any] | None
+
+
+class DraftBuild(Protocol):
+    """A kind's torch side (`models/drafts/<kind>.py` exports one as `BUILD`)."""
+
+    kind: DraftKind
+
+    def arch(self, pair: Pair) -> DraftArch:
+        """The module's arch from the inspected pair's facts."""
+        ...
+
+    def aux_layer_ids(self, pair: Pair, framework: str) -> tuple[int, ...]:
+        """Entering-layer ids of target states the draft consumes besides the final hidden."""
+        ...
+
+    def random(
+        self, arch: DraftArch, target: TargetModel, args: BuildArgs, gen: torch.Generator
+    ) -> Draft:
+        """A module with seeded random weights (`--random-weights`)."""
+        ...
+
+    def load(
+        self, index: CheckpointIndex, arch: DraftArch, target: TargetModel, args: BuildArgs
+    ) -> Draft:
+        """A module with the checkpoint's weights, every tensor checked against its header."""
+        ...
+
+
+def draft_layer_spec(geometry: Geometry) -> LayerSpec:
+    """Config defaults for draft layers (drafts are Llama-shaped; Qwen3-typed ones get q/k norm)."""
+    family = geometry.model_type if geometry.model_type in ("qwen2", "qwen3") else "llama"
+    return layer_spec(geometry, family)
+
+
+def _rope_cache(
+    geometry: Geometry,
+    target: TargetModel,
+    max_positions: int | None,
+    rope_extras: Mapping[str, Any] | None,
+    device: torch.device,
+) -> torch.Tensor:
+    # vLLM raises a draft's max_position_embeddings to the target's serving length.
+    max_pos = max(geometry.max_position_embeddings, target.geometry.max_position_embeddings)
+    rows = max_positions or max(cache_length(geometry.rope, max_pos), target.max_positions)
+    return build_cos_sin_cache(geometry.rope, geometry.head_dim, max_pos, rows, device, rope_extras)
+
+
+class DraftBase(nn.Module):
+    """Shared plumbing: geometry, shared target modules, rope cache, layer offset."""
+
+    def __init__(
+        self,
+        geometry: Geometry,
+        arch: DraftArch,
+        target: TargetModel,
+        layer_offset: int,
+        device: torch.device,
+        max_positions: int | None,
+        rope_extras: Mapping[str, Any] | None,
+    ) -> None:
+        super().__init__()
+        self.geometry = geometry
+        self.arch = arch
+        self.layer_offset = layer_offset
+        self.hidden_size = geometry.hidden_size
+        self.extra_tensors: tuple[str, ...] = ()
+        # A plain tuple keeps the target out of this module's parameters and state_dict.
+        self._target = (target,)
+        cache = _rope_cache(geometry, target, max_positions, rope_extras, device)
+        self.register_buffer("cos_sin_cache", cache, persistent=False)
+        self.max_positions = cache.shape[0]
+
+    @property
+    def target(self) -> TargetModel:
+        return self._target[0]

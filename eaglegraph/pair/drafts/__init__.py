@@ -1,0 +1,1 @@
+"""One module per draft kind, named by the kind's value (`DraftKind.MTP` → `mtp.py`)."""

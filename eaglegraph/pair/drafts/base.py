@@ -1,0 +1,176 @@
+"""What every draft kind declares about itself on disk: the enum, verdicts and `KindSpec`.
+
+A kind module (`pair/drafts/<kind>.py`) holds everything eaglegraph knows about one kind from
+config and headers alone: how it recognises itself (with evidence), the facts it derives, the
+pair checks it adds and its parameter count. No torch here: `inspect` never builds a model.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from eaglegraph.findings import Finding
+from eaglegraph.pair.config import Config
+from eaglegraph.pair.geometry import Geometry
+from eaglegraph.pair.tensors import CheckpointIndex
+
+if TYPE_CHECKING:
+    from eaglegraph.pair.facts import AuxTaps, DraftFacts
+
+
+class DraftKind(str, Enum):
+    """The one spelling of a draft kind; each member has a spec in `pair/drafts/<value>.py`."""
+
+    EAGLE1 = "eagle1"
+    EAGLE3 = "eagle3"
+    MTP = "mtp"
+    DFLASH = "dflash"
+    OTHER = "other"
+    UNKNOWN = "unknown"
+
+    @property
+    def spec(self) -> KindSpec:
+        from eaglegraph.pair.kinds import kind_spec  # the registry imports the kind modules
+
+        return kind_spec(self)
+
+    @property
+    def supported(self) -> bool:
+        """Kinds the rig can build and capture (a models/drafts/<kind>.py build exists)."""
+        return self.spec.supported
+
+
+@dataclass
+class KindVerdict:
+    kind: DraftKind
+    style: str | None
+    evidence: list[str] = field(default_factory=list)
+
+    @property
+    def is_draft(self) -> bool:
+        return self.kind is not DraftKind.UNKNOWN
+
+
+LAYER_RE = re.compile(r"^(?:model\.)?layers\.(\d+)\.")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a recogniser may look at: the folder's config and its tensor names (no `model.`)."""
+
+    cfg: Config
+    index: CheckpointIndex | None
+    names: frozenset[str]
+
+    @property
+    def archs(self) -> list[str]:
+        return self.cfg.str_list("architectures")
+
+    @property
+    def num_layers(self) -> int | None:
+        layers = self.cfg.int("num_hidden_layers", default=None, minimum=None)
+        return layers if isinstance(layers, int) else None
+
+    @property
+    def small(self) -> bool:
+        """One or two layers: the shape of an EAGLE head."""
+        return self.num_layers is not None and self.num_layers <= 2
+
+    @property
+    def first_arch(self) -> str:
+        return self.archs[0] if self.archs else "model"
+
+
+@dataclass(frozen=True)
+class Recogniser:
+    """One rule by which a kind recognises a folder. Lower `priority` is asked first (config
+    keys ~10-30, architecture names ~20-40, config shape ~50, tensor headers ~60-70, weak
+    config-only guesses ~80+); the first rule that returns a verdict decides."""
+
+    priority: int
+    rule: Callable[[Evidence], KindVerdict | None]
+
+
+@dataclass
+class ShapeFacts:
+    """The kind-specific part of `DraftFacts`: what the draft's fc consumes, its vocabulary."""
+
+    expected_fc_in: int | None = None
+    draft_vocab_size: int | None = None
+    aux: AuxTaps | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class FactsInput:
+    """Everything `draft_facts` read that a kind may use to derive its `ShapeFacts`."""
+
+    cfg: Config
+    hidden_size: int
+    vocab_size: int
+    target_hidden: int | None
+    target_layers: int | None
+    config_target_hidden: int | None
+    draft_vocab: int | None
+    explicit_aux_ids: list[int] | None
+    aux_ids_source: str
+    use_aux: bool | None
+
+
+class KindSpec:
+    """Defaults are those of a recognised but unsupported kind; kinds override what differs."""
+
+    kind: DraftKind
+    title: str = ""
+    # the rig can build it: models/drafts/<kind>.py exists (a test keeps the two in step)
+    supported: bool = False
+    # checked against the target like an EAGLE head (widths, vocab, aux ids, positions)
+    checked_against_target: bool = False
+    speculators_names: tuple[str, ...] = ()  # `speculators_model_type` values naming it
+    engine_methods: tuple[str, ...] = ()  # vLLM `--speculative-config` methods; first = main
+    recognisers: tuple[Recogniser, ...] = ()
+
+    def shape_facts(self, given: FactsInput) -> ShapeFacts:
+        return ShapeFacts(draft_vocab_size=given.draft_vocab)
+
+    def lm_head_state(self, has_lm_head: bool, has_weights: bool) -> str:
+        return "own" if has_lm_head else ("unknown (no weights)" if not has_weights else "shared")
+
+    def first_layer_qkv_in(self, g: Geometry) -> int:
+        """Input width of layer 0's q/k/v projections (EAGLE-3 attends over 2H)."""
+        return g.hidden_size
+
+    def lm_head_rows(self, facts: DraftFacts, g: Geometry) -> int:
+        return g.vocab_size
+
+    def own_findings(self, facts: DraftFacts, g: Geometry) -> list[Finding]:
+        """Checks of the draft alone (before any target is known)."""
+        return []
+
+    def target_width_findings(self, facts: DraftFacts, g: Geometry, t: Geometry) -> list[Finding]:
+        """Does what the target emits fit what the draft consumes?"""
+        return []
+
+    def expected_fc_from_target(self, facts: DraftFacts, t: Geometry) -> int | None:
+        return None
+
+    def estimate_parameters(self, g: Geometry, facts: DraftFacts) -> int | None:
+        """The draft's own weights (None: count it like a plain model)."""
+        return None
+
+    def in_target(self, cfg: Config, index: CheckpointIndex) -> InTarget | None:
+        """A draft of this kind that lives inside a target folder (MTP layers), else None."""
+        return None
+
+
+@dataclass
+class InTarget:
+    """A draft found inside the target's own checkpoint, with the evidence for it."""
+
+    evidence: list[str]
+    layers: int | None
+    notes: list[str] = field(default_factory=list)

@@ -1,0 +1,156 @@
+"""EAGLE-1/2 heads: fc over [embedding, target final hidden], no layer-0 input norm."""
+
+from __future__ import annotations
+
+from eaglegraph.findings import Finding, Severity
+from eaglegraph.known.hazards import hazard
+from eaglegraph.pair.drafts.base import (
+    LAYER_RE,
+    DraftKind,
+    Evidence,
+    FactsInput,
+    KindSpec,
+    KindVerdict,
+    Recogniser,
+    ShapeFacts,
+)
+from eaglegraph.pair.facts import DraftFacts
+from eaglegraph.pair.geometry import Geometry
+from eaglegraph.pair.model import layer_params
+
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+
+def _architecture(ev: Evidence) -> KindVerdict | None:
+    for arch in ev.archs:
+        if arch.endswith("ForCausalLMEagle") or arch.startswith("Eagle"):
+            style = "sglang" if arch.endswith("ForCausalLMEagle") else "vllm"
+            return KindVerdict(DraftKind.EAGLE1, style, [f"architecture {arch!r} names EAGLE-1/2"])
+    return None
+
+
+def _fc_tensors(ev: Evidence) -> KindVerdict | None:
+    if "fc.weight" not in ev.names:
+        return None
+    layer_ids = {int(m.group(1)) for n in ev.names if (m := LAYER_RE.match(n))}
+    no_input_norm = "layers.0.input_layernorm.weight" not in ev.names
+    no_head = "lm_head.weight" not in ev.names
+    if layer_ids and no_input_norm and no_head:
+        return KindVerdict(
+            DraftKind.EAGLE1,
+            "safeailab",
+            ["'fc.weight' with 'layers.0.*', no layer-0 input norm and no lm_head (EAGLE-1)"],
+        )
+    return None
+
+
+def _small_config(ev: Evidence) -> KindVerdict | None:
+    """Config only, no draft vocabulary: a 1-2 layer model is taken for an EAGLE-1 head."""
+    if not ev.small or ev.cfg.int("hidden_size", default=None, minimum=None) is None:
+        return None
+    evidence = [f"{ev.num_layers}-layer {ev.first_arch} without a draft vocabulary"]
+    if ev.cfg.has("bias"):
+        evidence.append("top-level 'bias' key (EAGLE-1 fc bias flag)")
+    if ev.index is None or not ev.index.has_weights:
+        evidence.append("no weights to confirm from tensor headers")
+    return KindVerdict(DraftKind.EAGLE1, "safeailab", evidence)
+
+
+class Eagle1Spec(KindSpec):
+    kind = DraftKind.EAGLE1
+    title = "EAGLE-1"
+    supported = True
+    checked_against_target = True
+    speculators_names = ("eagle", "eagle1", "eagle2")
+    engine_methods = ("eagle", "eagle1")
+    recognisers = (
+        Recogniser(35, _architecture),
+        Recogniser(62, _fc_tensors),
+        Recogniser(90, _small_config),
+    )
+
+    def shape_facts(self, given: FactsInput) -> ShapeFacts:
+        return ShapeFacts(expected_fc_in=2 * given.hidden_size, draft_vocab_size=given.vocab_size)
+
+    def lm_head_state(self, has_lm_head: bool, has_weights: bool) -> str:
+        return "own (ignored: EAGLE-1 uses the target's)" if has_lm_head else "shared"
+
+    def own_findings(self, facts: DraftFacts, g: Geometry) -> list[Finding]:
+        return _bias_findings(facts)
+
+    def target_width_findings(self, facts: DraftFacts, g: Geometry, t: Geometry) -> list[Finding]:
+        if g.hidden_size == t.hidden_size:
+            return []
+        return [
+            Finding(
+                id="hidden-mismatch",
+                severity=E,
+                message=f"EAGLE-1 draft hidden_size {g.hidden_size} ≠ target {t.hidden_size}; "
+                "fc consumes [embedding, target hidden] of the draft's width",
+                ref=hazard("hidden-mismatch").ref_text,
+                hazard="hidden-mismatch",
+            )
+        ]
+
+    def expected_fc_from_target(self, facts: DraftFacts, t: Geometry) -> int | None:
+        return 2 * t.hidden_size
+
+    def estimate_parameters(self, g: Geometry, facts: DraftFacts) -> int | None:
+        total = (facts.fc_in_features or 0) * g.hidden_size
+        total += layer_params(g, g.hidden_size, False)
+        total += (g.num_hidden_layers - 1) * layer_params(g, g.hidden_size, True)
+        return total
+
+
+SPEC = Eagle1Spec()
+
+
+def _bias_findings(facts: DraftFacts) -> list[Finding]:
+    refs = hazard("eagle1-fc-bias").ref_text
+    if facts.fc_bias_tensor is None:
+        if facts.config_bias is None:
+            return [
+                Finding(
+                    id="eagle1-fc-bias",
+                    severity=INFO,
+                    message="EAGLE-1 config has no 'bias' key: SafeAILab's loader then expects "
+                    "fc.bias (default true); without weights this cannot be confirmed",
+                    ref=refs,
+                    hazard="eagle1-fc-bias",
+                )
+            ]
+        return []
+    if facts.fc_bias_tensor and facts.config_bias is False:
+        return [
+            Finding(
+                id="eagle1-fc-bias",
+                severity=E,
+                message='checkpoint has fc.bias but config says "bias": false; loaders that '
+                "trust the config drop the bias and acceptance falls",
+                ref=refs,
+                hazard="eagle1-fc-bias",
+            )
+        ]
+    if facts.fc_bias_tensor and facts.config_bias is None:
+        return [
+            Finding(
+                id="eagle1-fc-bias",
+                severity=W,
+                message="checkpoint has fc.bias and no 'bias' key in config: vLLM versions whose "
+                "llama_eagle fc has bias=False silently skip it (lower acceptance)",
+                ref=refs,
+                hazard="eagle1-fc-bias",
+            )
+        ]
+    if not facts.fc_bias_tensor and facts.config_bias is not False:
+        return [
+            Finding(
+                id="eagle1-fc-bias",
+                severity=W,
+                message='no fc.bias in the checkpoint, but config does not say "bias": false; '
+                "SGLang's LlamaForCausalLMEagle always builds a bias and SafeAILab defaults to one",
+                ref=refs,
+                hazard="eagle1-fc-bias",
+            )
+        ]
+    return []
