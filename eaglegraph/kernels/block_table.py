@@ -24,6 +24,7 @@ from eaglegraph.kernels._triton import (
     triton,
 )
 from eaglegraph.kernels.guard import Guard, check_bounds_pair, guard_args, log_violation
+from eaglegraph.kernels.launch import launch, strides
 
 __all__ = [
     "compute_slot_mappings",
@@ -108,24 +109,20 @@ def gather_block_tables(
     n_cols = dst.shape[1]
     block = min(next_pow2(n_cols), _COL_BLOCK_INTERPRETED if interpreting() else _COL_BLOCK)
     block_r = rows_per_program(num_reqs_padded, block)
-    _gather_block_tables_kernel[(triton.cdiv(num_reqs_padded, block_r),)](
+    launch(
+        _gather_block_tables_kernel,
+        (triton.cdiv(num_reqs_padded, block_r),),
         src,
         idx_mapping,
         dst,
-        src.stride(0),
-        dst.stride(0),
+        *strides(src, dst, dims=1),
         n_cols,
         src.shape[0],
         num_reqs,
         num_reqs_padded,
-        g.entries,
-        g.count,
-        g.capacity,
-        g.kernel_id,
-        g.buffer_ids[0],
+        guard=g,
         BLOCK_R=block_r,
         BLOCK=block,
-        GUARD=g.enabled,
     )
 
 
@@ -297,7 +294,9 @@ def compute_slot_mappings(
     # One program per BLOCK_R requests (all of them under the interpreter), then the pad one.
     block = _TOKEN_BLOCK_INTERPRETED if interpreting() else _TOKEN_BLOCK
     block_r = rows_per_program(num_reqs, block)
-    _compute_slot_mappings_kernel[(triton.cdiv(num_reqs, block_r) + 1,)](
+    launch(
+        _compute_slot_mappings_kernel,
+        (triton.cdiv(num_reqs, block_r) + 1,),
         block_table,
         query_start_loc,
         positions,
@@ -308,15 +307,10 @@ def compute_slot_mappings(
         num_reqs,
         pad_until,
         max_tokens,
-        g.entries,
-        g.count,
-        g.capacity,
-        g.kernel_id,
-        *g.buffer_ids,
+        guard=g,
         PAGE_SIZE=block_size,
         BLOCK_R=block_r,
         BLOCK=block,
-        GUARD=g.enabled,
     )
 
 
@@ -388,7 +382,9 @@ def compute_slot_mappings_padded_rows(
         guard, "compute_slot_mappings_padded_rows", ("positions", "block_table"), positions
     )
     block = rows_per_program(num_rows, 1, gpu_rows=_TOKEN_BLOCK)
-    _slot_mappings_padded_rows_kernel[(triton.cdiv(num_rows, block),)](
+    launch(
+        _slot_mappings_padded_rows_kernel,
+        (triton.cdiv(num_rows, block),),
         block_table,
         positions,
         slot_mapping,
@@ -396,14 +392,9 @@ def compute_slot_mappings_padded_rows(
         block_table.shape[1],
         num_blocks,
         num_rows,
-        g.entries,
-        g.count,
-        g.capacity,
-        g.kernel_id,
-        *g.buffer_ids,
+        guard=g,
         PAGE_SIZE=block_size,
         BLOCK=block,
-        GUARD=g.enabled,
     )
 
 

@@ -23,6 +23,7 @@ from eaglegraph.kernels._triton import (
     triton,
 )
 from eaglegraph.kernels.guard import Guard, check_bounds_pair, guard_args, log_violation
+from eaglegraph.kernels.launch import launch, strides
 
 __all__ = ["prepare_eagle_decode", "prepare_eagle_inputs", "update_eagle_draft_inputs"]
 
@@ -196,7 +197,9 @@ def prepare_eagle_inputs(
     )
     # With num_reqs == 0 a single program only pads (it reads target qsl[0]).
     block_r = rows_per_program(max(num_reqs, 1), _TOKEN_BLOCK)
-    _prepare_eagle_inputs_kernel[(triton.cdiv(max(num_reqs, 1), block_r),)](
+    launch(
+        _prepare_eagle_inputs_kernel,
+        (triton.cdiv(max(num_reqs, 1), block_r),),
         target_query_start_loc,
         target_seq_lens,
         target_input_ids,
@@ -212,15 +215,10 @@ def prepare_eagle_inputs(
         num_reqs,
         max_num_reqs,
         max_tokens,
-        g.entries,
-        g.count,
-        g.capacity,
-        g.kernel_id,
-        *g.buffer_ids,
+        guard=g,
         PAD_LAST_TOKEN_INDICES=pad_last_token_indices,
         BLOCK_R=block_r,
         BLOCK=_TOKEN_BLOCK,
-        GUARD=g.enabled,
     )
 
 
@@ -292,7 +290,9 @@ def prepare_eagle_decode(
     if draft_tokens.dim() not in (1, 2) or draft_tokens.shape[0] < num_reqs:
         raise ValueError(f"draft_tokens {tuple(draft_tokens.shape)} needs >= {num_reqs} rows")
     block = min(next_pow2(max_num_reqs + 1), 1024)
-    _prepare_eagle_decode_kernel[(triton.cdiv(max_num_reqs + 1, block),)](
+    launch(
+        _prepare_eagle_decode_kernel,
+        (triton.cdiv(max_num_reqs + 1, block),),
         draft_tokens,
         draft_tokens.stride(0),
         target_seq_lens,
@@ -398,7 +398,9 @@ def update_eagle_draft_inputs(
         next_pow2(hidden_size), _HIDDEN_BLOCK_INTERPRETED if interpreting() else _HIDDEN_BLOCK
     )
     block_r = rows_per_program(num_reqs, block)
-    _update_eagle_draft_inputs_kernel[(triton.cdiv(num_reqs, block_r),)](
+    launch(
+        _update_eagle_draft_inputs_kernel,
+        (triton.cdiv(num_reqs, block_r),),
         sampled,
         output_hidden,
         draft_tokens,
@@ -407,9 +409,7 @@ def update_eagle_draft_inputs(
         eagle_positions,
         eagle_seq_lens,
         current_draft_step,
-        output_hidden.stride(0),
-        eagle_hidden_states.stride(0),
-        draft_tokens.stride(0),
+        *strides(output_hidden, eagle_hidden_states, draft_tokens, dims=1),
         hidden_size,
         num_spec_tokens,
         max_model_len,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from eaglegraph.kernels._triton import check_device, next_pow2, rows_per_program, tl, triton
+from eaglegraph.kernels.launch import launch, strides
 
 _MAX_BLOCK = 4096
 
@@ -63,15 +64,16 @@ def embedding_lookup(
     block = min(next_pow2(hidden), _MAX_BLOCK)
     block_t = rows_per_program(num_tokens, block)
     grid = (triton.cdiv(num_tokens, block_t), triton.cdiv(hidden, block))
-    _embedding_kernel[grid](
+    launch(
+        _embedding_kernel,
+        grid,
         weight,
         ids,
         out,
         num_tokens,
         weight.shape[0],
         hidden,
-        weight.stride(0),
-        out.stride(0),
+        *strides(weight, out, dims=1),
         BLOCK_T=block_t,
         BLOCK=block,
     )

@@ -22,6 +22,7 @@ from eaglegraph.kernels._triton import (
     triton,
 )
 from eaglegraph.kernels.guard import Guard, guard_args, log_violation
+from eaglegraph.kernels.launch import launch, strides
 
 __all__ = ["gather_rows"]
 
@@ -109,22 +110,18 @@ def gather_rows(
     block_w = min(next_pow2(width), (1 << 16) if interpreting() else _MAX_COLS)
     block_r = rows_per_program(num_rows, block_w, gpu_rows=max(_MAX_TILE // block_w, 1))
     grid = (triton.cdiv(num_rows, block_r), triton.cdiv(width, block_w))
-    _gather_rows_kernel[grid](
+    launch(
+        _gather_rows_kernel,
+        grid,
         src,
         indices,
         out,
-        src.stride(0),
-        out.stride(0),
+        *strides(src, out, dims=1),
         width,
         num_rows,
         num_src_rows,
-        g.entries,
-        g.count,
-        g.capacity,
-        g.kernel_id,
-        g.buffer_ids[0],
+        guard=g,
         BLOCK_R=block_r,
         BLOCK_W=block_w,
         IS_FLOAT=out.dtype.is_floating_point,
-        GUARD=g.enabled,
     )

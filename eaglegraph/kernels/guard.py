@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -143,6 +144,11 @@ class GuardArgs:
     capacity: int
     kernel_id: int
     buffer_ids: tuple[int, ...]
+
+    @property
+    def kernel_args(self) -> tuple[Any, ...]:
+        """The guard parameters every guarded kernel takes last, in their order."""
+        return (self.entries, self.count, self.capacity, self.kernel_id, *self.buffer_ids)
 
 
 def guard_args(

@@ -19,6 +19,7 @@ from eaglegraph.kernels._triton import (
     triton,
 )
 from eaglegraph.kernels.guard import Guard, guard_args, log_violation
+from eaglegraph.kernels.launch import launch, strides
 
 __all__ = ["PAD_SLOT_ID", "write_kv"]
 
@@ -121,7 +122,9 @@ def write_kv(
     block_t = rows_per_program(
         num_tokens, block_h * block_d, gpu_rows=max(1, 1024 // (block_h * block_d))
     )
-    _write_kv_kernel[(triton.cdiv(num_tokens, block_t),)](
+    launch(
+        _write_kv_kernel,
+        (triton.cdiv(num_tokens, block_t),),
         k,
         v,
         k_cache,
@@ -131,24 +134,10 @@ def write_kv(
         num_blocks * block_size,
         num_kv_heads,
         head_dim,
-        k.stride(0),
-        k.stride(1),
-        v.stride(0),
-        v.stride(1),
-        k_cache.stride(0),
-        k_cache.stride(1),
-        k_cache.stride(2),
-        v_cache.stride(0),
-        v_cache.stride(1),
-        v_cache.stride(2),
-        g.entries,
-        g.count,
-        g.capacity,
-        g.kernel_id,
-        g.buffer_ids[0],
+        *strides(k, v, k_cache, v_cache),
+        guard=g,
         PAGE_SIZE=block_size,
         BLOCK_T=block_t,
         BLOCK_H=block_h,
         BLOCK_D=block_d,
-        GUARD=g.enabled,
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 
 from eaglegraph.kernels._triton import check_device, next_pow2, rows_per_program, tl, triton
+from eaglegraph.kernels.launch import launch, strides
 
 
 @triton.jit
@@ -122,17 +123,15 @@ def apply_rotary(
         return
     half = head_dim // 2
     block_t = rows_per_program(num_tokens, (q.shape[1] + k.shape[1]) * head_dim)
-    _rope_kernel[(triton.cdiv(num_tokens, block_t),)](
+    launch(
+        _rope_kernel,
+        (triton.cdiv(num_tokens, block_t),),
         q,
         k,
         positions,
         cos_sin_cache,
         num_tokens,
-        q.stride(0),
-        q.stride(1),
-        k.stride(0),
-        k.stride(1),
-        cos_sin_cache.stride(0),
+        *strides(q, k, cos_sin_cache),
         cos_sin_cache.shape[0],
         NUM_Q_HEADS=q.shape[1],
         NUM_K_HEADS=k.shape[1],

@@ -20,6 +20,7 @@ from eaglegraph.kernels._triton import (
     tl,
     triton,
 )
+from eaglegraph.kernels.launch import launch
 
 __all__ = ["argmax_map_draft", "argmax_rows", "greedy_verify"]
 
@@ -82,7 +83,9 @@ def _launch_argmax(
     # wide a block as fit in ~64K elements (each executed operation costs the same).
     block_v = min(next_pow2(vocab), _VOCAB_BLOCK_INTERPRETED if interpreting() else _VOCAB_BLOCK)
     block_r = rows_per_program(num_rows, block_v)
-    _argmax_kernel[(triton.cdiv(num_rows, block_r),)](
+    launch(
+        _argmax_kernel,
+        (triton.cdiv(num_rows, block_r),),
         logits,
         logits if d2t is None else d2t,
         out,
@@ -210,7 +213,9 @@ def greedy_verify(
         return
     block_k = next_pow2(max_spec + 1)
     block_r = rows_per_program(num_reqs, block_k)
-    _greedy_verify_kernel[(triton.cdiv(num_reqs, block_r),)](
+    launch(
+        _greedy_verify_kernel,
+        (triton.cdiv(num_reqs, block_r),),
         target_argmax,
         draft_tokens,
         draft_tokens.stride(0),

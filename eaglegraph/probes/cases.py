@@ -160,8 +160,8 @@ def _execute(case: ProbeCase, start: float) -> CaseResult:
             "next tokens": out.next_tokens,
             "accepted counts": out.num_accepted,
             "draft tokens": out.draft_tokens,
-            "target hidden rows": rig.target_hidden[:tokens].clone(),
-            "draft hidden rows": rig.eagle_hidden[: len(batch)].clone(),
+            "target hidden rows": rig.bufs.target_hidden[:tokens].clone(),
+            "draft hidden rows": rig.bufs.eagle_hidden[: len(batch)].clone(),
             "KV of owned blocks": torch.cat([t.flatten() for t in valid_kv])
             if valid_kv
             else torch.zeros(0),

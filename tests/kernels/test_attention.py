@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-import eaglegraph.kernels.attention as attention_module
+import eaglegraph.kernels.attention.tiles as tiles
 from eaglegraph.kernels.attention import (
     build_csr_page_indices,
     csr_paged_decode,
@@ -242,14 +242,12 @@ def test_long_queries_span_query_and_kv_blocks(
 def test_tile_choices(monkeypatch: pytest.MonkeyPatch, interpreted: bool) -> None:
     """Tiles are powers of two, >= 16 wide for tl.dot, hold whole GQA groups, and (for the
     interpreter) keep a dot small enough for numpy's single-threaded path."""
-    monkeypatch.setattr(attention_module, "interpreting", lambda: interpreted)
+    monkeypatch.setattr(tiles, "interpreting", lambda: interpreted)
     for head_dim in (16, 24, 64, 128, 256):
         for nkv, group in ((1, 1), (2, 2), (3, 2), (8, 4), (4, 7), (1, 32), (1, 64)):
             for max_q in (1, 4, 37, 300):
                 for max_kv in (1, 64, 256, 4096):
-                    bm, gp2, kvh, bn, bd = attention_module._prefill_tiles(
-                        head_dim, nkv, group, max_q, max_kv
-                    )
+                    bm, gp2, kvh, bn, bd = tiles.prefill_tiles(head_dim, nkv, group, max_q, max_kv)
                     rows = bm * kvh * gp2
                     for x in (bm, gp2, kvh, bn, bd):
                         assert x & (x - 1) == 0, (head_dim, nkv, group, max_q, max_kv)
@@ -258,8 +256,8 @@ def test_tile_choices(monkeypatch: pytest.MonkeyPatch, interpreted: bool) -> Non
                     if not interpreted:
                         assert kvh == 1 and rows <= max(64, gp2)
                     elif rows > max(16, kvh * gp2) or bn > 16:
-                        assert rows * bn * kvh * bd <= attention_module._INTERP_MAX_DOT
-                kvh, bh, bn, bd = attention_module._decode_tiles(head_dim, nkv, group, max_kv)
+                        assert rows * bn * kvh * bd <= tiles.INTERP_MAX_DOT
+                kvh, bh, bn, bd = tiles.decode_tiles(head_dim, nkv, group, max_kv)
                 assert nkv % kvh == 0 and bh >= max(16, kvh * group) and bn >= 16
                 assert not interpreted or bn == 16 or bh * bn * kvh * bd <= 1 << 18
 

@@ -1,0 +1,380 @@
+"""FlashInfer style metadata: CSR ``kv_indptr``/``kv_indices``/``last_page_len``. Decode takes
+its batch size from the number of query rows and assumes one token per request, which is what
+makes a PIECEWISE draft decode read stale ``kv_indptr[num_reqs+1:]`` (hazard
+``piecewise-draft-decode``)."""
+
+from __future__ import annotations
+
+import torch
+
+from eaglegraph.kernels._triton import (
+    check_device,
+    next_pow2,
+    reduce_max,
+    reduce_sum,
+    rows_per_program,
+    tl,
+    triton,
+)
+from eaglegraph.kernels.attention.paged_prefill import launch_prefill
+from eaglegraph.kernels.attention.tiles import (
+    LOG2E,
+    check_attention_shapes,
+    decode_tiles,
+    dot_in_f32,
+    num_warps,
+)
+from eaglegraph.kernels.guard import Guard, check_bounds_pair, guard_args, log_violation
+from eaglegraph.kernels.launch import launch, strides
+
+
+@triton.jit
+def _csr_decode_kernel(
+    q_ptr,
+    k_cache_ptr,
+    v_cache_ptr,
+    out_ptr,
+    kv_indptr_ptr,
+    kv_indices_ptr,
+    lpl_ptr,
+    num_indices,
+    num_blocks,
+    stride_qt,
+    stride_qh,
+    stride_ot,
+    stride_oh,
+    stride_kb,
+    stride_ko,
+    stride_kh,
+    stride_vb,
+    stride_vo,
+    stride_vh,
+    qk_scale,
+    head_dim,
+    log_entries_ptr,
+    log_count_ptr,
+    log_capacity,
+    kernel_id,
+    kv_indptr_id,
+    lpl_id,
+    kv_indices_id,
+    PAGE_SIZE: tl.constexpr,
+    GROUP: tl.constexpr,  # query heads per kv head
+    GROUP_P2: tl.constexpr,  # next_pow2(GROUP)
+    KV_HEADS: tl.constexpr,  # kv heads per program: 1 compiled (see _decode_tiles)
+    BLOCK_H: tl.constexpr,  # tile rows: KV_HEADS * GROUP_P2, at least 16 for tl.dot
+    BLOCK_N: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+    DOT_F32: tl.constexpr,
+    GUARD: tl.constexpr,
+):
+    # One program per (row, kv head): the GROUP query heads of the kv head are the rows of a
+    # [BLOCK_H, BLOCK_D] tile, so K/V pages are read once per group and scores are a tl.dot.
+    # Row i is query head i % GROUP_P2 of kv head i // GROUP_P2 (rows past the heads are
+    # padding); several kv heads per program work as in the prefill kernel.
+    b = tl.program_id(0)
+    kvh0 = tl.program_id(1) * KV_HEADS
+
+    ks = tl.load(kv_indptr_ptr + b)
+    ke = tl.load(kv_indptr_ptr + b + 1)
+    lpl = tl.load(lpl_ptr + b)
+    n_pages = ke - ks
+    kv_len = tl.where(n_pages > 0, (n_pages - 1) * PAGE_SIZE + lpl, 0)
+    if GUARD:
+        first = kvh0 == 0
+        bad_ks, bad_ke = check_bounds_pair(ks, ke, num_indices)
+        kv_ok = ~bad_ks & ~bad_ke
+        bad_lpl = (lpl < 0) | (lpl > PAGE_SIZE) | (kv_ok & (n_pages > 0) & (lpl < 1))
+        if first & (~kv_ok | bad_lpl):  # valid metadata (the common case) calls no logger
+            log_violation(
+                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, kv_indptr_id, b, ks,
+                (b == 0) & bad_ks,
+            )  # fmt: skip
+            log_violation(
+                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, kv_indptr_id, b + 1, ke,
+                bad_ke,
+            )  # fmt: skip
+            log_violation(
+                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, lpl_id, b, lpl, bad_lpl
+            )
+        active = kv_ok & ~bad_lpl
+        kv_hi = tl.where(active, kv_len, 0)
+        n_rows = tl.where(active, KV_HEADS * GROUP_P2, 0)  # bad metadata: row untouched
+    else:
+        kv_hi = kv_len
+        n_rows = KV_HEADS * GROUP_P2
+
+    offs_h = tl.arange(0, BLOCK_H)
+    kv_row = kvh0 + offs_h // GROUP_P2
+    h_ok = offs_h < n_rows
+    if GROUP != GROUP_P2:
+        h_ok = h_ok & (offs_h % GROUP_P2 < GROUP)
+    if KV_HEADS == 1:
+        offs_d = tl.arange(0, BLOCK_D)
+        kv_off = kvh0 * stride_kh + offs_d
+        vv_off = kvh0 * stride_vh + offs_d
+        q_mask = h_ok[:, None] & (offs_d < head_dim)[None, :]
+    else:
+        offs_c = tl.arange(0, KV_HEADS * BLOCK_D)
+        offs_d = offs_c % BLOCK_D
+        kv_col = kvh0 + offs_c // BLOCK_D
+        kv_off = kv_col * stride_kh + offs_d
+        vv_off = kv_col * stride_vh + offs_d
+        q_mask = h_ok[:, None] & (offs_d < head_dim)[None, :]
+        q_mask = q_mask & (kv_row[:, None] == kv_col[None, :])
+    q_off = (kv_row * GROUP + offs_h % GROUP_P2)[:, None] * stride_qh + offs_d[None, :]
+    q = tl.load(q_ptr + b.to(tl.int64) * stride_qt + q_off, mask=q_mask, other=0.0)
+    if DOT_F32:
+        q = q.to(tl.float32)
+    page_base = kv_indices_ptr + ks.to(tl.int64)
+    kv_d_ok = (offs_d < head_dim)[None, :]
+    k_base = k_cache_ptr + kv_off[None, :]
+    v_base = v_cache_ptr + vv_off[None, :]
+
+    m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
+    l_i = tl.full([BLOCK_H], 0.0, tl.float32)
+    acc = tl.full([BLOCK_H, KV_HEADS * BLOCK_D], 0.0, tl.float32)
+    for start in range(0, kv_hi, BLOCK_N):
+        offs_n = start + tl.arange(0, BLOCK_N)
+        n_ok = offs_n < kv_hi
+        page_idx = offs_n // PAGE_SIZE
+        page = tl.load(page_base + page_idx, mask=n_ok, other=0).to(tl.int64)
+        if GUARD:
+            bad_page = n_ok & ((page < 0) | (page >= num_blocks))
+            if first & (reduce_max(bad_page.to(tl.int32), 0) > 0):
+                log_violation(
+                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, kv_indices_id,
+                    ks + page_idx, page, bad_page & (offs_n % PAGE_SIZE == 0),
+                )  # fmt: skip
+            n_ok = n_ok & ~bad_page
+        slot_off = (offs_n % PAGE_SIZE)[:, None]
+        kv_mask = n_ok[:, None] & kv_d_ok
+        k = tl.load(
+            k_base + page[:, None] * stride_kb + slot_off * stride_ko, mask=kv_mask, other=0.0
+        )
+        v = tl.load(
+            v_base + page[:, None] * stride_vb + slot_off * stride_vo, mask=kv_mask, other=0.0
+        )
+        if DOT_F32:
+            s = tl.dot(q, tl.trans(k.to(tl.float32)), input_precision="ieee")
+        else:
+            s = tl.dot(q, tl.trans(k))
+        s = tl.where(n_ok[None, :], s * qk_scale, float("-inf"))
+        m_new = tl.maximum(m_i, reduce_max(s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        p = tl.exp2(s - m_safe[:, None])
+        alpha = tl.exp2(m_i - m_safe)
+        l_i = l_i * alpha + reduce_sum(p, 1)
+        if DOT_F32:
+            pv = tl.dot(p, v.to(tl.float32), input_precision="ieee")
+        else:
+            pv = tl.dot(p.to(v.dtype), v)
+        acc = acc * alpha[:, None] + pv
+        m_i = m_new
+
+    o = acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None]
+    tl.store(
+        out_ptr + b.to(tl.int64) * stride_ot + q_off,
+        o.to(out_ptr.dtype.element_ty),
+        mask=q_mask,
+    )
+
+
+@triton.jit
+def _copy_page_indices_kernel(
+    kv_indices_ptr,
+    block_table_ptr,
+    kv_indptr_ptr,
+    bt_stride,
+    n_cols,
+    num_indices,
+    num_reqs,
+    log_entries_ptr,
+    log_count_ptr,
+    log_capacity,
+    kernel_id,
+    kv_indptr_id,
+    BLOCK_R: tl.constexpr,
+    BLOCK: tl.constexpr,
+    GUARD: tl.constexpr,
+):
+    r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    r_ok = r < num_reqs
+    start = tl.load(kv_indptr_ptr + r, mask=r_ok, other=0)
+    end = tl.load(kv_indptr_ptr + r + 1, mask=r_ok, other=0)
+    n = end - start
+    if GUARD:
+        bad_start, bad_end = check_bounds_pair(start, end, num_indices)
+        bad_end = bad_end | (~bad_start & (n > n_cols))
+        if reduce_max((bad_start | bad_end).to(tl.int32), 0) > 0:  # nothing to log: no call
+            log_violation(
+                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, kv_indptr_id, r, start,
+                (r == 0) & bad_start,
+            )  # fmt: skip
+            log_violation(
+                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, kv_indptr_id, r + 1, end,
+                bad_end,
+            )  # fmt: skip
+        n = tl.where(bad_start | bad_end, 0, n)
+    src = block_table_ptr + r.to(tl.int64)[:, None] * bt_stride
+    dst = kv_indices_ptr + start.to(tl.int64)[:, None]
+    for j0 in range(0, reduce_max(n, 0), BLOCK):
+        j = j0 + tl.arange(0, BLOCK)[None, :]
+        m = j < n[:, None]
+        tl.store(dst + j, tl.load(src + j, mask=m), mask=m)
+
+
+def csr_paged_prefill(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    out: torch.Tensor,
+    qo_indptr: torch.Tensor,
+    kv_indptr: torch.Tensor,
+    kv_indices: torch.Tensor,
+    last_page_len: torch.Tensor,
+    num_reqs: int,
+    max_query_len: int,
+    scale: float,
+    guard: Guard | None = None,
+) -> None:
+    """FlashInfer style causal prefill/verify over CSR page lists.
+
+    Request ``r``'s queries are rows ``[qo_indptr[r], qo_indptr[r+1])``, its pages
+    ``kv_indices[kv_indptr[r]:kv_indptr[r+1]]``, its KV length
+    ``(n_pages - 1) * block_size + last_page_len[r]`` (0 without pages); queries sit at the end
+    of the KV range.
+
+    Guard roles: ``"qo_indptr"`` (monotone, in ``[0, q.shape[0]]``), ``"kv_indptr"``
+    (monotone, in ``[0, kv_indices.numel()]``), ``"last_page_len"`` (``1..block_size`` when
+    the request has pages), ``"kv_indices"`` (page ids in ``[0, num_blocks)``).
+    """
+    check_device(q, k_cache, v_cache, out, qo_indptr, kv_indptr, kv_indices, last_page_len)
+    if qo_indptr.numel() < num_reqs + 1 or kv_indptr.numel() < num_reqs + 1:
+        raise ValueError("qo_indptr and kv_indptr need num_reqs + 1 entries")
+    if last_page_len.numel() < num_reqs or kv_indices.dim() != 1:
+        raise ValueError("last_page_len needs num_reqs entries; kv_indices must be 1-D")
+    launch_prefill(
+        csr=True,
+        q=q,
+        k_cache=k_cache,
+        v_cache=v_cache,
+        out=out,
+        qo=qo_indptr,
+        lens=last_page_len,
+        pages=kv_indices,
+        kv_indptr=kv_indptr,
+        pages_extent=kv_indices.numel(),
+        bt_stride=0,
+        num_reqs=num_reqs,
+        max_query_len=max_query_len,
+        scale=scale,
+        kernel="csr_paged_prefill",
+        roles=("qo_indptr", "last_page_len", "kv_indices", "kv_indptr"),
+        guard=guard,
+    )
+
+
+def csr_paged_decode(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    out: torch.Tensor,
+    kv_indptr: torch.Tensor,
+    kv_indices: torch.Tensor,
+    last_page_len: torch.Tensor,
+    batch_size: int,
+    scale: float,
+    guard: Guard | None = None,
+) -> None:
+    """FlashInfer style decode: one query row per request, ``batch_size`` = query rows.
+
+    Row ``b`` attends all of pages ``kv_indices[kv_indptr[b]:kv_indptr[b+1]]`` (length rule
+    as in :func:`csr_paged_prefill`). Because the batch size is the (possibly padded) token
+    count, rows past the real request count read whatever ``kv_indptr``/``last_page_len``
+    hold there — the ``piecewise-draft-decode`` hazard's stale read; the guard checks every
+    entry each row reads. Guard roles as in :func:`csr_paged_prefill` (no ``qo_indptr``).
+    """
+    check_device(q, k_cache, v_cache, out, kv_indptr, kv_indices, last_page_len)
+    num_heads, num_kv_heads, head_dim, block_size = check_attention_shapes(q, k_cache, v_cache, out)
+    if batch_size > q.shape[0]:
+        raise ValueError(f"batch_size {batch_size} exceeds q rows {q.shape[0]}")
+    if kv_indptr.numel() < batch_size + 1 or last_page_len.numel() < batch_size:
+        raise ValueError("kv_indptr needs batch_size + 1 entries and last_page_len batch_size")
+    if kv_indices.dim() != 1:
+        raise ValueError("kv_indices must be 1-D")
+    if batch_size <= 0:
+        return
+    group = num_heads // num_kv_heads
+    kv_heads, block_h, block_n, block_d = decode_tiles(
+        head_dim, num_kv_heads, group, kv_indices.numel() * block_size
+    )
+    g = guard_args(
+        guard, "csr_paged_decode", ("kv_indptr", "last_page_len", "kv_indices"), kv_indptr
+    )
+    launch(
+        _csr_decode_kernel,
+        (batch_size, num_kv_heads // kv_heads),
+        q,
+        k_cache,
+        v_cache,
+        out,
+        kv_indptr,
+        kv_indices,
+        last_page_len,
+        kv_indices.numel(),
+        k_cache.shape[0],
+        *strides(q, out, k_cache, v_cache),
+        float(scale) * LOG2E,
+        head_dim,
+        guard=g,
+        PAGE_SIZE=block_size,
+        GROUP=group,
+        GROUP_P2=next_pow2(group),
+        KV_HEADS=kv_heads,
+        BLOCK_H=block_h,
+        BLOCK_N=block_n,
+        BLOCK_D=block_d,
+        DOT_F32=dot_in_f32(q, k_cache),
+        num_warps=num_warps(block_h, kv_heads * block_d),
+    )
+
+
+def build_csr_page_indices(
+    kv_indices: torch.Tensor,
+    block_table: torch.Tensor,
+    kv_indptr: torch.Tensor,
+    num_reqs: int,
+    guard: Guard | None = None,
+) -> None:
+    """Fill ``kv_indices[kv_indptr[r] + j] = block_table[r, j]`` for each request's pages.
+
+    vLLM's ``_copy_page_indices_kernel``: the CSR page list FlashInfer reads, built on the
+    device from the block table after the host computed ``kv_indptr``. Guard role
+    ``"kv_indptr"``: monotone, in ``[0, kv_indices.numel()]``, and no more pages than the
+    block table has columns; a bad request is not copied.
+    """
+    check_device(kv_indices, block_table, kv_indptr)
+    if block_table.dim() != 2 or block_table.shape[0] < num_reqs or block_table.stride(1) != 1:
+        raise ValueError("block_table must be a row-major [>= num_reqs, n_cols] tensor")
+    if kv_indptr.numel() < num_reqs + 1 or kv_indices.dim() != 1:
+        raise ValueError("kv_indptr needs num_reqs + 1 entries; kv_indices must be 1-D")
+    if num_reqs <= 0:
+        return
+    g = guard_args(guard, "build_csr_page_indices", ("kv_indptr",), kv_indptr)
+    block = min(next_pow2(block_table.shape[1]), 1024)
+    block_r = rows_per_program(num_reqs, block)
+    launch(
+        _copy_page_indices_kernel,
+        (triton.cdiv(num_reqs, block_r),),
+        kv_indices,
+        block_table,
+        kv_indptr,
+        block_table.stride(0),
+        block_table.shape[1],
+        kv_indices.numel(),
+        num_reqs,
+        guard=g,
+        BLOCK_R=block_r,
+        BLOCK=block,
+    )

@@ -1,0 +1,132 @@
+"""What both metadata styles share: shape checks, tile sizes and launch constants.
+
+Compiled, tiles keep register-friendly sizes; under the CPU interpreter, where a program costs
+~0.1 ms per executed operation whatever its tile size, tiles grow to cover a short request in
+one step and one program takes every kv head.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from eaglegraph.kernels._triton import interpreting, next_pow2
+
+LOG2E = 1.4426950408889634
+
+
+def check_attention_shapes(
+    q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, out: torch.Tensor
+) -> tuple[int, int, int, int]:
+    """Validate q/out/cache shapes; returns (num_heads, num_kv_heads, head_dim, page size)."""
+    if q.dim() != 3 or out.shape != q.shape:
+        raise ValueError(f"q {tuple(q.shape)} and out {tuple(out.shape)} must be [T, nh, hd]")
+    if k_cache.dim() != 4 or v_cache.shape != k_cache.shape:
+        raise ValueError("k_cache and v_cache must both be [num_blocks, block_size, nkv, hd]")
+    _, block_size, num_kv_heads, head_dim = k_cache.shape
+    num_heads = q.shape[1]
+    if q.shape[2] != head_dim or num_heads % num_kv_heads:
+        raise ValueError(
+            f"q {tuple(q.shape)} does not fit cache heads ({num_kv_heads}, {head_dim})"
+        )
+    for t in (q, out, k_cache, v_cache):
+        if t.stride(-1) != 1:
+            raise ValueError("q, out and the caches need a contiguous last dimension")
+    return num_heads, num_kv_heads, head_dim, block_size
+
+
+# Under the interpreter a program costs ~0.1 ms per executed operation however wide its tiles
+# are, so tiles grow until one query block and one KV block cover a short request. Two caps:
+# 256 rows/positions (numpy's work per operation stays small) and rows * BLOCK_N * BLOCK_D
+# <= 2**18, below which numpy's OpenBLAS runs a dot on the calling thread; above it, its
+# worker threads make a dot 10-1000x slower on a busy 2-core machine. Compiled, tiles keep
+# their register-friendly sizes.
+INTERP_MAX_TILE = 256
+INTERP_MAX_DOT = 1 << 18
+
+
+def fit_interpreted(rows: int, block_n: int, cols: int, min_rows: int) -> tuple[int, int]:
+    """Halve the larger of (rows, BLOCK_N) until one tile's dot fits the single-thread size."""
+    while rows * block_n * cols > INTERP_MAX_DOT:
+        if block_n >= rows and block_n > 16:
+            block_n //= 2
+        elif rows > min_rows:
+            rows //= 2
+        elif block_n > 16:
+            block_n //= 2
+        else:
+            break
+    return rows, block_n
+
+
+def interpreted_kv_heads(num_kv_heads: int) -> int:
+    """Kv heads per program under the interpreter: all of them when they tile evenly.
+
+    Scoring every kv head in one block-diagonal dot wastes (kv heads - 1)/kv heads of the
+    dot's multiply-adds, which is free in numpy, and divides the programs (and so the
+    interpreter's per-operation cost) by the number of kv heads. Compiled, always 1.
+    """
+    if num_kv_heads & (num_kv_heads - 1) == 0 and num_kv_heads <= 16:
+        return num_kv_heads
+    return 1
+
+
+def prefill_tiles(
+    head_dim: int, num_kv_heads: int, group: int, max_query_len: int, max_kv_len: int
+) -> tuple[int, int, int, int, int]:
+    """(BLOCK_M, GROUP_P2, KV_HEADS, BLOCK_N, BLOCK_D) for a bound ``max_kv_len`` on any
+    request's KV length.
+
+    A program's tile has BLOCK_M query tokens times KV_HEADS * GROUP_P2 heads as rows; tl.dot
+    needs every tile dimension >= 16, so short queries are padded up to 16 rows.
+    """
+    block_d = next_pow2(head_dim, 16)
+    group_p2 = next_pow2(group)
+    if not interpreting():
+        heads = group_p2
+        rows = max(min(heads * next_pow2(max_query_len), 64 if block_d <= 128 else 32), heads, 16)
+        return rows // heads, group_p2, 1, 64 if block_d <= 128 else 32, block_d
+    kv_heads = interpreted_kv_heads(num_kv_heads)
+    while True:
+        heads = kv_heads * group_p2
+        rows = min(heads * next_pow2(max_query_len), max(INTERP_MAX_TILE, heads))
+        block_n = min(next_pow2(max_kv_len, 16), INTERP_MAX_TILE)
+        min_rows = max(heads, 16)
+        rows, block_n = fit_interpreted(max(rows, 16), block_n, kv_heads * block_d, min_rows)
+        if kv_heads == 1 or rows * block_n * kv_heads * block_d <= INTERP_MAX_DOT:
+            return rows // heads, group_p2, kv_heads, block_n, block_d
+        kv_heads //= 2
+
+
+def decode_tiles(
+    head_dim: int, num_kv_heads: int, group: int, max_kv_len: int
+) -> tuple[int, int, int, int]:
+    """(KV_HEADS, BLOCK_H, BLOCK_N, BLOCK_D): KV_HEADS * GROUP_P2 query heads as rows."""
+    block_d = next_pow2(head_dim, 16)
+    group_p2 = next_pow2(group)
+    if not interpreting():
+        return 1, max(group_p2, 16), 64 if block_d <= 128 else 32, block_d
+    kv_heads = interpreted_kv_heads(num_kv_heads)
+    while True:
+        block_h = max(kv_heads * group_p2, 16)
+        block_n = min(next_pow2(max_kv_len, 16), INTERP_MAX_TILE)
+        _, block_n = fit_interpreted(block_h, block_n, kv_heads * block_d, block_h)
+        if kv_heads == 1 or block_h * block_n * kv_heads * block_d <= INTERP_MAX_DOT:
+            return kv_heads, block_h, block_n, block_d
+        kv_heads //= 2
+
+
+def num_warps(rows: int, block_d: int) -> int:
+    return 4 if rows * block_d <= 64 * 128 else 8
+
+
+def dot_in_f32(q: torch.Tensor, k_cache: torch.Tensor) -> bool:
+    """fp32 inputs need IEEE dots (tf32 is not 1e-5 accurate); mixed dtypes and the
+    interpreter (whose bf16 dot is wrong) also go through fp32."""
+    return q.dtype == torch.float32 or q.dtype != k_cache.dtype or interpreting()
+
+
+def default_scale(head_dim: int) -> float:
+    """The softmax scale every kernel here expects callers to pass: 1/sqrt(head_dim)."""
+    return 1.0 / math.sqrt(head_dim)

@@ -1,0 +1,39 @@
+"""One way to launch a kernel: its tensors' strides and its guard arguments, in order.
+
+Every kernel here takes, after its own runtime arguments, the strides of its strided tensors
+(leading dimensions; the last is contiguous) and, if guarded, the guard log tuple
+``(entries, count, capacity, kernel_id, *buffer_ids)`` with the ``GUARD`` constexpr. The
+wrappers build both here instead of spelling them out launch by launch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from eaglegraph.kernels.guard import GuardArgs
+
+
+def strides(*tensors: torch.Tensor, dims: int | None = None) -> tuple[int, ...]:
+    """The leading strides of each tensor in turn: ``dims`` of each, or all but the last
+    (which the wrappers require to be contiguous)."""
+    out: list[int] = []
+    for t in tensors:
+        out += t.stride()[: t.dim() - 1 if dims is None else dims]
+    return tuple(out)
+
+
+def launch(
+    kernel: Any,
+    grid: Sequence[int],
+    *args: Any,
+    guard: GuardArgs | None = None,
+    **constexprs: Any,
+) -> None:
+    """``kernel[grid](*args, *guard tuple, GUARD=..., **constexprs)``."""
+    if guard is not None:
+        args = (*args, *guard.kernel_args)
+        constexprs["GUARD"] = guard.enabled
+    kernel[tuple(grid)](*args, **constexprs)

@@ -1,0 +1,227 @@
+"""Capturing the rig's graphs: vLLM's dummy batches, the capture loop and its failures.
+
+Order (research vllm-mrv2.md §2): target before speculator, then draft prefill, then draft
+decode; within a phase PIECEWISE-like before FULL, largest first, one eager warmup each.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from eaglegraph.findings import Finding, Severity
+from eaglegraph.known.profiles import FLAGS
+from eaglegraph.rig.attention import Metadata
+from eaglegraph.rig.descriptors import BatchDescriptor
+from eaglegraph.rig.graphs import GraphContext, PhaseRunner
+from eaglegraph.rig.modes import Mode
+from eaglegraph.rig.pools import PoolManager
+from eaglegraph.rig.step_buffers import h2d
+from eaglegraph.rig.timeline import CaptureEvent
+
+if TYPE_CHECKING:
+    from eaglegraph.rig.step import Rig
+
+PHASES = ("target", "draft_prefill", "draft_decode")
+
+
+class CaptureFailed(Exception):
+    """A capture stopped (OOM or an error); carries the events captured before it."""
+
+    def __init__(
+        self, events: list[CaptureEvent], failed: CaptureEvent, cause: BaseException
+    ) -> None:
+        super().__init__(str(cause))
+        self.events = events
+        self.failed = failed
+        self.cause = cause
+
+
+def graph_max_query_len(desc: BatchDescriptor, max_query_len: int) -> int:
+    """A FULL graph bakes max_query_len into its launch grid: uniform descriptors know it
+    exactly, mixed ones must cover any batch they may be padded to (num_tokens)."""
+    if desc.mode is not Mode.FULL:
+        return max_query_len
+    return desc.uniform_token_count or desc.num_tokens
+
+
+class CaptureDummies:
+    """vLLM `InputBatch.make_dummy` per phase: fills the inputs a capture records, returns
+    the attention metadata the graph bakes in."""
+
+    def __init__(self, rig: Rig) -> None:
+        self.rig = rig
+
+    def by_phase(self) -> dict[str, Callable[[BatchDescriptor, int, int], Metadata]]:
+        return {"target": self.target, "draft_prefill": self.prefill, "draft_decode": self.decode}
+
+    def inputs(self, owner: str, num_reqs: int, num_tokens: int) -> list[int]:
+        """Even query split (remainder to the last request), seq_len = query_len, zeroed
+        ids/positions, all slots PAD (no KV is written)."""
+        b = self.rig.bufs
+        per, rem = divmod(num_tokens, num_reqs)
+        lens = [per] * num_reqs
+        lens[-1] += rem
+        r = self.rig.max_num_seqs
+        qsl = [0, *np.cumsum(lens).tolist()] + [num_tokens] * (r - num_reqs)
+        if owner == "target":
+            ids, pos, qbuf, sbuf = b.input_ids, b.positions, b.query_start_loc, b.seq_lens
+        else:
+            ids, pos, qbuf, sbuf = (
+                b.eagle_input_ids,
+                b.eagle_positions,
+                b.eagle_qsl,
+                b.eagle_seq_lens,
+            )
+        ids[:num_tokens].zero_()
+        pos[:num_tokens].zero_()
+        h2d(qbuf, qsl)
+        h2d(sbuf, lens + [0] * (r - num_reqs))
+        b.slot_mapping.fill_(-1)
+        return lens
+
+    def target(self, desc: BatchDescriptor, num_reqs: int, num_tokens: int) -> Metadata:
+        rig = self.rig
+        lens = self.inputs("target", num_reqs, num_tokens)
+        max_q = graph_max_query_len(desc, max(lens))
+        return rig.build_metadata(
+            rig.target_builder, rig.common_metadata("target", lens, num_reqs, num_tokens, max_q)
+        )
+
+    def prefill(self, desc: BatchDescriptor, num_reqs: int, num_tokens: int) -> Metadata:
+        rig = self.rig
+        rig.bufs.last_token_indices.zero_()
+        if desc.mode is Mode.FULL and rig.behavior.reuse_target_attn_state:
+            state = rig.captured_states.get(desc)
+            if state is not None:
+                self.inputs("eagle", num_reqs, num_tokens)
+                return state
+        if desc.mode is not Mode.FULL:
+            md = self.target(desc, num_reqs, num_tokens)
+            self.inputs("eagle", num_reqs, num_tokens)
+            return md
+        lens = self.inputs("eagle", num_reqs, num_tokens)
+        max_q = graph_max_query_len(desc, max(lens))
+        return rig.build_metadata(
+            rig.draft_builder, rig.common_metadata("eagle", lens, num_reqs, num_tokens, max_q)
+        )
+
+    def decode(self, desc: BatchDescriptor, num_reqs: int, num_tokens: int) -> Metadata:
+        rig = self.rig
+        lens = self.inputs("eagle", num_reqs, num_tokens)
+        rig.bufs.decode_positions[:num_tokens].zero_()
+        return rig.build_metadata(
+            rig.draft_builder, rig.common_metadata("eagle", lens, num_reqs, num_tokens, 1)
+        )
+
+
+def capture_graphs(
+    rig: Rig,
+    pool_policy: str | None = None,
+    on_event: Callable[[CaptureEvent], None] | None = None,
+    instrument: bool = True,
+) -> tuple[list[CaptureEvent], list[Finding]]:
+    """Capture every planned graph of the rig, in the engine's order."""
+    policy = pool_policy or rig.behavior.default_pool
+    backend = rig.config.graph_backend
+    ctx = GraphContext(backend, rig.attention, PoolManager(policy, backend))
+    rig.graph_context = ctx
+    for runner in rig.runners.values():
+        runner.context = ctx
+    dummies = CaptureDummies(rig).by_phase()
+    events: list[CaptureEvent] = []
+    findings: list[Finding] = []
+    # A garbage-collected CUDAGraph destroyed mid-capture invalidates the capture
+    # (cudaErrorStreamCaptureInvalidated): collect now, then keep the collector off while
+    # capturing, as SGLang's freeze_gc and torch.cuda.graph's own gc.collect do.
+    gc.collect()
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    t0 = time.perf_counter()
+    try:
+        _capture_phases(rig, ctx, dummies, events, findings, on_event, instrument, t0)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    if rig.guard_log is not None:
+        rig.guard_log.reset()
+    return events, findings
+
+
+def _capture_phases(
+    rig: Rig,
+    ctx: GraphContext,
+    dummies: dict[str, Callable[[BatchDescriptor, int, int], Metadata]],
+    events: list[CaptureEvent],
+    findings: list[Finding],
+    on_event: Callable[[CaptureEvent], None] | None,
+    instrument: bool,
+    t0: float,
+) -> None:
+    backend = ctx.backend
+    with torch.inference_mode():
+        for phase in PHASES:
+            runner = rig.runners[phase]
+            if phase == "draft_prefill":
+                findings += _handoff_findings(rig, runner)
+            for desc in runner.dispatcher.capture_order():
+                try:
+                    event, state = runner.capture(
+                        desc, dummies[phase], rig.max_num_seqs, len(events), t0, instrument
+                    )
+                except (torch.OutOfMemoryError, RuntimeError) as exc:
+                    failed = _failed_event(desc, phase, backend, len(events), t0, exc)
+                    raise CaptureFailed(events, failed, exc) from exc
+                if phase == "target" and desc.mode is Mode.FULL:
+                    rig.captured_states[desc] = state
+                events.append(event)
+                if on_event is not None:
+                    on_event(event)
+
+
+def _handoff_findings(rig: Rig, runner: PhaseRunner) -> list[Finding]:
+    """`reuse_target_attn_state` hands the target's captured attention state to the draft
+    prefill by descriptor key: both managers must have identical FULL descriptor sets."""
+    if not rig.behavior.reuse_target_attn_state:
+        return []
+    want = {d for d in runner.dispatcher.descriptors if d.mode is Mode.FULL}
+    have = {d for d in rig.captured_states}
+    missing = sorted(want - have, key=lambda d: d.num_tokens)
+    if not missing:
+        return []
+    return [
+        Finding(
+            id="attn-state-handoff-mismatch",
+            severity=Severity.ERROR,
+            phase="draft_prefill",
+            message=f"{len(missing)} FULL draft-prefill descriptor(s) have no target-captured "
+            f"attention state, e.g. {missing[0].label()}; they are captured with freshly built "
+            "metadata instead",
+            ref=FLAGS["reuse_target_attn_state"].ref,
+        )
+    ]
+
+
+def _failed_event(
+    desc: BatchDescriptor, phase: str, backend: str, index: int, t0: float, exc: BaseException
+) -> CaptureEvent:
+    oom = isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
+    return CaptureEvent(
+        index=index,
+        phase=phase,
+        mode=desc.mode.name,
+        num_tokens=desc.num_tokens,
+        num_reqs=desc.num_reqs,
+        uniform_token_count=desc.uniform_token_count,
+        pool=None,
+        backend=backend,
+        start_s=time.perf_counter() - t0,
+        duration_s=0.0,
+        status="oom" if oom else "error",
+        error=str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__,
+    )

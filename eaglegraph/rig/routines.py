@@ -1,0 +1,111 @@
+"""The phase bodies graphs record: routines of (num_reqs, num_tokens) over persistent buffers.
+
+Every tensor a routine reads or writes outside its own scratch is a registered buffer, so the
+same routine runs eagerly, under CUDA graphs, or under the emulated backend; the model call
+goes through the graph context when one is capturing (PIECEWISE / BREAKABLE pieces).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from eaglegraph.kernels.eagle import update_eagle_draft_inputs
+from eaglegraph.kernels.gather import gather_rows
+from eaglegraph.kernels.guard import Guard
+from eaglegraph.kernels.sampling import argmax_map_draft
+from eaglegraph.rig.attention import AttentionRuntime
+from eaglegraph.rig.graphs import GraphContext
+from eaglegraph.rig.model_setup import LoadedPair
+from eaglegraph.rig.step_buffers import StepBuffers
+
+
+class PhaseRoutines:
+    """vLLM's target forward, `EagleSpeculator.prefill` and `generate_draft`."""
+
+    def __init__(
+        self,
+        models: LoadedPair,
+        bufs: StepBuffers,
+        attention: AttentionRuntime,
+        guard: Callable[..., Guard | None],
+        num_speculative_tokens: int,
+        max_model_len: int,
+    ) -> None:
+        self.models = models
+        self.bufs = bufs
+        self.attention = attention
+        self.guard = guard
+        self.num_speculative_tokens = num_speculative_tokens
+        self.max_model_len = max_model_len
+        self.graph_context: GraphContext | None = None
+
+    def _model(self, name: str, fn: Any, num_tokens: int, *args: Any) -> Any:
+        ctx = self.graph_context
+        return fn(*args) if ctx is None else ctx.call_model(name, fn, num_tokens, *args)
+
+    def target(self, num_reqs: int, num_tokens: int) -> None:
+        n, m = num_tokens, self.models
+        hidden, aux = self._model(
+            "target",
+            m.target,
+            n,
+            self.bufs.input_ids[:n],
+            self.bufs.positions[:n],
+            self.attention,
+            m.aux_layer_ids,
+        )
+        self.bufs.target_hidden[:n].copy_(hidden)
+        if self.bufs.target_aux is not None and aux is not None:
+            self.bufs.target_aux[:n].copy_(aux)
+
+    def prefill(self, num_reqs: int, num_tokens: int) -> None:
+        """vLLM `EagleSpeculator.prefill`: what a FULL draft-prefill graph records."""
+        n, r, m = num_tokens, num_reqs, self.models
+        dev, width = self.bufs.eagle_hidden.device, self.bufs.eagle_hidden.shape[1]
+        guard = self.guard(last_token_indices="eagle.last_token_indices")
+        pos = torch.empty(r, dtype=torch.int64, device=dev)
+        gather_rows(self.bufs.eagle_positions, self.bufs.last_token_indices, pos, r, n, guard)
+        logit_h, hidden = self._model(
+            "draft",
+            m.draft,
+            n,
+            self.bufs.eagle_input_ids[:n],
+            self.bufs.eagle_positions[:n],
+            self.bufs.eagle_hidden[:n],
+            self.attention,
+        )
+        last = torch.empty((r, logit_h.shape[1]), dtype=logit_h.dtype, device=dev)
+        gather_rows(logit_h, self.bufs.last_token_indices, last, r, n, guard)
+        logits = m.draft.compute_logits(last)
+        sampled = torch.empty(r, dtype=torch.int64, device=dev)
+        argmax_map_draft(logits, getattr(m.draft, "d2t", None), sampled, r)
+        self.bufs.draft_tokens[:r, 0].copy_(sampled)
+        nxt = torch.empty((r, width), dtype=hidden.dtype, device=dev)
+        gather_rows(hidden, self.bufs.last_token_indices, nxt, r, n, guard)
+        self.bufs.eagle_hidden[:r].copy_(nxt)
+        self.bufs.eagle_positions[:r].copy_(pos)
+
+    def decode(self, num_reqs: int, num_tokens: int) -> None:
+        """vLLM `generate_draft`: one draft step; a FULL decode graph serves every step."""
+        n, r, m = num_tokens, num_reqs, self.models
+        logit_h, hidden = self._model(
+            "draft",
+            m.draft,
+            n,
+            self.bufs.eagle_input_ids[:n],
+            self.bufs.decode_positions[:n],
+            self.bufs.eagle_hidden[:n],
+            self.attention,
+        )
+        logits = m.draft.compute_logits(logit_h[:r])
+        sampled = torch.empty(r, dtype=torch.int64, device=logit_h.device)
+        argmax_map_draft(logits, getattr(m.draft, "d2t", None), sampled, r)
+        b = self.bufs
+        update_eagle_draft_inputs(
+            sampled, hidden, b.draft_tokens, b.eagle_input_ids, b.eagle_hidden,
+            b.decode_positions, b.eagle_seq_lens, b.current_draft_step, r,
+            self.num_speculative_tokens, self.max_model_len,
+        )  # fmt: skip
