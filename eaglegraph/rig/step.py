@@ -24,6 +24,7 @@ from eaglegraph.kernels.block_table import compute_slot_mappings, gather_block_t
 from eaglegraph.kernels.eagle import prepare_eagle_decode, prepare_eagle_inputs
 from eaglegraph.kernels.guard import Guard, GuardLog
 from eaglegraph.kernels.sampling import argmax_rows, greedy_verify
+from eaglegraph.models.drafts import draft_build
 from eaglegraph.pair.model import Pair
 from eaglegraph.rig.attention import (
     AttentionRuntime,
@@ -89,9 +90,9 @@ class Rig:
         layouts = [
             KVLayout(0, bs, tg.num_key_value_heads, tg.head_dim, kv_dtype)
         ] * tg.num_hidden_layers
-        layouts += [
-            KVLayout(0, bs, dg.num_key_value_heads, dg.head_dim, kv_dtype)
-        ] * dg.num_hidden_layers
+        assert pair.draft_facts is not None  # check_buildable
+        draft_kv = draft_build(pair.draft_facts.kind).kv_layers(pair)
+        layouts += [KVLayout(0, bs, heads, head_dim, kv_dtype) for heads, head_dim in draft_kv]
         per_block = sum(lay.bytes_per_layer() for lay in [_with_blocks(x, 1) for x in layouts])
         wanted = config.num_blocks or 1 + r * mb
         budget = KV_BUDGET_BYTES["cuda" if dev.type == "cuda" else "cpu"]

@@ -100,6 +100,10 @@ class DraftBuild(Protocol):
         """Entering-layer ids of target states the draft consumes besides the final hidden."""
         ...
 
+    def kv_layers(self, pair: Pair) -> list[tuple[int, int]]:
+        """(kv heads, head_dim) of each KV-cache layer the draft appends after the target's."""
+        ...
+
     def random(
         self, arch: DraftArch, target: TargetModel, args: BuildArgs, gen: torch.Generator
     ) -> Draft:
@@ -111,6 +115,13 @@ class DraftBuild(Protocol):
     ) -> Draft:
         """A module with the checkpoint's weights, every tensor checked against its header."""
         ...
+
+
+def stacked_kv_layers(pair: Pair) -> list[tuple[int, int]]:
+    """One KV layer per decoder layer of the draft's own config (EAGLE heads)."""
+    assert pair.draft is not None
+    g = pair.draft.geometry
+    return [(g.num_key_value_heads, g.head_dim)] * g.num_hidden_layers
 
 
 def draft_layer_spec(geometry: Geometry) -> LayerSpec:

@@ -10,7 +10,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from eaglegraph.errors import BadInput
-from eaglegraph.models.drafts.base import BuildArgs, DraftArch, DraftBase, draft_layer_spec
+from eaglegraph.models.drafts.base import (
+    BuildArgs,
+    DraftArch,
+    DraftBase,
+    draft_layer_spec,
+    stacked_kv_layers,
+)
 from eaglegraph.models.init import fill_random
 from eaglegraph.models.layers import AttentionFn, DecoderLayer, LayerSpec, new_param
 from eaglegraph.models.loading import Plan, detect_layer_spec, plan_layer
@@ -97,6 +103,9 @@ class Eagle1Build:
 
     def aux_layer_ids(self, pair: Pair, framework: str) -> tuple[int, ...]:
         return ()
+
+    def kv_layers(self, pair: Pair) -> list[tuple[int, int]]:
+        return stacked_kv_layers(pair)
 
     def random(
         self, arch: DraftArch, target: TargetModel, args: BuildArgs, gen: torch.Generator

@@ -15,7 +15,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from eaglegraph.errors import BadInput
-from eaglegraph.models.drafts.base import BuildArgs, DraftArch, DraftBase, draft_layer_spec
+from eaglegraph.models.drafts.base import (
+    BuildArgs,
+    DraftArch,
+    DraftBase,
+    draft_layer_spec,
+    stacked_kv_layers,
+)
 from eaglegraph.models.init import fill_random
 from eaglegraph.models.layers import (
     Attention,
@@ -221,6 +227,9 @@ class Eagle3Build:
         if framework == "sglang":
             return tuple(i + 1 for i in ids)
         return tuple(ids)
+
+    def kv_layers(self, pair: Pair) -> list[tuple[int, int]]:
+        return stacked_kv_layers(pair)
 
     def random(
         self, arch: DraftArch, target: TargetModel, args: BuildArgs, gen: torch.Generator
