@@ -86,6 +86,16 @@ class BuildArgs:
     max_positions: int | None
     rope_extras: Mapping[str, Any] | None
 
+    def module_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments every draft module's constructor takes."""
+        return {
+            "layer_offset": self.layer_offset,
+            "dtype": self.dtype,
+            "device": self.device,
+            "max_positions": self.max_positions,
+            "rope_extras": self.rope_extras,
+        }
+
 
 class DraftBuild(Protocol):
     """A kind's torch side (`models/drafts/<kind>.py` exports one as `BUILD`)."""

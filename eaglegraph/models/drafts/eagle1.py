@@ -114,11 +114,7 @@ class Eagle1Build:
             args.geometry,
             arch,
             target,
-            layer_offset=args.layer_offset,
-            dtype=args.dtype,
-            device=args.device,
-            max_positions=args.max_positions,
-            rope_extras=args.rope_extras,
+            **args.module_kwargs(),
         )
         fill_random(draft, gen)
         return draft
@@ -131,13 +127,9 @@ class Eagle1Build:
             args.geometry,
             arch,
             target,
-            layer_offset=args.layer_offset,
-            dtype=args.dtype,
-            device=args.device,
+            **args.module_kwargs(),
             spec=detect_layer_spec(draft_layer_spec(args.geometry), plan, ["layers.0."]),
             fc_bias=plan.has(["fc.bias"]),
-            max_positions=args.max_positions,
-            rope_extras=args.rope_extras,
         )
         plan.add(draft.fc_weight, ["fc.weight"])
         if draft.fc_bias is not None:

@@ -240,12 +240,8 @@ class Eagle3Build:
             args.geometry,
             arch,
             target,
-            layer_offset=args.layer_offset,
-            dtype=args.dtype,
-            device=args.device,
+            **args.module_kwargs(),
             own_lm_head=True,
-            max_positions=args.max_positions,
-            rope_extras=args.rope_extras,
         )
         fill_random(draft, gen)
         vocab, vocab_draft, dev = target.vocab_size, draft.draft_vocab_size, args.device
@@ -264,15 +260,11 @@ class Eagle3Build:
             args.geometry,
             arch,
             target,
-            layer_offset=args.layer_offset,
-            dtype=args.dtype,
-            device=args.device,
+            **args.module_kwargs(),
             spec=detect_layer_spec(draft_layer_spec(args.geometry), plan, mid),
             fc_bias=plan.has(["fc.bias"]),
             own_embed=plan.has(["embed_tokens.weight"]),
             own_lm_head=plan.has(["lm_head.weight"]) or vocab_draft != target.vocab_size,
-            max_positions=args.max_positions,
-            rope_extras=args.rope_extras,
         )
         if draft.embed_tokens is not None:
             plan.add(draft.embed_tokens.weight, ["embed_tokens.weight"])
