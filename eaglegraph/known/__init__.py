@@ -10,7 +10,7 @@ from eaglegraph.known.choose import (
     profile_for_version,
     resolve_profile,
 )
-from eaglegraph.known.hazards import HAZARDS, Hazard, hazard, hazard_for_buffer
+from eaglegraph.known.hazards import HAZARDS, Hazard, hazard, hazard_for_buffer, hazards_affecting
 from eaglegraph.known.profiles import (
     DEFAULT_PROFILE,
     FLAGS,
@@ -20,7 +20,7 @@ from eaglegraph.known.profiles import (
     engine_profiles,
     get_profile,
 )
-from eaglegraph.known.upstream import UPSTREAM, Upstream, upstream
+from eaglegraph.known.upstream import UPSTREAM, Upstream, cite, upstream
 from eaglegraph.known.versions import (
     EngineVersion,
     Version,
@@ -43,10 +43,12 @@ __all__ = [
     "Upstream",
     "Version",
     "VersionRange",
+    "cite",
     "engine_profiles",
     "get_profile",
     "hazard",
     "hazard_for_buffer",
+    "hazards_affecting",
     "parse_engine",
     "parse_version",
     "profile_for_engine",

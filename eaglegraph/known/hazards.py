@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from eaglegraph.known.upstream import Upstream, upstream
-from eaglegraph.known.versions import ENGINE_LABELS, VersionRange
+from eaglegraph.known.versions import ENGINE_LABELS, Version, VersionRange
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,12 @@ class Hazard:
         if change is None or change.released_in is None:
             return None
         return VersionRange(None, change.released_in)
+
+    def affects(self, version: Version | None) -> bool | None:
+        """Whether a release still has this hazard; None when that cannot be told."""
+        change = self.fix_change
+        carried = change.carried_in(version) if change else None
+        return None if carried is None else not carried
 
     @property
     def ref(self) -> str | None:
@@ -217,3 +223,8 @@ def hazard_for_buffer(buffer: str, phase: str) -> Hazard | None:
             if buffer.endswith(suffix) and (ph is None or ph == phase):
                 return h
     return None
+
+
+def hazards_affecting(engine: str, version: Version) -> list[Hazard]:
+    """The hazards with a known fix that this release of `engine` does not carry yet."""
+    return [h for h in HAZARDS.values() if h.engine == engine and h.affects(version)]

@@ -39,6 +39,12 @@ class Upstream:
         """How prose names it: 'PR #39773' or 'issue #44740'."""
         return f"{'PR' if self.kind == 'pr' else 'issue'} #{self.number}"
 
+    def carried_in(self, version: Version | None) -> bool | None:
+        """Whether a release has this change; None when that cannot be told."""
+        if version is None or self.released_in is None:
+            return None
+        return version >= self.released_in
+
     def carried_by(self) -> str | None:
         """'vLLM ≥ 0.20' when the first release with this change is known."""
         if self.released_in is None:

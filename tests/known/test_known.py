@@ -18,6 +18,7 @@ from eaglegraph.known import (
     get_profile,
     hazard,
     hazard_for_buffer,
+    hazards_affecting,
     parse_engine,
     parse_version,
     profile_for_engine,
@@ -129,6 +130,15 @@ def test_hazards_have_one_id_and_resolve_their_references() -> None:
     assert decode.fix_text is not None and decode.fix_text.startswith("use vLLM ≥ 0.20 (PR #")
     assert decode.affected is not None and parse_version("0.19.9") in decode.affected
     assert parse_version("0.20.0") not in decode.affected
+    assert decode.affects(parse_version("0.19.1")) is True
+    assert decode.affects(parse_version("0.22.0")) is False
+    assert decode.affects(None) is None and hazard("mode-downgraded").affects((0, 22, 0)) is None
+    assert decode.fixed_in == "vLLM ≥ 0.20"
+    old = {h.id for h in hazards_affecting("vllm", (0, 19, 1))}
+    assert {"piecewise-draft-decode", "unpadded-last-token-indices"} <= old
+    assert {h.id for h in hazards_affecting("vllm", (0, 22, 0))} == {"dedicated-eagle-pool"}
+    assert hazards_affecting("vllm", (0, 33, 0)) == []
+    assert [h.id for h in hazards_affecting("sglang", (0, 5, 3))] == ["stale-padded-positions"]
 
 
 def test_upstream_ids_and_refs_are_unique() -> None:
