@@ -10,13 +10,15 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["Rig", "__version__", "load_pair", "memdiff", "probe"]
+__all__ = ["Rig", "RunSpec", "__version__", "load_pair", "memdiff", "probe", "resolve_run"]
 
 _LAZY = {
     "load_pair": ("eaglegraph.pair", "load_pair"),
     "Rig": ("eaglegraph.rig.step", "Rig"),
-    "probe": ("eaglegraph.probes.stale_read", "probe"),
+    "probe": ("eaglegraph.probes.probing", "probe"),
     "memdiff": ("eaglegraph.probes.memdiff", "memdiff"),
+    "RunSpec": ("eaglegraph.probes.spec", "RunSpec"),
+    "resolve_run": ("eaglegraph.probes.spec", "resolve_run"),
 }
 
 

@@ -8,8 +8,8 @@ from typing import Any
 import click
 
 from eaglegraph.cli.app import make_app, output_options
-from eaglegraph.cli.options import pair_arguments, plan_options, pop_plan_kwargs
-from eaglegraph.cli.rig_options import pop_rig_kwargs, rig_options
+from eaglegraph.cli.options import pair_arguments, plan_options
+from eaglegraph.cli.rig_options import build_spec, rig_options
 
 
 @click.command("capture")
@@ -73,32 +73,23 @@ def command(
     """
     app = make_app(ctx, json_output, no_color)
     from eaglegraph.probes.capture import CaptureRequest, run_capture
-    from eaglegraph.probes.setup import rig_config
     from eaglegraph.reports.capture_view import render_capture
     from eaglegraph.reports.html import write_html
     from eaglegraph.reports.trace import write_trace
-    from eaglegraph.rig.inspect import open_pair
+    from eaglegraph.rig.plan import build_plan
     from eaglegraph.rig.timeline import CAPTURE_SCHEMA
-    from eaglegraph.rig.workload import Schedule
     from eaglegraph.serial import atomic_write, document, dumps
 
     outputs = [Path(p) for p in (save, html, trace, snapshot) if p]
     for out in outputs:
         if out.exists() and not force:
             raise click.UsageError(f"{out} already exists; pass --force to replace it")
-    pair = open_pair(model_dir, target_dir, draft_dir)
-    config = rig_config(pair, pop_plan_kwargs(kwargs), **pop_rig_kwargs(kwargs))
-    request = CaptureRequest(
-        config=config,
-        pool=pool,
-        schedule=Schedule.grow_shrink(min(config.max_num_seqs, 8)) if replay else None,
-        snapshot=Path(snapshot) if snapshot else None,
-        overwrite=force,
-        model=str(model_dir or target_dir or ""),
+    spec = build_spec(model_dir, kwargs, target_dir=target_dir, draft_dir=draft_dir, pool=pool)
+    pair = spec.open_pair()
+    request = CaptureRequest.from_spec(
+        spec, replay=replay, snapshot=Path(snapshot) if snapshot else None, overwrite=force
     )
-    from eaglegraph.rig.plan import build_plan
-
-    total = sum(p.descriptor_count for p in build_plan(config.options).phases)
+    total = sum(p.descriptor_count for p in build_plan(spec.options).phases)
     with app.progress("Capturing CUDA graphs", total=total) as progress:
         run = run_capture(
             pair,

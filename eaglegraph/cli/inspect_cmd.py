@@ -43,13 +43,12 @@ def command(
     and a memory estimate. Never loads tensor data.
     """
     app = make_app(ctx, json_output, no_color)
+    from eaglegraph.probes.setup import plan_options
     from eaglegraph.reports.inspect_view import render_inspect
     from eaglegraph.rig.inspect import INSPECT_SCHEMA, inspect_pair, open_pair
-    from eaglegraph.rig.options import resolve_plan_options
 
     pair = open_pair(model_dir, target_dir, draft_dir)
-    hint = pair.draft_facts.speculative_tokens if pair.draft_facts else None
-    options = resolve_plan_options(**pop_plan_kwargs(kwargs), default_num_speculative_tokens=hint)
+    options = plan_options(pair, pop_plan_kwargs(kwargs))
     report = inspect_pair(pair, options, None if dtype == "auto" else dtype)
     app.emit(INSPECT_SCHEMA, report, render_inspect)
     ctx.exit(1 if reaches(report.findings, fail_on) else 0)

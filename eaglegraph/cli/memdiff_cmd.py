@@ -7,20 +7,8 @@ from typing import Any
 import click
 
 from eaglegraph.cli.app import make_app, output_options
-from eaglegraph.cli.options import PLAN_KEYS, plan_options
-from eaglegraph.cli.rig_options import RIG_KEYS, rig_options
-
-
-def _capture_args(values: dict[str, Any]) -> list[str]:
-    """Re-spell the shared options for the capture subprocesses."""
-    args: list[str] = []
-    for key in (*PLAN_KEYS, *RIG_KEYS):
-        value = values.get(key)
-        if value is None or value is False:
-            continue
-        flag = "--" + key.replace("_", "-")
-        args += [flag] if value is True else [flag, str(value)]
-    return args
+from eaglegraph.cli.options import plan_options
+from eaglegraph.cli.rig_options import build_spec, rig_options
 
 
 @click.command("memdiff")
@@ -82,10 +70,9 @@ def command(
     for out in (save, html, trace):
         if out and Path(out).exists() and not force:
             raise click.UsageError(f"{out} already exists; pass --force to replace it")
+    spec = build_spec(model_dir, kwargs, pool=pool)
     with app.progress("memdiff") as progress:
-        run = memdiff(
-            model_dir, pool, against, _capture_args(kwargs), timeout, on_stage=lambda s: progress(s)
-        )
+        run = memdiff(spec, against, timeout, on_stage=lambda s: progress(s))
     if save:
         atomic_write(save, dumps(document(MEMDIFF_SCHEMA, run)) + "\n", overwrite=force)
     if html:

@@ -8,10 +8,8 @@ from typing import Any
 import click
 
 from eaglegraph.cli.app import make_app, output_options
-from eaglegraph.cli.options import fail_on_option, plan_options_without_mode, pop_plan_kwargs
-from eaglegraph.cli.rig_options import pop_rig_kwargs, rig_options
-
-PROBE_DEFAULT_SEQS = {"vllm": 4, "sglang": 10}
+from eaglegraph.cli.options import fail_on_option, plan_options_without_mode
+from eaglegraph.cli.rig_options import build_spec, rig_options
 
 
 def _list_behaviors(app: Any) -> None:
@@ -118,10 +116,8 @@ def command(
         return
     from eaglegraph.errors import BadInput
     from eaglegraph.findings import reaches
-    from eaglegraph.pair.presets import resolve_model_arg
-    from eaglegraph.probes.environment import run_environment
-    from eaglegraph.probes.setup import resolve_device
-    from eaglegraph.probes.stale_read import PROBE_SCHEMA, probe
+    from eaglegraph.probes.probing import PROBE_DEFAULT_SEQS, probe
+    from eaglegraph.probes.stale_read import PROBE_SCHEMA
     from eaglegraph.reports.probe_view import render_probe
     from eaglegraph.serial import atomic_write, document, dumps
 
@@ -129,18 +125,7 @@ def command(
         raise BadInput("give a MODEL_DIR or a preset name (or --list-behaviors)")
     if save and Path(save).exists() and not force:
         raise BadInput(f"{save} already exists", "pass --force to replace it")
-    plan_kwargs = pop_plan_kwargs(kwargs)
     selected = [m for value in modes or ("all",) for m in value.split(",") if m]
-    if plan_kwargs.get("max_num_seqs") is None:
-        from eaglegraph.known.choose import resolve_profile
-
-        framework = plan_kwargs.get("framework") or (
-            resolve_profile(plan_kwargs["behavior"]).engine
-            if plan_kwargs.get("behavior")
-            else "vllm"
-        )
-        plan_kwargs["max_num_seqs"] = PROBE_DEFAULT_SEQS[framework]
-    rig_kwargs = pop_rig_kwargs(kwargs)
     wanted = None
     if batches:
         try:
@@ -149,26 +134,20 @@ def command(
             raise BadInput(
                 f"--batches: expected comma-separated integers, got {batches!r}"
             ) from None
-    model = str(resolve_model_arg(model_dir))
-    device = resolve_device(rig_kwargs.get("device", "auto"))
-    rig_kwargs["device"] = device.type
+    spec = build_spec(model_dir, kwargs, pool=pool, default_max_num_seqs=PROBE_DEFAULT_SEQS)
     with app.progress("Probing", total=None) as progress:
         run = probe(
-            model,
-            plan_kwargs,
-            rig_kwargs,
+            spec,
             modes=selected,
             batches=wanted,
-            pool=pool,
             isolate=not no_isolation,
             timeout=timeout,
+            on_plan=lambda cases: progress(total=len(cases)),
             on_case=lambda name, result: progress(
                 f"case {name}" + ("" if result is None else f": {result.status}"),
                 advance=0 if result is None else 1,
             ),
-            environment=run_environment(device),
         )
-    run.config["model"] = model_dir
     if save:
         atomic_write(save, dumps(document(PROBE_SCHEMA, run)) + "\n", overwrite=force)
     app.emit(PROBE_SCHEMA, run, render_probe)

@@ -41,3 +41,27 @@ def rig_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def pop_rig_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
     return {k: kwargs.pop(k) for k in RIG_KEYS if k in kwargs}
+
+
+def build_spec(
+    model_dir: str | None,
+    kwargs: dict[str, Any],
+    *,
+    target_dir: str | None = None,
+    draft_dir: str | None = None,
+    pool: str | None = None,
+    default_max_num_seqs: dict[str, int] | None = None,
+) -> Any:
+    """The command's parsed plan and rig options (popped from `kwargs`) as one RunSpec."""
+    from eaglegraph.cli.options import pop_plan_kwargs
+    from eaglegraph.probes.spec import resolve_run
+
+    return resolve_run(
+        model_dir,
+        target_dir,
+        draft_dir,
+        plan=pop_plan_kwargs(kwargs),
+        pool=pool,
+        default_max_num_seqs=default_max_num_seqs,
+        **pop_rig_kwargs(kwargs),
+    )

@@ -23,11 +23,13 @@ from eaglegraph.findings import Finding, Severity
 from eaglegraph.pair.model import Pair
 from eaglegraph.probes.environment import run_environment
 from eaglegraph.probes.pool_accounting import emulated_pools, pools_from_segments, snapshot_segments
+from eaglegraph.probes.spec import RunSpec
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.driver import run_workload
 from eaglegraph.rig.step import CaptureFailed, Rig
 from eaglegraph.rig.timeline import CaptureEvent, CaptureRun, CaptureTotals
 from eaglegraph.rig.workload import Schedule
+from eaglegraph.serial import to_jsonable
 
 
 @dataclass
@@ -40,6 +42,33 @@ class CaptureRequest:
     snapshot: Path | None = None
     overwrite: bool = False
     model: str = ""
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: RunSpec,
+        *,
+        replay: bool = False,
+        snapshot: Path | None = None,
+        overwrite: bool = False,
+    ) -> CaptureRequest:
+        """`replay` runs a grow/shrink schedule through the graphs after capture."""
+        config = spec.rig_config()
+        return cls(
+            config=config,
+            pool=spec.pool,
+            schedule=Schedule.grow_shrink(min(config.max_num_seqs, 8)) if replay else None,
+            snapshot=snapshot,
+            overwrite=overwrite,
+            model=spec.model,
+        )
+
+
+def capture_task(args: dict[str, Any]) -> dict[str, Any]:
+    """The runner's "capture" task (memdiff's fresh processes): spec in, the run as JSON out."""
+    spec = RunSpec.from_json(args["spec"])
+    request = CaptureRequest.from_spec(spec, replay=bool(args.get("replay")))
+    return to_jsonable(run_capture(spec.open_pair(), request))
 
 
 def _free_bytes() -> int:

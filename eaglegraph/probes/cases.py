@@ -20,24 +20,39 @@ import torch
 
 from eaglegraph.kernels.poison import poison, scan
 from eaglegraph.probes.poisoning import canary_regions, padding_regions, table
-from eaglegraph.probes.setup import rig_config
+from eaglegraph.probes.spec import RunSpec
 from eaglegraph.rig.buffers import StepCounts
 from eaglegraph.rig.driver import Session
-from eaglegraph.rig.inspect import open_pair
 from eaglegraph.rig.kv_cache import NULL_BLOCK
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.step import Rig
 
 
-@dataclass
+@dataclass(frozen=True)
 class ProbeCase:
+    """One (mode, batch): the run's spec under that mode, dirtied at `large` requests and
+    probed at `batch`."""
+
     name: str
-    model: str
-    plan: dict[str, Any]
-    rig: dict[str, Any]
-    pool: str | None
+    spec: RunSpec
     large: int
     batch: int
+
+    @property
+    def mode(self) -> str:
+        return self.spec.options.mode.name
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "spec": self.spec.to_json(),
+            "large": self.large,
+            "batch": self.batch,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProbeCase:
+        return cls(data["name"], RunSpec.from_json(data["spec"]), data["large"], data["batch"])
 
 
 @dataclass
@@ -82,25 +97,29 @@ def _prompts(count: int, vocab: int, seed: int = 7) -> list[list[int]]:
     return [rng.integers(3, vocab, size=5 + i % 4).tolist() for i in range(count)]
 
 
+def case_task(args: dict[str, Any]) -> dict[str, Any]:
+    """The runner's "probe-case" task: a case as JSON in, its result as JSON out."""
+    return result_to_json(execute_case(ProbeCase.from_json(args)))
+
+
 def execute_case(case: ProbeCase) -> CaseResult:
     start = time.perf_counter()
-    mode = str(case.plan.get("mode") or "")
     try:
         return _execute(case, start)
     except Exception as exc:
         return CaseResult(
-            case.name, mode, case.batch, case.large, "error", time.perf_counter() - start,
+            case.name, case.mode, case.batch, case.large, "error", time.perf_counter() - start,
             error=f"{type(exc).__name__}: {exc}", stderr=traceback.format_exc()[-4000:],
         )  # fmt: skip
 
 
 def _execute(case: ProbeCase, start: float) -> CaseResult:
-    pair = open_pair(case.model)
-    config = rig_config(pair, case.plan, guard=True, **case.rig)
+    pair = case.spec.open_pair()
+    config = case.spec.rig_config(guard=True)
     rig = Rig(pair, config)
     mode = config.options.mode
     if mode is not Mode.NONE:
-        rig.capture(case.pool)
+        rig.capture(case.spec.pool)
     assert rig.guard_log is not None
     session = Session(rig)
     for rid, prompt in enumerate(_prompts(case.large, rig.vocab_size)):

@@ -8,40 +8,28 @@ policies produced identical draft tokens (the accuracy half of the shared-pool f
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import tempfile
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Callable
 
 from eaglegraph.errors import BadInput, MissingEnvironment
+from eaglegraph.probes.runner import run_task
+from eaglegraph.probes.spec import RunSpec
 from eaglegraph.rig.timeline import CaptureRun, MemdiffRun, PoolDiff, capture_run_from_json
-from eaglegraph.serial import read_json_file
 
 
-def capture_in_subprocess(
-    model: str, pool: str, capture_args: Sequence[str], workdir: Path, timeout: float
-) -> CaptureRun:
-    out = workdir / f"capture-{pool}.json"
-    argv = [
-        sys.executable, "-m", "eaglegraph", "capture", model, "--pool", pool,
-        "--replay", "--save", str(out), "--json", *capture_args,
-    ]  # fmt: skip
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        raise MissingEnvironment(
-            f"capture under --pool {pool} did not finish in {timeout:.0f} s"
-        ) from None
-    if not out.exists():
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        if proc.returncode == 2:
-            raise BadInput(tail[0].removeprefix("eaglegraph: error: "))
-        raise MissingEnvironment(
-            f"capture under --pool {pool} failed (exit {proc.returncode}): {tail[0]}"
-        )
-    return capture_run_from_json(read_json_file(out, "capture run"), f"capture --pool {pool}")
+def capture_isolated(spec: RunSpec, timeout: float) -> CaptureRun:
+    """Capture and replay under `spec.pool` in a fresh worker process."""
+    pool = spec.resolved_pool
+    outcome = run_task(
+        "capture", {"spec": spec.to_json(), "replay": True}, name=f"capture-{pool}", timeout=timeout
+    )
+    outcome.raise_failure()
+    if outcome.status == "timeout":
+        raise MissingEnvironment(f"capture under --pool {pool} did not finish in {timeout:.0f} s")
+    if outcome.status != "ok":
+        tail = outcome.stderr.strip().splitlines()[-1:] or [outcome.error or "no output"]
+        raise MissingEnvironment(f"capture under --pool {pool} failed ({outcome.error}): {tail[0]}")
+    return capture_run_from_json(outcome.value, f"capture --pool {pool}")
 
 
 def _graph_key(phase: str, mode: str, tokens: int, reqs: int | None) -> str:
@@ -90,13 +78,12 @@ def diff_runs(a: CaptureRun, b: CaptureRun, config: dict[str, object]) -> Memdif
 
 
 def memdiff(
-    model: str,
-    pool: str,
+    spec: RunSpec,
     against: str,
-    capture_args: Sequence[str],
     timeout: float = 1800.0,
     on_stage: Callable[[str], None] | None = None,
 ) -> MemdiffRun:
+    """Capture `spec` under its pool and under `against`, each in a fresh process, and diff."""
     import torch
 
     if not torch.cuda.is_available():
@@ -104,14 +91,16 @@ def memdiff(
             "memdiff needs a CUDA GPU: pool memory exists only on the device "
             "(on CPU, `eaglegraph capture` shows the emulated timeline)"
         )
+    if spec.device != "cuda":
+        raise BadInput("memdiff measures device memory: run it with --device cuda (or auto)")
+    pool = spec.resolved_pool
     if pool == against:
         raise BadInput(f"--pool and --against are both {pool}; pick two different policies")
     stage = on_stage or (lambda _: None)
-    with tempfile.TemporaryDirectory(prefix="eaglegraph-memdiff-") as tmp:
-        runs = []
-        for policy in (pool, against):
-            stage(f"capturing with --pool {policy} in a fresh process")
-            runs.append(capture_in_subprocess(model, policy, capture_args, Path(tmp), timeout))
-    config = {"model": model, "pool": pool, "against": against, "capture_args": list(capture_args)}
+    runs = []
+    for policy in (pool, against):
+        stage(f"capturing with --pool {policy} in a fresh process")
+        runs.append(capture_isolated(spec.with_pool(policy), timeout))
+    config: dict[str, object] = {"model": spec.model, "pool": pool, "against": against}
     config.update({k: v for k, v in runs[0].config.items() if k not in ("pool", "model")})
     return diff_runs(runs[0], runs[1], config)

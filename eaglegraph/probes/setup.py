@@ -1,18 +1,27 @@
-"""From parsed command-line values to a RigConfig (shared by capture, memdiff and probe)."""
+"""Option resolution shared by every run: plan options with the draft's own K, and the device.
+
+`probes.spec` calls these once per run; `rig_config` is the shortcut for library callers and
+tests that hold a pair and want a rig without a spec.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
-import torch
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from eaglegraph.errors import BadInput, MissingEnvironment
 from eaglegraph.pair.model import Pair
-from eaglegraph.rig.config import RigConfig
-from eaglegraph.rig.options import resolve_plan_options
+from eaglegraph.rig.options import PlanOptions, resolve_plan_options
+
+if TYPE_CHECKING:  # torch stays unimported for headers-only commands (inspect)
+    import torch
+
+    from eaglegraph.rig.config import RigConfig
 
 
 def resolve_device(name: str) -> torch.device:
+    import torch
+
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
@@ -22,34 +31,23 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def plan_options(pair: Pair, plan: Mapping[str, Any]) -> PlanOptions:
+    """The plan options as the pair would run them: K defaults to what the draft declares."""
+    hint = pair.draft_facts.speculative_tokens if pair.draft_facts else None
+    return resolve_plan_options(**plan, default_num_speculative_tokens=hint)
+
+
 def rig_config(
     pair: Pair,
-    plan_kwargs: dict[str, Any],
+    plan_kwargs: Mapping[str, Any],
     *,
-    device: str = "auto",
-    dtype: str = "auto",
-    max_model_len: int = 1024,
-    random_weights: bool = False,
-    seed: int = 0,
     guard: bool = False,
     num_blocks: int | None = None,
+    **rig: Any,
 ) -> RigConfig:
-    hint = pair.draft_facts.speculative_tokens if pair.draft_facts else None
-    options = resolve_plan_options(**plan_kwargs, default_num_speculative_tokens=hint)
-    dev = resolve_device(device)
-    if dev.type == "cpu":
-        # the rig on CPU runs tiny tensors through Triton's interpreter: one thread avoids
-        # OpenMP spin-waits that dominate such small ops
-        torch.set_num_threads(1)
-    if max_model_len < 16:
-        raise BadInput(f"--max-model-len must be at least 16, got {max_model_len}")
-    return RigConfig(
-        options=options,
-        device=dev,
-        dtype=dtype,
-        max_model_len=max_model_len,
-        random_weights=random_weights,
-        seed=seed,
-        guard=guard,
-        num_blocks=num_blocks,
-    )
+    """Resolve a spec for `pair` and its rig config in one go (device, dtype, max_model_len,
+    random_weights, seed as keywords)."""
+    from eaglegraph.probes.spec import spec_for_pair
+
+    spec = spec_for_pair(pair, plan_kwargs, **rig)
+    return spec.rig_config(guard=guard, num_blocks=num_blocks)

@@ -1,31 +1,21 @@
-"""`probe`: find stale-buffer and out-of-bounds reads by poisoning padding regions.
+"""What the probe's cases add up to: findings and the per-buffer matrix of a probe run.
 
-For every selected mode and every batch that needs padding, a case (see `cases.py`) runs in
-its own worker process. Guard violations, differential changes between the two sentinels,
-NaN in valid outputs and written canary blocks become findings, each tied to the buffer,
-phase, kernel, mode, batch and descriptor it was seen in, and to the known hazard it is.
+`probing.py` plans and runs the cases (`cases.py` is one case). Guard violations, differential
+changes between the two sentinels, NaN in valid outputs and written canary blocks become
+findings, each tied to the buffer, phase, kernel, mode, batch and descriptor it was seen in,
+and to the known hazard it is.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import time
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from eaglegraph.errors import BadInput
 from eaglegraph.findings import Finding, Severity
 from eaglegraph.known.hazards import hazard_for_buffer
-from eaglegraph.probes.cases import CaseResult, ProbeCase, execute_case, result_from_json
+from eaglegraph.probes.cases import CaseResult
 from eaglegraph.probes.poisoning import is_sentinel
-from eaglegraph.probes.worker import MARKER
-from eaglegraph.rig.modes import Mode
-from eaglegraph.rig.options import resolve_plan_options
-from eaglegraph.rig.plan import CapturePlan, build_plan
 
 PROBE_SCHEMA = "eaglegraph.probe/1"
 VLLM_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE", "BREAKABLE")
@@ -43,84 +33,6 @@ class ProbeRun:
     duration_s: float
     isolated: bool = True
     phases: list[str] = field(default_factory=lambda: ["target", "draft_prefill", "draft_decode"])
-
-
-def select_modes(modes: list[str], framework: str) -> list[str]:
-    allowed = SGLANG_MODES if framework == "sglang" else VLLM_MODES
-    if not modes or any(m.lower() == "all" for m in modes):
-        return list(allowed)
-    out = []
-    for m in modes:
-        name = Mode.parse(m).name
-        if name not in allowed:
-            raise BadInput(
-                f"mode {name} does not apply to {framework}; choose from {', '.join(allowed)}"
-            )
-        if name not in out:
-            out.append(name)
-    return out
-
-
-def padding_batches(plan: CapturePlan, max_num_seqs: int) -> list[int]:
-    """Request counts that make some phase pad: each capture size minus one (in requests),
-    kept when a phase dispatches it to a larger descriptor, plus the smallest batch."""
-    k1 = plan.num_speculative_tokens + 1
-    candidates = {1}
-    for phase in plan.phases:
-        for d in phase.descriptors:
-            reqs = (
-                d.num_reqs
-                if d.num_reqs is not None
-                else d.num_tokens // (k1 if phase.phase != "draft_decode" else 1)
-            )
-            if 1 <= reqs - 1 < max_num_seqs:
-                candidates.add(reqs - 1)
-    padded = []
-    for b in sorted(candidates):
-        for phase in plan.phases:
-            tokens = b * (k1 if phase.phase != "draft_decode" else 1)
-            desc = phase.dispatcher().dispatch(
-                b, tokens, k1 if phase.phase != "draft_decode" else 1
-            )
-            if desc.mode is not Mode.NONE and (
-                desc.num_tokens > tokens or (desc.num_reqs or b) > b
-            ):
-                padded.append(b)
-                break
-    return padded or [1]
-
-
-def run_case(case: ProbeCase, isolate: bool, timeout: float) -> CaseResult:
-    if not isolate:
-        return execute_case(case)
-    start = time.perf_counter()
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "eaglegraph.probes.worker"],
-            input=json.dumps(case.__dict__),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        err = (
-            exc.stderr.decode(errors="replace")
-            if isinstance(exc.stderr, bytes)
-            else (exc.stderr or "")
-        )
-        return CaseResult(
-            case.name, str(case.plan.get("mode")), case.batch, case.large, "timeout",
-            time.perf_counter() - start, error=f"no result after {timeout:.0f} s (hang?)", stderr=err[-4000:],
-        )  # fmt: skip
-    for line in reversed(proc.stdout.splitlines()):
-        if line.startswith(MARKER):
-            return result_from_json(json.loads(line[len(MARKER) :]))
-    return CaseResult(
-        case.name, str(case.plan.get("mode")), case.batch, case.large, "crash",
-        time.perf_counter() - start, error=f"worker exited with status {proc.returncode}",
-        stderr=(proc.stderr or "")[-4000:],
-    )  # fmt: skip
 
 
 def _known(buffer: str, phase: str) -> tuple[str | None, str | None, str]:
@@ -279,77 +191,3 @@ def build_matrix(cases: list[CaseResult]) -> list[dict[str, Any]]:
                 }
             )
     return out
-
-
-def probe(
-    model: str,
-    plan_kwargs: dict[str, Any],
-    rig_kwargs: dict[str, Any],
-    *,
-    modes: list[str],
-    batches: list[int] | None = None,
-    pool: str | None = None,
-    isolate: bool = True,
-    timeout: float = 900.0,
-    on_case: Callable[[str, CaseResult | None], None] | None = None,
-    environment: dict[str, Any] | None = None,
-) -> ProbeRun:
-    start = time.perf_counter()
-    base = resolve_plan_options(**plan_kwargs)
-    selected = select_modes(modes, base.framework)
-    cases: list[ProbeCase] = []
-    for mode in selected:
-        plan = build_plan(resolve_plan_options(**{**plan_kwargs, "mode": mode}))
-        wanted = batches or padding_batches(plan, base.max_num_seqs)
-        for b in wanted:
-            if not 1 <= b < base.max_num_seqs:
-                raise BadInput(
-                    f"--batches {b}: must be between 1 and max_num_seqs-1 ({base.max_num_seqs - 1})"
-                )
-            cases.append(
-                ProbeCase(
-                    name=f"{mode.lower()}-b{b}",
-                    model=model,
-                    plan={**plan_kwargs, "mode": mode},
-                    rig=rig_kwargs,
-                    pool=pool,
-                    large=base.max_num_seqs,
-                    batch=b,
-                )
-            )
-    results = []
-    for case in cases:
-        if on_case is not None:
-            on_case(case.name, None)
-        result = run_case(case, isolate, timeout)
-        results.append(result)
-        if on_case is not None:
-            on_case(case.name, result)
-    device = str(rig_kwargs.get("device", "auto"))
-    return ProbeRun(
-        config={
-            "model": model,
-            "framework": base.framework,
-            "behavior": base.behavior.name,
-            "attention_backend": base.attention_backend,
-            "modes": selected,
-            "num_speculative_tokens": base.num_speculative_tokens,
-            "max_num_seqs": base.max_num_seqs,
-            "pool": pool or base.behavior.default_pool,
-            "batches": batches or "padding",
-            "device": device,
-        },
-        environment=environment or {},
-        backend="cuda" if "cuda" in device or (device == "auto" and _has_cuda()) else "emulated",
-        cases=results,
-        findings=build_findings(results),
-        matrix=build_matrix(results),
-        duration_s=time.perf_counter() - start,
-        isolated=isolate,
-    )
-
-
-def _has_cuda() -> bool:
-    import torch
-
-    return torch.cuda.is_available()

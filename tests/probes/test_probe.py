@@ -10,7 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from eaglegraph.cli import cli
-from eaglegraph.probes.stale_read import ProbeRun, probe
+from eaglegraph.probes.probing import probe
+from eaglegraph.probes.spec import resolve_run
+from eaglegraph.probes.stale_read import ProbeRun
 
 CPU = {"device": "cpu", "max_model_len": 256}
 
@@ -24,10 +26,8 @@ def _probe(behavior: str, backend: str, modes: list[str], batches: list[int] | N
         "max_num_seqs": 4,
         "num_speculative_tokens": 3,
     }
-    return probe(
-        "tiny-llama-eagle3", {**kwargs, **plan}, rig or CPU, modes=modes, batches=batches, pool=pool,
-        isolate=isolate, timeout=600,
-    )  # fmt: skip
+    spec = resolve_run("tiny-llama-eagle3", plan={**kwargs, **plan}, pool=pool, **(rig or CPU))
+    return probe(spec, modes=modes, batches=batches, isolate=isolate, timeout=600)
 
 
 def _kinds(run: ProbeRun) -> set[tuple[str | None, str | None, str | None]]:
@@ -101,10 +101,10 @@ def test_isolation_turns_crashes_and_hangs_into_findings(monkeypatch: pytest.Mon
     crash = next(f for f in run.findings if f.kind == "crash")
     assert "illegal memory access" in (crash.evidence or "")
     monkeypatch.setenv("EAGLEGRAPH_PROBE_FAULT", "hang:none-b3")
-    run = probe(
-        "tiny-llama-eagle3", {"max_num_seqs": 4, "num_speculative_tokens": 3}, CPU,
-        modes=["NONE"], batches=[3], isolate=True, timeout=20,
-    )  # fmt: skip
+    spec = resolve_run(
+        "tiny-llama-eagle3", plan={"max_num_seqs": 4, "num_speculative_tokens": 3}, **CPU
+    )
+    run = probe(spec, modes=["NONE"], batches=[3], isolate=True, timeout=20)
     assert run.cases[0].status == "timeout" and run.findings[0].kind == "crash"
 
 

@@ -1,0 +1,157 @@
+"""`probe`: plan the cases of a run from its spec, run each in a worker, add up the findings.
+
+Cases are planned from the same resolved spec the workers run (the draft's own K included),
+so the padding batches chosen here are the ones that pad in the worker.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import torch
+
+from eaglegraph.errors import BadInput
+from eaglegraph.probes.cases import CaseResult, ProbeCase, execute_case, result_from_json
+from eaglegraph.probes.environment import run_environment
+from eaglegraph.probes.runner import run_task
+from eaglegraph.probes.spec import RunSpec
+from eaglegraph.probes.stale_read import (
+    SGLANG_MODES,
+    VLLM_MODES,
+    ProbeRun,
+    build_findings,
+    build_matrix,
+)
+from eaglegraph.rig.modes import Mode
+from eaglegraph.rig.plan import CapturePlan, build_plan
+
+# padding bugs need only a few requests; fewer requests means fewer, faster graphs
+PROBE_DEFAULT_SEQS = {"vllm": 4, "sglang": 10}
+
+
+def select_modes(modes: Sequence[str], framework: str) -> list[str]:
+    allowed = SGLANG_MODES if framework == "sglang" else VLLM_MODES
+    if not modes or any(m.lower() == "all" for m in modes):
+        return list(allowed)
+    out = []
+    for m in modes:
+        name = Mode.parse(m).name
+        if name not in allowed:
+            raise BadInput(
+                f"mode {name} does not apply to {framework}; choose from {', '.join(allowed)}"
+            )
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def padding_batches(plan: CapturePlan, max_num_seqs: int) -> list[int]:
+    """Request counts that make some phase pad: each capture size minus one (in requests),
+    kept when a phase dispatches it to a larger descriptor, plus the smallest batch."""
+    k1 = plan.num_speculative_tokens + 1
+    candidates = {1}
+    for phase in plan.phases:
+        for d in phase.descriptors:
+            reqs = (
+                d.num_reqs
+                if d.num_reqs is not None
+                else d.num_tokens // (k1 if phase.phase != "draft_decode" else 1)
+            )
+            if 1 <= reqs - 1 < max_num_seqs:
+                candidates.add(reqs - 1)
+    padded = []
+    for b in sorted(candidates):
+        for phase in plan.phases:
+            tokens = b * (k1 if phase.phase != "draft_decode" else 1)
+            desc = phase.dispatcher().dispatch(
+                b, tokens, k1 if phase.phase != "draft_decode" else 1
+            )
+            if desc.mode is not Mode.NONE and (
+                desc.num_tokens > tokens or (desc.num_reqs or b) > b
+            ):
+                padded.append(b)
+                break
+    return padded or [1]
+
+
+def plan_cases(
+    spec: RunSpec, modes: Sequence[str], batches: Sequence[int] | None = None
+) -> list[ProbeCase]:
+    """One case per (mode, batch): the given batches, or every batch that pads under the mode."""
+    seqs = spec.options.max_num_seqs
+    cases = []
+    for mode in select_modes(modes, spec.options.framework):
+        case_spec = spec.with_mode(mode)
+        wanted = batches or padding_batches(build_plan(case_spec.options), seqs)
+        for b in wanted:
+            if not 1 <= b < seqs:
+                raise BadInput(f"--batches {b}: must be between 1 and max_num_seqs-1 ({seqs - 1})")
+            cases.append(ProbeCase(f"{mode.lower()}-b{b}", case_spec, large=seqs, batch=b))
+    return cases
+
+
+def run_case(case: ProbeCase, isolate: bool = True, timeout: float = 900.0) -> CaseResult:
+    """One case through the isolation runner; a dead or hung worker becomes its result."""
+    if not isolate:
+        return execute_case(case)
+    outcome = run_task("probe-case", case.to_json(), name=case.name, timeout=timeout)
+    if outcome.status == "ok":
+        return result_from_json(outcome.value)
+    return CaseResult(
+        case.name,
+        case.mode,
+        case.batch,
+        case.large,
+        "timeout" if outcome.status == "timeout" else "crash",
+        outcome.duration_s,
+        error=outcome.error,
+        stderr=outcome.stderr,
+    )
+
+
+def probe(
+    spec: RunSpec,
+    *,
+    modes: Sequence[str] = ("all",),
+    batches: Sequence[int] | None = None,
+    isolate: bool = True,
+    timeout: float = 900.0,
+    on_plan: Callable[[list[ProbeCase]], None] | None = None,
+    on_case: Callable[[str, CaseResult | None], None] | None = None,
+) -> ProbeRun:
+    """Probe every (mode, padded batch) of `spec`; `on_plan` sees the cases before any runs."""
+    start = time.perf_counter()
+    cases = plan_cases(spec, modes, batches)
+    if on_plan is not None:
+        on_plan(cases)
+    results = []
+    for case in cases:
+        if on_case is not None:
+            on_case(case.name, None)
+        result = run_case(case, isolate, timeout)
+        results.append(result)
+        if on_case is not None:
+            on_case(case.name, result)
+    o = spec.options
+    return ProbeRun(
+        config={
+            "model": spec.model,
+            "framework": o.framework,
+            "behavior": o.behavior.name,
+            "attention_backend": o.attention_backend,
+            "modes": list(dict.fromkeys(c.mode for c in cases)),
+            "num_speculative_tokens": o.num_speculative_tokens,
+            "max_num_seqs": o.max_num_seqs,
+            "pool": spec.resolved_pool,
+            "batches": list(batches) if batches else "padding",
+            "device": spec.device,
+        },
+        environment=run_environment(torch.device(spec.device)),
+        backend=spec.backend,
+        cases=results,
+        findings=build_findings(results),
+        matrix=build_matrix(results),
+        duration_s=time.perf_counter() - start,
+        isolated=isolate,
+    )

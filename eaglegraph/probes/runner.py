@@ -1,0 +1,139 @@
+"""The isolation runner: one task (a probe case, a capture) as data, in a fresh worker process.
+
+A task is a name from `TASKS` plus JSON arguments (a serialised RunSpec and the task's own
+fields); the worker (`python -m eaglegraph.probes.worker`) reads them on stdin and prints one
+marked JSON result line. Nothing is re-parsed from command-line flags. An illegal memory
+access or a device assert kills the worker's CUDA context, so dying there costs one task: a
+real crash, a hang past the timeout, Ctrl-C or SIGTERM each end that worker and are reported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from eaglegraph.errors import BadInput, EagleGraphError, MissingEnvironment
+
+MARKER = "EAGLEGRAPH-WORKER-RESULT "
+
+# task name → "module:function"; the function takes the JSON arguments, returns JSON data
+TASKS = {
+    "probe-case": "eaglegraph.probes.cases:case_task",
+    "capture": "eaglegraph.probes.capture:capture_task",
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a task ended: ok (value set), failed (the task refused its input: exit_code set),
+    crash (the worker died), timeout (killed after `timeout` seconds)."""
+
+    status: str
+    value: Any = None
+    error: str | None = None
+    exit_code: int | None = None
+    stderr: str = ""
+    duration_s: float = 0.0
+
+    def raise_failure(self) -> None:
+        """Re-raise a refused input in the parent as the same one-line error."""
+        if self.status == "failed" and self.error is not None:
+            raise (BadInput if self.exit_code == 2 else MissingEnvironment)(self.error)
+
+
+def task_function(task: str) -> Any:
+    if task not in TASKS:
+        raise ValueError(f"unknown worker task {task!r}")
+    module, name = TASKS[task].split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def call_task(task: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """Run a task here; the reply the worker prints (value, or the refusal's message)."""
+    try:
+        return {"value": task_function(task)(args)}
+    except EagleGraphError as exc:
+        return {"error": str(exc), "exit_code": exc.exit_code}
+
+
+def run_task(
+    task: str, args: Mapping[str, Any], *, name: str, isolate: bool = True, timeout: float = 900.0
+) -> Outcome:
+    """Run one task, in a worker process unless `isolate` is False (then a crash ends the run)."""
+    start = time.perf_counter()
+    if not isolate:
+        reply = call_task(task, args)
+        return _outcome(reply, "", time.perf_counter() - start)
+    job = json.dumps({"task": task, "name": name, "args": args})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "eaglegraph.probes.worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        with _sigterm_ends_the_wait():
+            try:
+                out, err = proc.communicate(job, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+                return Outcome(
+                    "timeout",
+                    error=f"no result after {timeout:.0f} s (hang?)",
+                    stderr=(err or "")[-4000:],
+                    duration_s=time.perf_counter() - start,
+                )
+    finally:
+        if proc.poll() is None:  # Ctrl-C or SIGTERM while waiting: the worker goes too
+            proc.kill()
+            proc.wait()
+    duration = time.perf_counter() - start
+    for line in reversed(out.splitlines()):
+        if line.startswith(MARKER):
+            return _outcome(json.loads(line[len(MARKER) :]), err, duration)
+    return Outcome(
+        "crash",
+        error=f"worker exited with status {proc.returncode}",
+        stderr=(err or "")[-4000:],
+        duration_s=duration,
+    )
+
+
+def _outcome(reply: Mapping[str, Any], stderr: str, duration: float) -> Outcome:
+    if "error" in reply:
+        return Outcome(
+            "failed",
+            error=reply["error"],
+            exit_code=int(reply["exit_code"]),
+            stderr=stderr[-4000:],
+            duration_s=duration,
+        )
+    return Outcome("ok", value=reply["value"], stderr=stderr[-4000:], duration_s=duration)
+
+
+@contextlib.contextmanager
+def _sigterm_ends_the_wait() -> Iterator[None]:
+    """SIGTERM raises SystemExit(143) while a worker runs, so `finally` kills the worker."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,189 @@
+"""RunSpec: one run's inputs, resolved once and handed down as plain, serialisable data.
+
+The CLI (or a library caller) resolves the model argument, the plan options — including the
+draft config's own K — the device and the rig settings exactly once. Everything below (probe
+planning, worker processes, memdiff captures) reads the spec; nothing re-parses flags or
+re-resolves options, so the parent and its workers can never disagree about K or the device.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from eaglegraph.errors import BadInput
+from eaglegraph.known.profiles import get_profile
+from eaglegraph.pair import Pair, load_pair
+from eaglegraph.pair.presets import resolve_model_arg
+from eaglegraph.probes.setup import plan_options, resolve_device
+from eaglegraph.rig.config import RigConfig
+from eaglegraph.rig.modes import Mode
+from eaglegraph.rig.options import PlanOptions
+
+POOLS = ("shared", "dedicated", "per-graph")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything a worker needs to rebuild the same rig; JSON round-trips exactly."""
+
+    model: str
+    path: str | None
+    target: str | None
+    draft: str | None
+    options: PlanOptions
+    device: str
+    dtype: str = "auto"
+    max_model_len: int = 1024
+    random_weights: bool = False
+    seed: int = 0
+    pool: str | None = None
+
+    @property
+    def backend(self) -> str:
+        return "cuda" if self.device == "cuda" else "emulated"
+
+    @property
+    def resolved_pool(self) -> str:
+        return self.pool or self.options.behavior.default_pool
+
+    def with_mode(self, mode: Mode | str) -> RunSpec:
+        """The same run under another cudagraph mode (probe cases, one per mode)."""
+        parsed = mode if isinstance(mode, Mode) else Mode.parse(mode)
+        return dataclasses.replace(self, options=dataclasses.replace(self.options, mode=parsed))
+
+    def with_pool(self, pool: str | None) -> RunSpec:
+        return dataclasses.replace(self, pool=pool)
+
+    def open_pair(self) -> Pair:
+        """Headers only; the rig loads the weights it needs."""
+        return load_pair(self.path, self.target, self.draft)
+
+    def rig_config(self, *, guard: bool = False, num_blocks: int | None = None) -> RigConfig:
+        device = torch.device(self.device)
+        if device.type == "cpu":
+            # the rig on CPU runs tiny tensors through Triton's interpreter: one thread avoids
+            # OpenMP spin-waits that dominate such small ops
+            torch.set_num_threads(1)
+        return RigConfig(
+            options=self.options,
+            device=device,
+            dtype=self.dtype,
+            max_model_len=self.max_model_len,
+            random_weights=self.random_weights,
+            seed=self.seed,
+            guard=guard,
+            num_blocks=num_blocks,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        o = self.options
+        return {
+            "model": self.model,
+            "path": self.path,
+            "target": self.target,
+            "draft": self.draft,
+            "options": {
+                "framework": o.framework,
+                "max_num_seqs": o.max_num_seqs,
+                "num_speculative_tokens": o.num_speculative_tokens,
+                "max_num_batched_tokens": o.max_num_batched_tokens,
+                "mode": o.mode.name,
+                "attention_backend": o.attention_backend,
+                "behavior": o.behavior.name,
+                "capture_sizes": list(o.capture_sizes) if o.capture_sizes is not None else None,
+                "max_capture_size": o.max_capture_size,
+            },
+            "device": self.device,
+            "dtype": self.dtype,
+            "max_model_len": self.max_model_len,
+            "random_weights": self.random_weights,
+            "seed": self.seed,
+            "pool": self.pool,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunSpec:
+        o = dict(data["options"])
+        sizes = o.pop("capture_sizes")
+        options = PlanOptions(
+            **{k: v for k, v in o.items() if k not in ("mode", "behavior")},
+            mode=Mode[o["mode"]],
+            behavior=get_profile(o["behavior"]),
+            capture_sizes=tuple(sizes) if sizes is not None else None,
+        )
+        fields = {k: v for k, v in data.items() if k != "options"}
+        return cls(options=options, **fields)
+
+
+def spec_for_pair(
+    pair: Pair,
+    plan: Mapping[str, Any] | None = None,
+    *,
+    model: str | None = None,
+    device: str = "auto",
+    dtype: str = "auto",
+    max_model_len: int = 1024,
+    random_weights: bool = False,
+    seed: int = 0,
+    pool: str | None = None,
+    default_max_num_seqs: Mapping[str, int] | None = None,
+    source: tuple[str | None, str | None, str | None] | None = None,
+) -> RunSpec:
+    """Resolve a run for a pair already opened (the one place options and device resolve).
+
+    `source` is the (MODEL_DIR, --target, --draft) the pair was opened from, so workers reopen
+    it the same way; without it the pair's own folders are used.
+    """
+    if max_model_len < 16:
+        raise BadInput(f"--max-model-len must be at least 16, got {max_model_len}")
+    if pool is not None and pool not in POOLS:
+        raise BadInput(f"unknown pool policy {pool!r}; choose {', '.join(POOLS)}")
+    options = plan_options(pair, plan or {})
+    if default_max_num_seqs and (plan or {}).get("max_num_seqs") is None:
+        options = dataclasses.replace(options, max_num_seqs=default_max_num_seqs[options.framework])
+    if source is None:
+        source = (
+            None,
+            str(pair.target.path) if pair.target is not None else None,
+            str(pair.draft.path) if pair.draft is not None else None,
+        )
+    return RunSpec(
+        model=model if model is not None else str(pair.root),
+        path=source[0],
+        target=source[1],
+        draft=source[2],
+        options=options,
+        device=resolve_device(device).type,
+        dtype=dtype,
+        max_model_len=max_model_len,
+        random_weights=random_weights,
+        seed=seed,
+        pool=pool,
+    )
+
+
+def resolve_run(
+    model: str | Path | None = None,
+    target: str | Path | None = None,
+    draft: str | Path | None = None,
+    **kwargs: Any,
+) -> RunSpec:
+    """From a MODEL_DIR (or a preset name) and/or --target/--draft to a spec.
+
+    Keyword arguments are those of `spec_for_pair` (plan, device, dtype, max_model_len,
+    random_weights, seed, pool, default_max_num_seqs).
+    """
+    source = (
+        str(resolve_model_arg(model)) if model is not None else None,
+        str(Path(target).expanduser()) if target is not None else None,
+        str(Path(draft).expanduser()) if draft is not None else None,
+    )
+    pair = load_pair(*source)
+    shown = str(model if model is not None else (target or ""))
+    return spec_for_pair(pair, kwargs.pop("plan", None), model=shown, source=source, **kwargs)
