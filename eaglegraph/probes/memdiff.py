@@ -17,12 +17,11 @@ from eaglegraph.probes.spec import RunSpec
 from eaglegraph.rig.timeline import CaptureRun, MemdiffRun, PoolDiff, capture_run_from_json
 
 
-def capture_isolated(spec: RunSpec, timeout: float) -> CaptureRun:
-    """Capture and replay under `spec.pool` in a fresh worker process."""
+def capture_isolated(spec: RunSpec, timeout: float, replay: bool = True) -> CaptureRun:
+    """Capture (and replay the grow/shrink schedule) under `spec.pool` in a fresh worker."""
     pool = spec.resolved_pool
-    outcome = run_task(
-        "capture", {"spec": spec.to_json(), "replay": True}, name=f"capture-{pool}", timeout=timeout
-    )
+    args = {"spec": spec.to_json(), "replay": replay}
+    outcome = run_task("capture", args, name=f"capture-{pool}", timeout=timeout)
     outcome.raise_failure()
     if outcome.status == "timeout":
         raise MissingEnvironment(f"capture under --pool {pool} did not finish in {timeout:.0f} s")
