@@ -1,11 +1,15 @@
-"""Options of the commands that build a rig (capture, memdiff, probe)."""
+"""Options of the commands that build a rig (capture, memdiff, probe), and the one place they
+become a RunSpec."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from eaglegraph.probes.spec import RunSpec
 
 RIG_KEYS = ("device", "dtype", "max_model_len", "random_weights", "seed")
 
@@ -51,7 +55,7 @@ def build_spec(
     draft_dir: str | None = None,
     pool: str | None = None,
     default_max_num_seqs: dict[str, int] | None = None,
-) -> Any:
+) -> RunSpec:
     """The command's parsed plan and rig options (popped from `kwargs`) as one RunSpec."""
     from eaglegraph.cli.options import pop_plan_kwargs
     from eaglegraph.probes.spec import resolve_run
