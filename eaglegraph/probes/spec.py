@@ -179,10 +179,11 @@ def resolve_run(
     Keyword arguments are those of `spec_for_pair` (plan, device, dtype, max_model_len,
     random_weights, seed, pool, default_max_num_seqs).
     """
+    # absolute, so a worker (or a saved spec) finds the same folders from anywhere
     source = (
-        str(resolve_model_arg(model)) if model is not None else None,
-        str(Path(target).expanduser()) if target is not None else None,
-        str(Path(draft).expanduser()) if draft is not None else None,
+        str(resolve_model_arg(model).absolute()) if model is not None else None,
+        str(Path(target).expanduser().absolute()) if target is not None else None,
+        str(Path(draft).expanduser().absolute()) if draft is not None else None,
     )
     pair = load_pair(*source)
     shown = str(model if model is not None else (target or ""))
