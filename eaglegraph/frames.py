@@ -6,22 +6,24 @@ sampling/verifying, or waiting on a collective? Function names carry this across
 and TensorRT-LLM versions better than file paths, which move between releases, so function
 names decide first and paths only add what names cannot say.
 
-A base module (imports nothing from eaglegraph), shared by `triage/` and `system/`.
+A base module (imports only the tag names from `results/`), shared by `triage/` and `system/`.
 """
 
 from __future__ import annotations
 
 import re
 
-CAPTURE = "graph-capture"
-REPLAY = "graph-replay"
-SPEC = "spec-proposal"
-SAMPLING = "sampling"
-COLLECTIVE = "collective"
-SERVING = "serving-loop"
-STARTUP = "startup"
-PROFILE = "memory-profile"
-IDLE = "idle"
+from eaglegraph.results.stacks import (
+    CAPTURE,
+    COLLECTIVE,
+    IDLE,
+    PROFILE,
+    REPLAY,
+    SAMPLING,
+    SERVING,
+    SPEC,
+    STARTUP,
+)
 
 # Functions that capture CUDA graphs. "capture" alone is too broad: EAGLE-3 "captures" aux hidden
 # states (set_eagle3_layers_to_capture, capture_aux_hidden_states) without any graph.

@@ -76,8 +76,8 @@ def command(
     from eaglegraph.reports.capture_view import render_capture
     from eaglegraph.reports.html import write_html
     from eaglegraph.reports.trace import write_trace
+    from eaglegraph.results.capture import CAPTURE_SCHEMA
     from eaglegraph.rig.plan import build_plan
-    from eaglegraph.rig.timeline import CAPTURE_SCHEMA
     from eaglegraph.serial import atomic_write, document, dumps
 
     outputs = [Path(p) for p in (save, html, trace, snapshot) if p]

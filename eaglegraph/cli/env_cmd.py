@@ -19,6 +19,7 @@ def command(ctx: click.Context, json_output: bool, no_color: bool) -> None:
     """
     app = make_app(ctx, json_output, no_color)
     from eaglegraph.reports.env_view import render_env
-    from eaglegraph.system.environment import SCHEMA, collect_environment
+    from eaglegraph.results.env import ENV_SCHEMA as SCHEMA
+    from eaglegraph.system.environment import collect_environment
 
     app.emit(SCHEMA, collect_environment(), render_env)

@@ -14,7 +14,7 @@ from eaglegraph.cli.options import (
     plan_options,
     pop_plan_kwargs,
 )
-from eaglegraph.findings import reaches
+from eaglegraph.results.findings import reaches
 
 
 @click.command("inspect")

@@ -64,7 +64,7 @@ def command(
     from eaglegraph.reports.html import write_html
     from eaglegraph.reports.memdiff_view import render_memdiff
     from eaglegraph.reports.trace import write_trace
-    from eaglegraph.rig.timeline import MEMDIFF_SCHEMA
+    from eaglegraph.results.memdiff import MEMDIFF_SCHEMA
     from eaglegraph.serial import atomic_write, document, dumps
 
     for out in (save, html, trace):

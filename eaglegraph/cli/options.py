@@ -8,8 +8,8 @@ from typing import Any
 import click
 
 from eaglegraph.errors import BadInput
-from eaglegraph.findings import FAIL_ON_CHOICES
 from eaglegraph.known.choose import profile_for_engine
+from eaglegraph.results.findings import FAIL_ON_CHOICES
 
 _MODE_OPTION = click.option(
     "--mode",

@@ -115,10 +115,10 @@ def command(
         _list_behaviors(app)
         return
     from eaglegraph.errors import BadInput
-    from eaglegraph.findings import reaches
     from eaglegraph.probes.probing import PROBE_DEFAULT_SEQS, probe
-    from eaglegraph.probes.stale_read import PROBE_SCHEMA
     from eaglegraph.reports.probe_view import render_probe
+    from eaglegraph.results.findings import reaches
+    from eaglegraph.results.probe import PROBE_SCHEMA
     from eaglegraph.serial import atomic_write, document, dumps
 
     if model_dir is None:

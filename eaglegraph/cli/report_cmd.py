@@ -1,4 +1,4 @@
-"""`eaglegraph report RUN.json`: re-render a saved capture or memdiff run, or export it."""
+"""`eaglegraph report RUN.json`: re-render any saved run, or export it (HTML, Chrome trace)."""
 
 from __future__ import annotations
 
@@ -32,17 +32,25 @@ def command(
     json_output: bool,
     no_color: bool,
 ) -> None:
-    """Re-render a run saved by `capture --save` or `memdiff --save`.
+    """Re-render a saved run: the `--save` or `--json` output of capture, memdiff, probe,
+    inspect, triage, env or stacks.
 
     With --html or --trace the files are written (atomically, never over an existing file
     unless --force) and the terminal view is skipped; --json prints the run's document.
+    --trace needs a run with a capture timeline (capture, memdiff).
     """
     app = make_app(ctx, json_output, no_color)
-    from eaglegraph.reports.runfile import load_run, render_run, schema_of
+    from eaglegraph.reports.runfile import has_timeline, render_run
+    from eaglegraph.results import load_run, schema_of
 
     outputs = [p for p in (html_path, trace_path) if p is not None]
     _check_outputs(Path(run_file), outputs, force)
     run = load_run(run_file)
+    if trace_path is not None and not has_timeline(run):
+        raise BadInput(
+            f"{run_file} is a {schema_of(run)} run: it has no capture timeline to trace",
+            "--trace works for capture and memdiff runs; use --html or --json",
+        )
     if html_path is not None:
         from eaglegraph.reports.html import write_html
 

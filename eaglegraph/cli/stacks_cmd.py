@@ -41,7 +41,8 @@ def command(
     """
     app = make_app(ctx, json_output, no_color)
     from eaglegraph.reports.stacks_view import render_stacks
-    from eaglegraph.system.pyspy import SCHEMA, dump_stacks
+    from eaglegraph.results.stacks import STACKS_SCHEMA as SCHEMA
+    from eaglegraph.system.pyspy import dump_stacks
 
     report = dump_stacks(pid, native=native, subprocesses=subprocesses, timeout=timeout)
     app.emit(SCHEMA, report, render_stacks)

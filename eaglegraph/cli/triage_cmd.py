@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from eaglegraph.cli.app import make_app, output_options
-from eaglegraph.findings import FAIL_ON_CHOICES, reaches
+from eaglegraph.results.findings import FAIL_ON_CHOICES, reaches
 
 
 @click.command("triage")
@@ -35,8 +35,8 @@ def command(ctx: click.Context, log: str, fail_on: str, json_output: bool, no_co
     """
     app = make_app(ctx, json_output, no_color)
     from eaglegraph.reports.triage_view import render_triage
+    from eaglegraph.results.triage import TRIAGE_SCHEMA as SCHEMA
     from eaglegraph.triage.diagnose import triage_path
-    from eaglegraph.triage.model import SCHEMA
 
     with app.progress("reading log") as bar:
         result = triage_path(log, progress=lambda n: bar(advance=n))

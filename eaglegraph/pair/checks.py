@@ -10,12 +10,12 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 
-from eaglegraph.findings import Finding, Severity
 from eaglegraph.known.hazards import hazard
 from eaglegraph.pair.facts import DraftFacts
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.kinds import DraftKind, supported_titles
 from eaglegraph.pair.model import ModelSide, Pair
+from eaglegraph.results.findings import Finding, Severity
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 

@@ -10,11 +10,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eaglegraph.findings import Finding
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.facts import DraftFacts
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.tensors import CheckpointIndex
+from eaglegraph.results.findings import Finding
 
 
 @dataclass

@@ -19,15 +19,15 @@ from typing import Any
 import torch
 
 from eaglegraph.errors import BadInput, MissingEnvironment
-from eaglegraph.findings import Finding, Severity
 from eaglegraph.pair.model import Pair
 from eaglegraph.probes.environment import run_environment
 from eaglegraph.probes.pool_accounting import emulated_pools, pools_from_segments, snapshot_segments
 from eaglegraph.probes.spec import RunSpec
+from eaglegraph.results.capture import CaptureEvent, CaptureRun, CaptureTotals
+from eaglegraph.results.findings import Finding, Severity
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.driver import run_workload
 from eaglegraph.rig.step import CaptureFailed, Rig
-from eaglegraph.rig.timeline import CaptureEvent, CaptureRun, CaptureTotals
 from eaglegraph.rig.workload import Schedule
 from eaglegraph.serial import to_jsonable
 
@@ -147,9 +147,7 @@ def run_capture(
         pools = pools_from_segments(segments, events, manager)
         reserved = int(torch.cuda.memory_reserved())
         snap_total = sum(int(s.get("total_size", 0)) for s in segments)
-        graph_pools = sum(
-            p.reserved_bytes for p in pools if p.id != "(0,0)" and not p.label.startswith("foreign")
-        )
+        graph_pools = sum(p.reserved_bytes for p in pools if p.id.graph_pool)
         totals = CaptureTotals(
             capture_seconds=seconds,
             graphs=len(events),

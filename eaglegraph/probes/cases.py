@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,8 @@ import torch
 from eaglegraph.kernels.poison import poison, scan
 from eaglegraph.probes.poisoning import canary_regions, padding_regions, table
 from eaglegraph.probes.spec import RunSpec
+from eaglegraph.results.codec import decode
+from eaglegraph.results.probe import CanaryHit, CaseResult, GuardViolation, PaddingRegion
 from eaglegraph.rig.buffers import StepCounts
 from eaglegraph.rig.driver import Session
 from eaglegraph.rig.kv_cache import NULL_BLOCK
@@ -53,25 +55,6 @@ class ProbeCase:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ProbeCase:
         return cls(data["name"], RunSpec.from_json(data["spec"]), data["large"], data["batch"])
-
-
-@dataclass
-class CaseResult:
-    name: str
-    mode: str
-    batch: int
-    large: int
-    status: str
-    duration_s: float
-    counts: dict[str, list[int]] = field(default_factory=dict)
-    descriptors: dict[str, str] = field(default_factory=dict)
-    violations: list[dict[str, Any]] = field(default_factory=list)
-    regions: list[dict[str, Any]] = field(default_factory=list)
-    differential: list[str] = field(default_factory=list)
-    nan_outputs: list[str] = field(default_factory=list)
-    canaries: list[dict[str, Any]] = field(default_factory=list)
-    error: str | None = None
-    stderr: str | None = None
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
@@ -158,11 +141,11 @@ def _execute(case: ProbeCase, start: float) -> CaseResult:
             for v in rig.guard_log.read():  # type: ignore[union-attr]
                 buf = rig.registry.by_id(v.buffer_id)
                 result.violations.append(
-                    {
-                        "run": run, "phase": phase, "kernel": v.kernel,
-                        "buffer": buf.name if buf else f"id {v.buffer_id}",
-                        "row": v.row, "value": v.value,
-                    }
+                    GuardViolation(
+                        run=run, phase=phase, kernel=v.kernel,
+                        buffer=buf.name if buf else f"id {v.buffer_id}",
+                        row=int(v.row), value=int(v.value),
+                    )
                 )  # fmt: skip
             rig.guard_log.reset()  # type: ignore[union-attr]
 
@@ -197,11 +180,11 @@ def _execute(case: ProbeCase, start: float) -> CaseResult:
             for (first_block, region), left in zip(canaries, remaining[n_regions:], strict=True):
                 if left < region.length:
                     result.canaries.append(
-                        {
-                            "first_block": first_block,
-                            "elements": region.length,
-                            "written": region.length - left,
-                        }
+                        CanaryHit(
+                            first_block=first_block,
+                            elements=region.length,
+                            written=region.length - left,
+                        )
                     )
     for name, a in outputs["A"].items():
         b = outputs["B"][name]
@@ -210,12 +193,12 @@ def _execute(case: ProbeCase, start: float) -> CaseResult:
             result.differential.append(name)
     for i, region in enumerate(regions_a):
         result.regions.append(
-            {
-                "buffer": region.buffer.name, "phase": region.buffer.phase,
-                "extent": region.buffer.extent, "first_row": region.first_row,
-                "rows": region.rows, "elements": region.region.length,
-                "poisoned_after_a": scans["A"][i], "poisoned_after_b": scans["B"][i],
-            }
+            PaddingRegion(
+                buffer=region.buffer.name, phase=region.buffer.phase,
+                extent=region.buffer.extent, first_row=region.first_row,
+                rows=region.rows, elements=region.region.length,
+                poisoned_after_a=scans["A"][i], poisoned_after_b=scans["B"][i],
+            )
         )  # fmt: skip
     result.duration_s = time.perf_counter() - start
     return result
@@ -226,4 +209,4 @@ def result_to_json(result: CaseResult) -> dict[str, Any]:
 
 
 def result_from_json(data: dict[str, Any]) -> CaseResult:
-    return CaseResult(**data)
+    return decode(CaseResult, data, "probe worker result")

@@ -14,7 +14,10 @@ from collections.abc import Callable
 from eaglegraph.errors import BadInput, MissingEnvironment
 from eaglegraph.probes.runner import run_task
 from eaglegraph.probes.spec import RunSpec
-from eaglegraph.rig.timeline import CaptureRun, MemdiffRun, PoolDiff, capture_run_from_json
+from eaglegraph.results.capture import CaptureRun
+from eaglegraph.results.codec import decode
+from eaglegraph.results.memdiff import MemdiffRun
+from eaglegraph.results.pools import PoolDiff
 
 
 def capture_isolated(spec: RunSpec, timeout: float, replay: bool = True) -> CaptureRun:
@@ -28,7 +31,7 @@ def capture_isolated(spec: RunSpec, timeout: float, replay: bool = True) -> Capt
     if outcome.status != "ok":
         tail = outcome.stderr.strip().splitlines()[-1:] or [outcome.error or "no output"]
         raise MissingEnvironment(f"capture under --pool {pool} failed ({outcome.error}): {tail[0]}")
-    return capture_run_from_json(outcome.value, f"capture --pool {pool}")
+    return decode(CaptureRun, outcome.value, f"capture --pool {pool}")
 
 
 def _graph_key(phase: str, mode: str, tokens: int, reqs: int | None) -> str:

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from eaglegraph.rig.pools import PoolManager, pool_label
-from eaglegraph.rig.timeline import CaptureEvent, PoolUsage
+from eaglegraph.results.capture import CaptureEvent
+from eaglegraph.results.pools import PoolId, PoolKind, PoolUsage
+from eaglegraph.rig.pools import PoolManager
 
 
 def snapshot_segments() -> list[dict[str, Any]]:
@@ -25,30 +26,30 @@ def snapshot_segments() -> list[dict[str, Any]]:
 def pools_from_segments(
     segments: list[dict[str, Any]], events: list[CaptureEvent], manager: PoolManager
 ) -> list[PoolUsage]:
-    reserved: dict[tuple[int, int], int] = defaultdict(int)
-    allocated: dict[tuple[int, int], int] = defaultdict(int)
-    count: dict[tuple[int, int], int] = defaultdict(int)
+    reserved: dict[PoolId, int] = defaultdict(int)
+    allocated: dict[PoolId, int] = defaultdict(int)
+    count: dict[PoolId, int] = defaultdict(int)
     for seg in segments:
-        pid = tuple(seg.get("segment_pool_id", (0, 0)))
+        pid = PoolId.of(seg.get("segment_pool_id", (0, 0)))
         reserved[pid] += int(seg.get("total_size", 0))
         allocated[pid] += int(seg.get("allocated_size", 0))
         count[pid] += 1
     out = []
-    for pid in sorted(reserved, key=lambda p: (p != (0, 0), p)):
-        label = pool_label(pid)
-        graphs = [e for e in events if e.pool == label and e.status == "ok"]
+    for pid in sorted(reserved, key=lambda p: (p.kind is not PoolKind.DEFAULT, p.id)):
+        graphs = [e for e in events if e.pool == pid and e.status == "ok"]
         per_phase: dict[str, int] = defaultdict(int)
         for e in graphs:
             per_phase[e.phase] += e.bytes or 0
-        if pid == (0, 0):
+        if pid.kind is PoolKind.DEFAULT:
             name, policy = "default", "eager allocator: weights, KV cache, buffers"
-        elif not graphs and manager.label_for(pid) == "private":
+        elif not graphs and not manager.made(pid):
+            pid = PoolId.of(pid.id, foreign=True)
             name, policy = "foreign (not this capture's)", "unknown"
         else:
             name, policy = manager.label_for(pid), manager.policy
         out.append(
             PoolUsage(
-                id=label,
+                id=pid,
                 label=name,
                 policy=policy,
                 reserved_bytes=reserved[pid],
@@ -64,14 +65,10 @@ def pools_from_segments(
 
 def emulated_pools(events: list[CaptureEvent], manager: PoolManager) -> list[PoolUsage]:
     """On CPU pools are labels: graphs are counted, bytes are not measured (0 → N/A)."""
-    labels: dict[str, list[CaptureEvent]] = defaultdict(list)
+    by_pool: dict[PoolId, list[CaptureEvent]] = defaultdict(list)
     for e in events:
-        labels[e.pool or "private"].append(e)
-    out = []
-    for label, graphs in labels.items():
-        name = next(
-            (manager.labels[k] for k, h in manager.handles.items() if pool_label(h) == label),
-            "private",
-        )
-        out.append(PoolUsage(label, name, manager.policy, 0, 0, len(graphs), {}, 0, 0))
-    return out
+        by_pool[e.pool or PoolId.private()].append(e)
+    return [
+        PoolUsage(pid, manager.label_for(pid), manager.policy, 0, 0, len(graphs), {}, 0, 0)
+        for pid, graphs in by_pool.items()
+    ]

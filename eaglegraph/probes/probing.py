@@ -12,17 +12,12 @@ from collections.abc import Callable, Sequence
 import torch
 
 from eaglegraph.errors import BadInput
-from eaglegraph.probes.cases import CaseResult, ProbeCase, execute_case, result_from_json
+from eaglegraph.probes.cases import ProbeCase, execute_case, result_from_json
 from eaglegraph.probes.environment import run_environment
 from eaglegraph.probes.runner import run_task
 from eaglegraph.probes.spec import RunSpec
-from eaglegraph.probes.stale_read import (
-    SGLANG_MODES,
-    VLLM_MODES,
-    ProbeRun,
-    build_findings,
-    build_matrix,
-)
+from eaglegraph.probes.stale_read import SGLANG_MODES, VLLM_MODES, build_findings, build_matrix
+from eaglegraph.results.probe import CaseResult, ProbeRun
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.plan import CapturePlan, build_plan
 

@@ -9,30 +9,15 @@ and to the known hazard it is.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any
 
-from eaglegraph.findings import Finding, Severity
 from eaglegraph.known.hazards import hazard_for_buffer
-from eaglegraph.probes.cases import CaseResult
 from eaglegraph.probes.poisoning import is_sentinel
+from eaglegraph.results.findings import Finding, Severity
+from eaglegraph.results.probe import CaseResult, GuardViolation, MatrixRow
 
-PROBE_SCHEMA = "eaglegraph.probe/1"
 VLLM_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE", "BREAKABLE")
 SGLANG_MODES = ("NONE", "FULL", "BREAKABLE")
-
-
-@dataclass
-class ProbeRun:
-    config: dict[str, Any]
-    environment: dict[str, Any]
-    backend: str
-    cases: list[CaseResult]
-    findings: list[Finding]
-    matrix: list[dict[str, Any]]
-    duration_s: float
-    isolated: bool = True
-    phases: list[str] = field(default_factory=lambda: ["target", "draft_prefill", "draft_decode"])
 
 
 def _known(buffer: str, phase: str) -> tuple[str | None, str | None, str]:
@@ -44,19 +29,19 @@ def _known(buffer: str, phase: str) -> tuple[str | None, str | None, str]:
 
 
 def build_findings(cases: list[CaseResult]) -> list[Finding]:
-    groups: dict[tuple[str, str, str, str], list[tuple[CaseResult, dict[str, Any]]]] = defaultdict(
+    groups: dict[tuple[str, str, str, str], list[tuple[CaseResult, GuardViolation]]] = defaultdict(
         list
     )
     for case in cases:
         for v in case.violations:
-            stale = is_sentinel(v["value"])
-            kind = "oob-read" if v["kernel"] == "gather_rows" or not stale else "stale-read"
-            groups[(kind, v["phase"], v["buffer"], v["kernel"])].append((case, v))
+            stale = is_sentinel(v.value)
+            kind = "oob-read" if v.kernel == "gather_rows" or not stale else "stale-read"
+            groups[(kind, v.phase, v.buffer, v.kernel)].append((case, v))
     findings: list[Finding] = []
     for (kind, phase, buffer, kernel), hits in groups.items():
         seen = sorted({(c.mode, c.batch, c.descriptors.get(phase, "")) for c, _ in hits})
-        rows = sorted({v["row"] for _, v in hits})
-        values = sorted({v["value"] for _, v in hits}, key=abs)[:3]
+        rows = sorted({v.row for _, v in hits})
+        values = sorted({v.value for _, v in hits}, key=abs)[:3]
         first = hits[0][0]
         hazard_id, ref, fix = _known(buffer, phase)
         where = "; ".join(f"{m} batch {b} → {d}" for m, b, d in seen[:4])
@@ -126,7 +111,7 @@ def build_findings(cases: list[CaseResult]) -> list[Finding]:
                 )
             )
         if case.canaries:
-            blocks = [c["first_block"] for c in case.canaries]
+            blocks = [c.first_block for c in case.canaries]
             findings.append(
                 Finding(
                     id=f"kv-canary:{case.name}",
@@ -136,7 +121,7 @@ def build_findings(cases: list[CaseResult]) -> list[Finding]:
                     mode=case.mode,
                     message=f"{label}: KV blocks owned by no request were written (runs starting at "
                     f"blocks {blocks[:6]})",
-                    evidence=f"{sum(c['written'] for c in case.canaries)} canary elements overwritten",
+                    evidence=f"{sum(c.written for c in case.canaries)} canary elements overwritten",
                 )
             )
     return findings
@@ -145,49 +130,28 @@ def build_findings(cases: list[CaseResult]) -> list[Finding]:
 _SHORT = {"num_reqs": "reqs", "num_reqs+1": "reqs+1", "num_tokens": "tokens", "num_pages": "pages"}
 
 
-def build_matrix(cases: list[CaseResult]) -> list[dict[str, Any]]:
+def build_matrix(cases: list[CaseResult]) -> list[MatrixRow]:
     """Per buffer: its padding region, which phases read it stale, and what the step left."""
     reads: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for case in cases:
         for v in case.violations:
-            reads[v["buffer"]][v["phase"]] += 1
+            reads[v.buffer][v.phase] += 1
     regions: dict[str, dict[str, Any]] = {}
     for case in cases:
         for r in case.regions:
             entry = regions.setdefault(
-                r["buffer"],
-                {
-                    "buffer": r["buffer"],
-                    "owner": r["phase"],
-                    "extent": r["extent"],
-                    "left": [],
-                    "elements": [],
-                },
+                r.buffer,
+                {"owner": r.phase, "extent": r.extent, "left": 0, "elements": 0},
             )
-            entry["left"].append(r["poisoned_after_a"])
-            entry["elements"].append(r["elements"])
+            entry["left"] += r.poisoned_after_a
+            entry["elements"] += r.elements
     out = []
     for name, entry in sorted(regions.items(), key=lambda kv: (kv[1]["owner"], kv[0])):
-        left, total = sum(entry["left"]), sum(entry["elements"])
+        left, total = entry["left"], entry["elements"]
         after = "stale" if left == total else ("filled" if left == 0 else "partly")
-        out.append(
-            {
-                "buffer": name,
-                "owner": entry["owner"],
-                "padding": f"[{_SHORT.get(entry['extent'], entry['extent'])}:]",
-                "reads": dict(reads.get(name, {})),
-                "after_step": after,
-            }
-        )
+        padding = f"[{_SHORT.get(entry['extent'], entry['extent'])}:]"
+        out.append(MatrixRow(name, entry["owner"], padding, dict(reads.get(name, {})), after))
     for name in reads:
         if name not in regions:
-            out.append(
-                {
-                    "buffer": name,
-                    "owner": "?",
-                    "padding": "?",
-                    "reads": dict(reads[name]),
-                    "after_step": "?",
-                }
-            )
+            out.append(MatrixRow(name, "?", "?", dict(reads[name]), "?"))
     return out

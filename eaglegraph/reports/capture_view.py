@@ -24,10 +24,9 @@ from eaglegraph.reports.timeline_view import (
     EMULATED_NA,
     fmt_seconds,
     memory_na,
-    pool_labels,
     render_timeline,
 )
-from eaglegraph.rig.timeline import CaptureRun
+from eaglegraph.results.capture import CaptureRun
 
 
 def render_capture(run: CaptureRun, console: Console) -> None:
@@ -98,7 +97,7 @@ def render_failure(run: CaptureRun, console: Console) -> None:
     text.append("out of memory" if e.status == "oom" else "failed", style="bold red")
     text.append(f" at {e.phase} {e.descriptor}", style="bold")
     if e.pool is not None:
-        text.append(f" in pool {pool_labels(run).get(e.pool, e.pool)}")
+        text.append(f" in pool {run.pool_label(e.pool)}")
     console.print(text)
     done = sum(1 for ev in run.events if ev.status == "ok")
     note = f"after {done} graph{'s' if done != 1 else ''}; the timeline above is partial"

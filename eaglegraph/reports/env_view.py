@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from eaglegraph.system.environment import EnvReport
+from eaglegraph.results.env import EnvReport
 
 
 def _kv_table(title: str, rows: list[tuple[str, object]]) -> Table:

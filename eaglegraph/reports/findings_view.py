@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.padding import Padding
 from rich.text import Text
 
-from eaglegraph.findings import Finding
 from eaglegraph.reports.format import SEVERITY_STYLE
+from eaglegraph.results.findings import Finding
 
 _ORDER = {"error": 0, "warning": 1, "info": 2}
 _MARK = {"error": "✖", "warning": "▲", "info": "•"}

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from eaglegraph.reports.runfile import Run, render_run, schema_of
+from eaglegraph.reports.runfile import render_run
+from eaglegraph.results.registry import Run, schema_of
 from eaglegraph.serial import atomic_write
 
 RenderFn = Callable[[Console], None]

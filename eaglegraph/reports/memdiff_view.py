@@ -21,7 +21,7 @@ from eaglegraph.reports.capture_view import context_grid, render_failure
 from eaglegraph.reports.findings_view import render_findings
 from eaglegraph.reports.format import fmt_bytes
 from eaglegraph.reports.timeline_view import EMULATED_NA, memory_na
-from eaglegraph.rig.timeline import MemdiffRun
+from eaglegraph.results.memdiff import MemdiffRun
 
 
 def render_memdiff(run: MemdiffRun, console: Console) -> None:

@@ -16,7 +16,8 @@ from rich.text import Text
 
 from eaglegraph.reports.format import fmt_bytes
 from eaglegraph.reports.timeline_view import EMULATED_NA, memory_na, phase_order
-from eaglegraph.rig.timeline import CaptureRun, PoolUsage
+from eaglegraph.results.capture import CaptureRun
+from eaglegraph.results.pools import PoolUsage
 
 
 def render_pools(run: CaptureRun, console: Console) -> None:
@@ -71,7 +72,7 @@ def _usage_table(run: CaptureRun, na: bool) -> Table:
     table.add_column("vs ideal", justify="right", no_wrap=True)
     for pool in run.pools:
         name = Text(pool.label, style="bold")
-        if pool.id != pool.label:
+        if str(pool.id) != pool.label:
             name.append(f" {pool.id}", style="dim")
         table.add_row(
             name,

@@ -7,8 +7,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from eaglegraph.probes.stale_read import ProbeRun
 from eaglegraph.reports.format import SEVERITY_STYLE
+from eaglegraph.results.probe import ProbeRun
 
 _KIND_STYLE = {
     "stale-read": "bold red",
@@ -29,8 +29,7 @@ def _cases_table(run: ProbeRun) -> Table:
     for c in run.cases:
         status = Text(c.status, style="green" if c.status == "ok" else "bold red")
         descs = " / ".join(c.descriptors.get(p, "—") for p in run.phases)
-        hits = len(c.violations) + len(c.differential) + len(c.nan_outputs) + len(c.canaries)
-        table.add_row(c.name, status, descs, str(hits), f"{c.duration_s:.1f} s")
+        table.add_row(c.name, status, descs, str(c.hits), f"{c.duration_s:.1f} s")
     return table
 
 
@@ -82,16 +81,16 @@ def _matrix(run: ProbeRun) -> Table:
     for phase in run.phases:
         table.add_column(_OWNER.get(phase, phase), justify="center", no_wrap=True)
     table.add_column("after step", no_wrap=True)
-    rows = sorted(run.matrix, key=lambda r: (not r["reads"], r["owner"], r["buffer"]))
+    rows = sorted(run.matrix, key=lambda r: (not r.reads, r.owner, r.buffer))
     for row in rows:
         cells = []
         for phase in run.phases:
-            n = row["reads"].get(phase, 0)
+            n = row.reads.get(phase, 0)
             cells.append(Text(f"×{n}", style="bold red") if n else Text("·", style="dim"))
-        after = row["after_step"]
+        after = row.after_step
         style = {"filled": "green", "stale": "yellow", "partly": "cyan"}.get(after, "")
         table.add_row(
-            row["buffer"], _OWNER.get(row["owner"], row["owner"]), Text(row["padding"]), *cells,
+            row.buffer, _OWNER.get(row.owner, row.owner), Text(row.padding), *cells,
             Text(after, style=style),
         )  # fmt: skip
     return table

@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from eaglegraph import frames as fr
-from eaglegraph.system.pyspy import StacksReport
+from eaglegraph.results.stacks import StacksReport
 
 _TAG_STYLE = {
     fr.CAPTURE: "bold magenta",

@@ -16,8 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from eaglegraph.reports.format import fmt_bytes
-from eaglegraph.rig.plan import PHASES
-from eaglegraph.rig.timeline import CaptureEvent, CaptureRun
+from eaglegraph.results.capture import PHASES, CaptureEvent, CaptureRun
 
 EMULATED_NA = "N/A (emulated backend)"
 SEGMENTED_MODES = ("PIECEWISE", "BREAKABLE")
@@ -28,7 +27,7 @@ _EIGHTHS = " ▏▎▍▌▋▊▉"
 
 def memory_na(run: CaptureRun) -> bool:
     """The emulated backend measures no memory: every byte figure reads N/A."""
-    return run.backend == "emulated"
+    return not run.memory_measured
 
 
 def phase_order(phases: Iterable[str]) -> list[str]:
@@ -49,11 +48,6 @@ def fmt_seconds(seconds: float) -> str:
 
 def fmt_reqs(event: CaptureEvent) -> str:
     return f"{event.num_tokens}/{'—' if event.num_reqs is None else event.num_reqs}"
-
-
-def pool_labels(run: CaptureRun) -> dict[str, str]:
-    """Pool id → the label the pool table uses, so rows and pools name a pool alike."""
-    return {p.id: p.label for p in run.pools}
 
 
 class Bar:
@@ -96,19 +90,18 @@ def render_timeline(run: CaptureRun, console: Console) -> None:
         console.print(Text("Capture timeline: no graphs captured", style="bold"))
         return
     na = memory_na(run)
-    labels = pool_labels(run)
     longest = max(e.duration_s for e in rows)
     largest = max((e.bytes or 0 for e in rows), default=0)
     byte_bar = not na and largest > 0 and console.width >= WIDE
     segmented = any(e.mode in SEGMENTED_MODES or e.segments > 1 for e in rows)
-    widths = _widths(rows, labels, na)
+    widths = _widths(rows, run, na)
 
     console.print(Text("Capture timeline", style="bold"))
     for n, phase in enumerate(phase_order(e.phase for e in rows)):
         mine = [e for e in rows if e.phase == phase]
         table = _phase_table(phase, mine, widths, segmented, byte_bar, header=n == 0)
         for e in mine:
-            table.add_row(*_cells(e, labels, na, longest, largest, segmented, byte_bar))
+            table.add_row(*_cells(e, run, na, longest, largest, segmented, byte_bar))
         console.print(Padding(table, (0, 0, 0, 2)))
     legend = Text("  bars: capture time ", style="dim")
     legend.append("█", style="cyan")
@@ -125,15 +118,15 @@ def render_timeline(run: CaptureRun, console: Console) -> None:
 _HEADERS = ("mode", "tokens/reqs", "pool", "segs", "warmup", "capture", "bytes added")
 
 
-def _widths(rows: Sequence[CaptureEvent], labels: dict[str, str], na: bool) -> dict[str, int]:
+def _widths(rows: Sequence[CaptureEvent], run: CaptureRun, na: bool) -> dict[str, int]:
     """Fixed column widths shared by every phase's table, so the groups line up."""
-    cells = [_texts(e, labels, na) for e in rows]
+    cells = [_texts(e, run, na) for e in rows]
     return {h: max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(_HEADERS)}
 
 
-def _texts(e: CaptureEvent, labels: dict[str, str], na: bool) -> tuple[str, ...]:
+def _texts(e: CaptureEvent, run: CaptureRun, na: bool) -> tuple[str, ...]:
     added = e.status.upper() if e.status != "ok" else "N/A" if na else fmt_bytes(e.bytes)
-    pool = "—" if e.pool is None else labels.get(e.pool, e.pool)
+    pool = run.pool_label(e.pool) or "—"
     segs = str(e.segments) if e.mode in SEGMENTED_MODES or e.segments > 1 else ""
     return (
         e.mode,
@@ -183,7 +176,7 @@ def _phase_table(
 
 def _cells(
     e: CaptureEvent,
-    labels: dict[str, str],
+    run: CaptureRun,
     na: bool,
     longest: float,
     largest: int,
@@ -192,7 +185,7 @@ def _cells(
 ) -> list[Text | Bar]:
     failed = e.status != "ok"
     style = "bold red" if failed else ""
-    texts = [Text(t, style=style) for t in _texts(e, labels, na)]
+    texts = [Text(t, style=style) for t in _texts(e, run, na)]
     if not segmented:
         del texts[_HEADERS.index("segs")]
     cells: list[Text | Bar] = [

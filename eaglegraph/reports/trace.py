@@ -15,16 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from eaglegraph import __version__
-from eaglegraph.reports.runfile import Run, schema_of
-from eaglegraph.reports.timeline_view import phase_order, pool_labels, timeline_rows
-from eaglegraph.rig.timeline import CaptureEvent, CaptureRun, MemdiffRun
+from eaglegraph.reports.timeline_view import phase_order, timeline_rows
+from eaglegraph.results.capture import CaptureEvent, CaptureRun
+from eaglegraph.results.memdiff import MemdiffRun
+from eaglegraph.results.registry import schema_of
 from eaglegraph.serial import atomic_write, to_jsonable
 
 COUNTER = "pool bytes"
 ALLOCATOR_COUNTER = "allocator bytes"
 
 
-def trace_document(run: Run) -> dict[str, Any]:
+def trace_document(run: CaptureRun | MemdiffRun) -> dict[str, Any]:
     """The Chrome trace (JSON object form) of a capture run, or of both runs of a memdiff."""
     if isinstance(run, MemdiffRun):
         sides = [(1, f"a: {run.a.pool_policy}", run.a), (2, f"b: {run.b.pool_policy}", run.b)]
@@ -44,7 +45,7 @@ def trace_document(run: Run) -> dict[str, Any]:
     return {"traceEvents": events, "displayTimeUnit": "ms", "metadata": metadata}
 
 
-def write_trace(run: Run, path: Path | str, overwrite: bool = False) -> Path:
+def write_trace(run: CaptureRun | MemdiffRun, path: Path | str, overwrite: bool = False) -> Path:
     """Write the trace atomically; refuses to replace a file unless `overwrite`."""
     text = json.dumps(trace_document(run), allow_nan=False, separators=(",", ":"))
     return atomic_write(path, text, overwrite=overwrite)
@@ -62,7 +63,6 @@ def _process_events(pid: int, name: str, run: CaptureRun) -> list[dict[str, Any]
     rows = timeline_rows(run)
     phases = phase_order(e.phase for e in rows)
     tids = {phase: i + 1 for i, phase in enumerate(phases)}
-    labels = pool_labels(run)
     out: list[dict[str, Any]] = [
         _meta(pid, 0, "process_name", {"name": f"{name} ({run.backend})"}),
         _meta(pid, 0, "process_sort_index", {"sort_index": pid}),
@@ -73,7 +73,7 @@ def _process_events(pid: int, name: str, run: CaptureRun) -> list[dict[str, Any]
 
     track_end = dict.fromkeys(tids.values(), 0)
     # Every series starts at zero, so each pool's counter track begins with the capture.
-    pool_bytes = {_pool_name(e, labels): 0 for e in rows}
+    pool_bytes = {_pool_name(e, run): 0 for e in rows}
     counted = run.backend != "emulated" and any(e.bytes is not None for e in rows)
     if counted:
         out.append(_counter(pid, 0, COUNTER, dict(pool_bytes)))
@@ -82,7 +82,7 @@ def _process_events(pid: int, name: str, run: CaptureRun) -> list[dict[str, Any]
         start = max(_ns(e.start_s), track_end[tid])
         end = start + _ns(e.duration_s)
         track_end[tid] = end
-        pool = _pool_name(e, labels)
+        pool = _pool_name(e, run)
         out.append(_slice(pid, tid, start, end, e, pool))
         if e.status != "ok":
             out.append(_failure(pid, tid, end, e, pool))
@@ -96,8 +96,8 @@ def _process_events(pid: int, name: str, run: CaptureRun) -> list[dict[str, Any]
     return out
 
 
-def _pool_name(e: CaptureEvent, labels: dict[str, str]) -> str:
-    return "no pool" if e.pool is None else labels.get(e.pool, e.pool)
+def _pool_name(e: CaptureEvent, run: CaptureRun) -> str:
+    return run.pool_label(e.pool) or "no pool"
 
 
 def _meta(pid: int, tid: int, name: str, args: dict[str, Any]) -> dict[str, Any]:

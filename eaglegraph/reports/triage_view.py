@@ -8,7 +8,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from eaglegraph.triage.model import TriageResult
+from eaglegraph.results.triage import TriageResult
 
 _CATEGORY_STYLE = {
     "other": "yellow",

@@ -22,12 +22,13 @@ from typing import Any
 
 import torch
 
+from eaglegraph.results.capture import CaptureEvent
+from eaglegraph.results.pools import PoolId
 from eaglegraph.rig.attention import AttentionRuntime, Metadata
 from eaglegraph.rig.descriptors import BatchDescriptor, Dispatcher
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.plan import PhasePlan
-from eaglegraph.rig.pools import PoolAssignment, PoolManager, pool_label
-from eaglegraph.rig.timeline import CaptureEvent
+from eaglegraph.rig.pools import PoolAssignment, PoolManager
 
 Routine = Callable[[int, int], None]
 DummyFn = Callable[[BatchDescriptor, int, int], Metadata | None]
@@ -302,7 +303,7 @@ class PhaseRunner:
             num_tokens=num_tokens,
             num_reqs=desc.num_reqs,
             uniform_token_count=desc.uniform_token_count,
-            pool=pool_label(graph.pool_id) if graph.pool_id is not None else None,
+            pool=PoolId.of(graph.pool_id) if graph.pool_id is not None else None,
             backend=ctx.backend,
             start_s=start - t0,
             duration_s=end - warm,

@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eaglegraph.findings import Finding
 from eaglegraph.pair import Pair, load_pair
 from eaglegraph.pair.model import ModelSide
 from eaglegraph.pair.presets import resolve_model_arg
+from eaglegraph.results.findings import Finding
 from eaglegraph.rig.estimate import MemoryEstimate, estimate_memory
 from eaglegraph.rig.plan import CapturePlan, build_plan
 from eaglegraph.serial import to_jsonable

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 import torch
 
 from eaglegraph.errors import BadInput
-from eaglegraph.findings import Severity
 from eaglegraph.models.drafts import Draft, DraftArch, draft_build, load_draft, random_draft
 from eaglegraph.models.init import random_target
 from eaglegraph.models.loading import load_target, resolve_dtype
 from eaglegraph.models.target import TargetModel, target_family
 from eaglegraph.pair.kinds import DraftKind, supported_titles
 from eaglegraph.pair.model import Pair
+from eaglegraph.results.findings import Severity
 
 # pair checks that make the rig impossible to build (others are reported, not fatal)
 FATAL_CHECKS = {

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from eaglegraph.findings import Finding, Severity
 from eaglegraph.known.hazards import hazard
 from eaglegraph.known.profiles import FLAGS
 from eaglegraph.known.upstream import cite
+from eaglegraph.results.findings import Finding, Severity
 from eaglegraph.rig.capture_sizes import (
     round_for_spec_decode,
     sglang_batch_sizes,

@@ -13,13 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eaglegraph.errors import BadInput
+from eaglegraph.results.pools import PoolId
 from eaglegraph.rig.modes import Mode
 
 POLICIES = ("shared", "dedicated", "per-graph")
-
-
-def pool_label(pool_id: tuple[int, int] | None) -> str:
-    return "default" if pool_id is None else f"({pool_id[0]},{pool_id[1]})"
 
 
 @dataclass
@@ -59,8 +56,13 @@ class PoolManager:
             return PoolAssignment("eagle", self._handle("eagle", "eagle (dedicated)"))
         return PoolAssignment("global", self._handle("global", "global"))
 
-    def label_for(self, pool_id: tuple[int, int]) -> str:
+    def label_for(self, pool: PoolId) -> str:
+        """The policy's name for a pool ("global", "eagle (dedicated)"), else "private"."""
         for key, handle in self.handles.items():
-            if tuple(handle) == tuple(pool_id):
+            if PoolId.of(handle) == pool:
                 return self.labels[key]
         return "private"
+
+    def made(self, pool: PoolId) -> bool:
+        """Whether this manager handed `pool` out (a shared handle of this run)."""
+        return any(PoolId.of(handle) == pool for handle in self.handles.values())

@@ -19,13 +19,14 @@ import numpy as np
 import torch
 
 from eaglegraph.errors import BadInput
-from eaglegraph.findings import Finding
 from eaglegraph.kernels.block_table import compute_slot_mappings, gather_block_tables
 from eaglegraph.kernels.eagle import prepare_eagle_decode, prepare_eagle_inputs
 from eaglegraph.kernels.guard import Guard, GuardLog
 from eaglegraph.kernels.sampling import argmax_rows, greedy_verify
 from eaglegraph.models.drafts import draft_build
 from eaglegraph.pair.model import Pair
+from eaglegraph.results.capture import CaptureEvent
+from eaglegraph.results.findings import Finding
 from eaglegraph.rig.attention import (
     AttentionRuntime,
     CommonMetadata,
@@ -51,7 +52,6 @@ from eaglegraph.rig.plan import CapturePlan, build_plan
 from eaglegraph.rig.routines import PhaseRoutines
 from eaglegraph.rig.sglang_padding import PADDED_SEQ_LEN, pad_draft_rows, padded_slot_mapping
 from eaglegraph.rig.step_buffers import StepBuffers, h2d
-from eaglegraph.rig.timeline import CaptureEvent
 from eaglegraph.rig.workload import Request, ScheduledRequest
 
 __all__ = ["CaptureFailed", "Rig", "graph_max_query_len"]

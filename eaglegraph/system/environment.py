@@ -10,20 +10,16 @@ included, by name, so the report is safe to paste into a public issue.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from types import ModuleType
 
-from eaglegraph.system.nvml import NA, NAType, NvmlReport, collect_gpus
+from eaglegraph.results.env import NA, EnvReport, NAType, NvmlReport, TorchInfo
+from eaglegraph.system.nvml import collect_gpus
 from eaglegraph.system.versions import (
     OPTIONAL_PACKAGES,
-    PythonInfo,
-    TorchInfo,
     package_version,
     python_info,
     torch_info,
 )
-
-SCHEMA = "eaglegraph.env/1"
 
 ENV_VARS = (
     "CUDA_VISIBLE_DEVICES",
@@ -43,18 +39,6 @@ ENV_VARS = (
     "VLLM_USE_BREAKABLE_CUDAGRAPH",
     "SGLANG_ENABLE_TORCH_COMPILE",
 )
-
-
-@dataclass
-class EnvReport:
-    eaglegraph: str
-    python: PythonInfo
-    torch: TorchInfo
-    triton: str | NAType
-    packages: dict[str, str | NAType]
-    nvml: NvmlReport
-    env: dict[str, str]
-    notes: list[str] = field(default_factory=list)
 
 
 def collect_environment(

@@ -9,62 +9,10 @@ fall back the way nvitop does (memory info v2 -> v1, running processes v3 -> v2)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-
-class NAType(str):
-    """The string "N/A": serialises as such, is falsy, and is one shared instance."""
-
-    _instance: NAType | None = None
-
-    def __new__(cls) -> NAType:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls, "N/A")
-        return cls._instance
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return "NA"
-
-    def __reduce__(self) -> tuple[type[NAType], tuple[()]]:
-        return (NAType, ())
-
-
-NA = NAType()
-
-
-@dataclass
-class GpuProcess:
-    pid: int
-    used_memory_mib: float | NAType
-    name: str | NAType = NA
-
-
-@dataclass
-class GpuInfo:
-    index: int
-    name: str | NAType = NA
-    uuid: str | NAType = NA
-    memory_total_mib: float | NAType = NA
-    memory_used_mib: float | NAType = NA
-    memory_free_mib: float | NAType = NA
-    memory_reserved_mib: float | NAType = NA
-    compute_capability: str | NAType = NA
-    processes: list[GpuProcess] | NAType = field(default_factory=list)
-
-
-@dataclass
-class NvmlReport:
-    available: bool
-    error: str | None
-    driver_version: str | NAType = NA
-    cuda_driver_version: str | NAType = NA
-    nvml_version: str | NAType = NA
-    gpus: list[GpuInfo] = field(default_factory=list)
+from eaglegraph.results.env import NA, GpuInfo, GpuProcess, NAType, NvmlReport
 
 
 def _mib(value: Any) -> float | NAType:

@@ -19,14 +19,18 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from eaglegraph import frames as fr
 from eaglegraph.errors import BadInput, MissingEnvironment
-
-SCHEMA = "eaglegraph.stacks/1"
+from eaglegraph.results.stacks import (
+    ProcessInfo,
+    StackFrame,
+    StackGroup,
+    StacksReport,
+    ThreadRef,
+)
 
 MEANINGFUL = (fr.CAPTURE, fr.REPLAY, fr.SPEC, fr.SAMPLING, fr.COLLECTIVE)
 PHASE_NAMES = {
@@ -46,62 +50,6 @@ PTRACE_HINT = (
     "`sysctl kernel.yama.ptrace_scope=0`; in Docker start the container with "
     "--cap-add SYS_PTRACE, in Kubernetes add securityContext.capabilities.add: [SYS_PTRACE]"
 )
-
-
-@dataclass
-class StackFrame:
-    name: str
-    filename: str
-    short_filename: str
-    line: int
-    tags: tuple[str, ...] = ()
-
-
-@dataclass
-class ThreadRef:
-    pid: int
-    thread_id: int
-    os_thread_id: int | None
-    name: str | None
-    active: bool
-    owns_gil: bool
-
-
-@dataclass
-class StackGroup:
-    """Threads (across processes) whose stacks are identical, innermost frame first."""
-
-    frames: list[StackFrame]
-    threads: list[ThreadRef]
-    tags: list[str]
-    phase: str
-    phase_frame: int | None
-
-    @property
-    def count(self) -> int:
-        return len(self.threads)
-
-
-@dataclass
-class ProcessInfo:
-    pid: int
-    command_line: str | None
-    threads: int
-
-
-@dataclass
-class StacksReport:
-    pid: int
-    native: bool
-    subprocesses: bool
-    py_spy: str
-    processes: list[ProcessInfo]
-    threads: int
-    groups: list[StackGroup]
-    stuck_group: int | None
-    phase: str
-    phase_detail: str
-    notes: list[str] = field(default_factory=list)
 
 
 def find_pyspy() -> str:

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import platform
 import sys
-from dataclasses import dataclass, field
 from importlib import metadata
 
-from eaglegraph.system.nvml import NA, NAType
+from eaglegraph.results.env import NA, NAType, PythonInfo, TorchDevice, TorchInfo
 
 OPTIONAL_PACKAGES = (
     "torch",
@@ -34,25 +33,6 @@ def package_version(name: str) -> str | NAType:
         return metadata.version(name)
     except Exception:
         return NA
-
-
-@dataclass
-class TorchDevice:
-    index: int
-    name: str | NAType = NA
-    capability: str | NAType = NA
-    total_memory_mib: float | NAType = NA
-
-
-@dataclass
-class TorchInfo:
-    version: str | NAType = NA
-    cuda_runtime: str | NAType = NA
-    cudnn: str | NAType = NA
-    cuda_available: bool | NAType = NA
-    device_count: int | NAType = NA
-    devices: list[TorchDevice] = field(default_factory=list)
-    error: str | None = None
 
 
 def torch_info() -> TorchInfo:
@@ -94,14 +74,6 @@ def torch_info() -> TorchInfo:
     except Exception as exc:
         info.error = f"torch.cuda device query failed: {exc}"[:300]
     return info
-
-
-@dataclass
-class PythonInfo:
-    version: str
-    implementation: str
-    executable: str
-    platform: str
 
 
 def python_info() -> PythonInfo:

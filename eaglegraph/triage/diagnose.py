@@ -12,12 +12,9 @@ import re
 from collections.abc import Callable
 from typing import BinaryIO
 
-from eaglegraph.findings import Finding, Severity
 from eaglegraph.known.versions import parse_version
-from eaglegraph.triage import recommend, rules
-from eaglegraph.triage.fixes import FixContext, matching_fixes
-from eaglegraph.triage.locate import crash_frames
-from eaglegraph.triage.model import (
+from eaglegraph.results.findings import Finding, Severity
+from eaglegraph.results.triage import (
     CATEGORIES,
     Alternative,
     Evidence,
@@ -25,6 +22,9 @@ from eaglegraph.triage.model import (
     TriageConfig,
     TriageResult,
 )
+from eaglegraph.triage import recommend, rules
+from eaglegraph.triage.fixes import FixContext, matching_fixes
+from eaglegraph.triage.locate import crash_frames
 from eaglegraph.triage.reader import open_log
 from eaglegraph.triage.scan import scan
 from eaglegraph.triage.state import ScanState

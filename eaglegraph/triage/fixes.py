@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from eaglegraph.known.upstream import cite
-from eaglegraph.triage.model import CATEGORIES, Fix, TriageConfig
+from eaglegraph.results.triage import CATEGORIES, Fix, TriageConfig
 from eaglegraph.triage.rules import Verdict
 from eaglegraph.triage.state import ScanState
 

@@ -10,7 +10,7 @@ serving evidence before the error. py-spy dumps of a live process say where it i
 from __future__ import annotations
 
 from eaglegraph import frames as fr
-from eaglegraph.triage.model import PhaseInfo
+from eaglegraph.results.triage import PhaseInfo
 from eaglegraph.triage.state import Frame, FrameBlock, Hit, ScanState
 
 

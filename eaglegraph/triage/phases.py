@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from eaglegraph.triage.model import CapturePhase
+from eaglegraph.results.triage import CapturePhase
 from eaglegraph.triage.patterns import register
 from eaglegraph.triage.prefixes import Prefix
 from eaglegraph.triage.state import ScanState

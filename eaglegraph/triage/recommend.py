@@ -14,10 +14,10 @@ from eaglegraph.known.choose import profile_for_version
 from eaglegraph.known.profiles import get_profile
 from eaglegraph.pair.kinds import kind_for_method
 from eaglegraph.pair.presets import preset_for
+from eaglegraph.results.triage import CATEGORIES, TriageConfig
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.options import ATTENTION_BACKENDS
 from eaglegraph.triage.fixes import FixContext, mismatch_kind
-from eaglegraph.triage.model import CATEGORIES, TriageConfig
 
 STALE, OOB, OOM, CAPTURE, MODE, CONFIG, ACCEPT, HANG, OTHER = CATEGORIES
 

@@ -25,8 +25,8 @@ import re
 from dataclasses import dataclass, field
 
 from eaglegraph import frames as fr
+from eaglegraph.results.triage import CATEGORIES, Evidence, PhaseInfo
 from eaglegraph.triage.locate import crash_frames, phase_of, relevant_frames, tags_of
-from eaglegraph.triage.model import CATEGORIES, Evidence, PhaseInfo
 from eaglegraph.triage.state import Frame, Hit, ScanState
 
 STALE, OOB, OOM, CAPTURE, MODE, CONFIG, ACCEPT, HANG, OTHER = CATEGORIES

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
-from eaglegraph.triage.model import CapturePhase, TriageConfig
+from eaglegraph.results.triage import CapturePhase, TriageConfig
 
 KEEP_FIRST = 24
 KEEP_LAST = 24

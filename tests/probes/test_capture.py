@@ -15,7 +15,7 @@ from eaglegraph.pair import load_pair
 from eaglegraph.pair.presets import materialize
 from eaglegraph.probes.capture import CaptureRequest, run_capture
 from eaglegraph.probes.setup import rig_config
-from eaglegraph.reports.runfile import load_run
+from eaglegraph.results import load_run
 from eaglegraph.rig.step import Rig
 
 SMALL = [

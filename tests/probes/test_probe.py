@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from eaglegraph.cli import cli
 from eaglegraph.probes.probing import probe
 from eaglegraph.probes.spec import resolve_run
-from eaglegraph.probes.stale_read import ProbeRun
+from eaglegraph.results.probe import ProbeRun
 
 CPU = {"device": "cpu", "max_model_len": 256}
 
@@ -42,8 +42,8 @@ def test_pre_39773_flashinfer_piecewise_draft_decode_reads_stale_indptr() -> Non
     f = next(f for f in run.findings if f.buffer == "draft.kv_indptr")
     assert f.ref == "vllm#39773" and f.descriptor == "PIECEWISE(tokens=4, reqs=—)"
     assert f.batch == "3 reqs / 3 tokens" and f.kernel == "csr_paged_decode"
-    row = next(r for r in run.matrix if r["buffer"] == "draft.kv_indptr")
-    assert row["reads"] == {"draft_decode": 4} and row["after_step"] == "stale"
+    row = next(r for r in run.matrix if r.buffer == "draft.kv_indptr")
+    assert row.reads == {"draft_decode": 4} and row.after_step == "stale"
 
 
 def test_pre_39773_full_draft_prefill_gathers_out_of_bounds() -> None:
@@ -71,8 +71,7 @@ def test_current_vllm_is_clean_in_every_mode(backend: str) -> None:
     ]
     assert padded, "no case replayed a padded graph"
     assert (
-        next(r for r in run.matrix if r["buffer"] == "eagle.last_token_indices")["after_step"]
-        == "filled"
+        next(r for r in run.matrix if r.buffer == "eagle.last_token_indices").after_step == "filled"
     )
 
 

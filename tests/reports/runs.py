@@ -11,15 +11,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from eaglegraph.findings import Finding, Severity
-from eaglegraph.rig.timeline import (
-    CaptureEvent,
-    CaptureRun,
-    CaptureTotals,
-    MemdiffRun,
-    PoolDiff,
-    PoolUsage,
-)
+from eaglegraph.results.capture import CaptureEvent, CaptureRun, CaptureTotals
+from eaglegraph.results.findings import Finding, Severity
+from eaglegraph.results.memdiff import MemdiffRun
+from eaglegraph.results.pools import PoolDiff, PoolId, PoolUsage
 
 MiB = 2**20
 K = 3
@@ -44,10 +39,10 @@ CONFIG: dict[str, Any] = {
 }
 
 
-def _pool_of(phase: str, mode: str, policy: str) -> str:
+def _pool_of(phase: str, mode: str, policy: str) -> PoolId:
     if policy == "dedicated" and phase != "target" and mode == "FULL":
-        return "(0, 2)"
-    return "(0, 1)"
+        return PoolId.of((0, 2))
+    return PoolId.of((0, 1))
 
 
 def _events(backend: str, policy: str) -> list[CaptureEvent]:
@@ -82,7 +77,7 @@ def _events(backend: str, policy: str) -> list[CaptureEvent]:
 
 
 def _pools(events: list[CaptureEvent], policy: str) -> list[PoolUsage]:
-    labels = {"(0, 1)": "global", "(0, 2)": "eagle"}
+    labels = {PoolId.of((0, 1)): "global", PoolId.of((0, 2)): "eagle"}
     pools = []
     for pid, label in labels.items():
         mine = [e for e in events if e.pool == pid]

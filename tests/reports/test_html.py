@@ -14,7 +14,8 @@ from eaglegraph.errors import BadInput
 from eaglegraph.reports.capture_view import render_capture
 from eaglegraph.reports.html import HTML_WIDTH, render_html, write_html
 from eaglegraph.reports.runfile import render_run
-from eaglegraph.rig.timeline import CaptureRun, MemdiffRun
+from eaglegraph.results.capture import CaptureRun
+from eaglegraph.results.memdiff import MemdiffRun
 from tests.reports.runs import emulated_run, memdiff_run, oom_run
 
 

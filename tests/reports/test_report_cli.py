@@ -9,8 +9,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from eaglegraph.cli import cli
-from eaglegraph.reports.runfile import schema_of
-from eaglegraph.rig.timeline import CaptureRun, MemdiffRun
+from eaglegraph.results import schema_of
+from eaglegraph.results.capture import CaptureRun
+from eaglegraph.results.memdiff import MemdiffRun
 from eaglegraph.serial import document, dumps
 from tests.reports.runs import emulated_run, memdiff_run, oom_run
 

@@ -15,15 +15,11 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from eaglegraph.errors import BadInput
-from eaglegraph.reports.runfile import load_run, render_run, run_from_document, schema_of
-from eaglegraph.rig.timeline import (
-    CAPTURE_SCHEMA,
-    MEMDIFF_SCHEMA,
-    CaptureRun,
-    MemdiffRun,
-    capture_run_from_json,
-    memdiff_run_from_json,
-)
+from eaglegraph.reports.runfile import render_run
+from eaglegraph.results import load_run, run_from_document, schema_of
+from eaglegraph.results.capture import CAPTURE_SCHEMA, CaptureRun
+from eaglegraph.results.codec import decode
+from eaglegraph.results.memdiff import MEMDIFF_SCHEMA, MemdiffRun
 from eaglegraph.serial import document, dumps
 from tests.reports.runs import cuda_run, emulated_run, memdiff_run, oom_run
 
@@ -43,8 +39,7 @@ def doc_of(run: CaptureRun | MemdiffRun) -> dict[str, Any]:
 def test_round_trip_is_exact(name: str, tmp_path: Path) -> None:
     run = RUNS[name]()
     text = dumps(document(schema_of(run), run))
-    loader = memdiff_run_from_json if isinstance(run, MemdiffRun) else capture_run_from_json
-    assert loader(json.loads(text)) == run
+    assert decode(type(run), json.loads(text), "run") == run
     path = tmp_path / "run.json"
     path.write_text(text, encoding="utf-8")
     assert load_run(path) == run
@@ -91,14 +86,14 @@ def _drop(path: str) -> Callable[[dict[str, Any]], None]:
 
 BAD = [
     (_drop("schema"), "no 'schema' key"),
-    (_set("schema", "eaglegraph.inspect/1"), "not a saved run"),
+    (_set("schema", "eaglegraph.behaviors/1"), "not a saved run"),
     (_set("schema", "something.else/3"), "not a saved run"),
     (_set("schema", "eaglegraph.capture/9"), "not supported by this eaglegraph"),
     (_set("schema", 7), "'schema' must be a string"),
     (_drop("totals"), "totals"),
     (_drop("events/2/phase"), "events[2]: missing phase"),
     (_drop("config"), "missing config"),
-    (_set("events", {}), "'events' must be a list"),
+    (_set("events", {}), "events must be a list, not object"),
     (_set("events/3/duration_s", "fast"), "events[3].duration_s must be a finite number"),
     (_set("events/3/num_tokens", True), "events[3].num_tokens must be an integer"),
     (_set("events/3/num_reqs", 2.5), "events[3].num_reqs must be an integer"),
@@ -106,7 +101,7 @@ BAD = [
     (_set("pools/0/bytes_per_phase/target", None), "bytes_per_phase.target must be an integer"),
     (_set("pools/0", []), "pools[0]: expected an object"),
     (_set("totals/accounted", "yes"), "totals.accounted must be true or false"),
-    (_set("config", []), "'config' must be an object"),
+    (_set("config", []), "config must be an object, not list"),
     (_set("replay", [1, 2]), "replay must be an object"),
     (_set("findings", [{"id": "x", "severity": "fatal", "message": "m"}]), "unknown severity"),
     (_set("findings", [{"id": "x", "severity": "info", "message": 1}]), "message must be a string"),

@@ -13,7 +13,8 @@ import pytest
 
 from eaglegraph.errors import BadInput
 from eaglegraph.reports.trace import ALLOCATOR_COUNTER, COUNTER, trace_document, write_trace
-from eaglegraph.rig.timeline import CaptureRun, MemdiffRun
+from eaglegraph.results.capture import CaptureRun
+from eaglegraph.results.memdiff import MemdiffRun
 from tests.reports.runs import cuda_run, emulated_run, memdiff_run, oom_run
 
 PHASES = {"M", "X", "C", "i"}

@@ -10,13 +10,14 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from eaglegraph.findings import Finding, Severity
 from eaglegraph.reports.capture_view import render_capture
 from eaglegraph.reports.memdiff_view import render_memdiff
 from eaglegraph.reports.pools_view import render_pools
 from eaglegraph.reports.runfile import render_run
 from eaglegraph.reports.timeline_view import Bar, render_timeline
-from eaglegraph.rig.timeline import CaptureRun, MemdiffRun
+from eaglegraph.results.capture import CaptureRun
+from eaglegraph.results.findings import Finding, Severity
+from eaglegraph.results.memdiff import MemdiffRun
 from tests.reports.runs import OOM_ERROR, cuda_run, emulated_run, memdiff_run, oom_run
 
 ANSI = re.compile(r"\x1b\[")
@@ -122,9 +123,9 @@ def test_totals_line_as_vllm_logs_it() -> None:
 
 def test_pool_view_reserved_ideal_ratio_and_accounting() -> None:
     text = text_of(render_pools, cuda_run("dedicated"))
-    global_row = next(line for line in text.splitlines() if "global (0, 1)" in line)
-    assert global_row.split()[3:] == ["8", "300.00", "MiB", "75.00", "MiB", "96.00", "MiB", "×3.12"]
-    eagle_row = next(line for line in text.splitlines() if "eagle (0, 2)" in line)
+    global_row = next(line for line in text.splitlines() if "global (0,1)" in line)
+    assert global_row.split()[2:] == ["8", "300.00", "MiB", "75.00", "MiB", "96.00", "MiB", "×3.12"]
+    eagle_row = next(line for line in text.splitlines() if "eagle (0,2)" in line)
     assert "66.00 MiB" in eagle_row and "×2.06" in eagle_row
     total = next(line for line in text.splitlines() if line.strip().startswith("total"))
     assert total.split()[1:4] == ["14", "366.00", "MiB"]

@@ -11,10 +11,12 @@ import pytest
 from click.testing import CliRunner
 
 from eaglegraph.cli import cli
+from eaglegraph.results.env import ENV_SCHEMA as SCHEMA
+from eaglegraph.results.env import NA
 from eaglegraph.serial import document, dumps
 from eaglegraph.system import nvml as nvml_mod
-from eaglegraph.system.environment import SCHEMA, collect_environment
-from eaglegraph.system.nvml import NA, collect_gpus, cuda_version_string
+from eaglegraph.system.environment import collect_environment
+from eaglegraph.system.nvml import collect_gpus, cuda_version_string
 from eaglegraph.system.versions import torch_info
 
 GIB = 1024**3

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from eaglegraph.results.triage import CATEGORIES
+from eaglegraph.results.triage import TRIAGE_SCHEMA as SCHEMA
 from eaglegraph.serial import document, to_jsonable
 from eaglegraph.triage.diagnose import triage_text
-from eaglegraph.triage.model import CATEGORIES, SCHEMA
 
 from .helpers_triage import assert_evidence_points_at_lines, dev_reports
 

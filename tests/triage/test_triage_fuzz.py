@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eaglegraph.errors import BadInput
+from eaglegraph.results.triage import CATEGORIES
 from eaglegraph.triage.diagnose import triage_bytes, triage_path
-from eaglegraph.triage.model import CATEGORIES
 
 from .helpers_triage import dev_reports
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from eaglegraph.results.triage import TriageConfig
 from eaglegraph.triage.diagnose import triage_text
-from eaglegraph.triage.model import TriageConfig
 from eaglegraph.triage.recommend import behavior_for
 
 IMA = "RuntimeError: CUDA error: an illegal memory access was encountered"

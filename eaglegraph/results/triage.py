@@ -1,4 +1,4 @@
-"""Result types of `eaglegraph triage`: plain dataclasses that serialise through `to_jsonable`.
+"""Result types of `eaglegraph triage` (eaglegraph.triage/1): plain dataclasses.
 
 The terminal view and `--json` (schema `eaglegraph.triage/1`) are both made from one
 `TriageResult`, so everything a renderer shows is computed here, in the library.
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from eaglegraph.findings import Finding
+from eaglegraph.results.findings import Finding
 
-SCHEMA = "eaglegraph.triage/1"
+TRIAGE_SCHEMA = "eaglegraph.triage/1"
 
 CATEGORIES = (
     "stale-buffer-read",

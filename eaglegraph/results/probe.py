@@ -1,0 +1,102 @@
+"""Probe results: every case (mode × padded batch), its guard hits, and the findings
+(eaglegraph.probe/1).
+
+What a case observed is typed here (violations, padding regions, canary hits) so a saved
+probe can be re-rendered and explored without the probe's code; counts a view shows (hits per
+case) are computed when the result is built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from eaglegraph.results.findings import Finding
+
+PROBE_SCHEMA = "eaglegraph.probe/1"
+
+
+@dataclass
+class GuardViolation:
+    """One read a guarded kernel saw outside a buffer's valid extent (or out of range)."""
+
+    run: str
+    phase: str
+    kernel: str
+    buffer: str
+    row: int
+    value: int
+
+
+@dataclass
+class PaddingRegion:
+    """A buffer's padding region in one case: how much poison was left after each run."""
+
+    buffer: str
+    phase: str
+    extent: str
+    first_row: int
+    rows: int
+    elements: int
+    poisoned_after_a: int
+    poisoned_after_b: int
+
+
+@dataclass
+class CanaryHit:
+    """A run of KV blocks no request owns that the step wrote into."""
+
+    first_block: int
+    elements: int
+    written: int
+
+
+@dataclass
+class CaseResult:
+    name: str
+    mode: str
+    batch: int
+    large: int
+    status: str
+    duration_s: float
+    counts: dict[str, list[int]] = field(default_factory=dict)
+    descriptors: dict[str, str] = field(default_factory=dict)
+    violations: list[GuardViolation] = field(default_factory=list)
+    regions: list[PaddingRegion] = field(default_factory=list)
+    differential: list[str] = field(default_factory=list)
+    nan_outputs: list[str] = field(default_factory=list)
+    canaries: list[CanaryHit] = field(default_factory=list)
+    error: str | None = None
+    stderr: str | None = None
+
+    @property
+    def hits(self) -> int:
+        """Everything this case caught: guard violations, differential changes, NaN, canaries."""
+        return (
+            len(self.violations) + len(self.differential) + len(self.nan_outputs)
+            + len(self.canaries)
+        )  # fmt: skip
+
+
+@dataclass
+class MatrixRow:
+    """One buffer of the padding-region × phase matrix: stale reads seen per phase."""
+
+    buffer: str
+    owner: str
+    padding: str
+    reads: dict[str, int]
+    after_step: str
+
+
+@dataclass
+class ProbeRun:
+    config: dict[str, Any]
+    environment: dict[str, Any]
+    backend: str
+    cases: list[CaseResult]
+    findings: list[Finding]
+    matrix: list[MatrixRow]
+    duration_s: float
+    isolated: bool = True
+    phases: list[str] = field(default_factory=lambda: ["target", "draft_prefill", "draft_decode"])
