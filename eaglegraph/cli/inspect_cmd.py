@@ -45,7 +45,8 @@ def command(
     app = make_app(ctx, json_output, no_color)
     from eaglegraph.probes.setup import plan_options
     from eaglegraph.reports.inspect_view import render_inspect
-    from eaglegraph.rig.inspect import INSPECT_SCHEMA, inspect_pair, open_pair
+    from eaglegraph.results.inspect import INSPECT_SCHEMA
+    from eaglegraph.rig.inspect import inspect_pair, open_pair
 
     pair = open_pair(model_dir, target_dir, draft_dir)
     options = plan_options(pair, pop_plan_kwargs(kwargs))

@@ -15,16 +15,7 @@ from eaglegraph.pair.facts import DraftFacts
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.tensors import CheckpointIndex
 from eaglegraph.results.findings import Finding
-
-
-@dataclass
-class WeightSummary:
-    format: str
-    files: list[str]
-    tensor_count: int
-    parameter_count: int | None
-    weight_bytes: int | None
-    dtypes: dict[str, int]
+from eaglegraph.results.inspect import WeightSummary
 
 
 @dataclass

@@ -5,10 +5,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from eaglegraph.pair.model import ModelSide
 from eaglegraph.reports.findings_view import render_findings
 from eaglegraph.reports.format import fmt_bytes, fmt_count, fmt_sizes
-from eaglegraph.rig.inspect import InspectReport
+from eaglegraph.results.inspect import InspectReport, SideFacts
 
 _GEOMETRY_ROWS = (
     ("architecture", lambda s: s.architecture or "—"),
@@ -58,10 +57,10 @@ _GEOMETRY_ROWS = (
 
 
 def _sides_table(report: InspectReport) -> Table:
-    pair = report.pair
-    table = Table(title=f"{pair.root}  [dim]({pair.layout})[/dim]", title_justify="left")
+    table = Table(title=f"{report.root}  [dim]({report.layout})[/dim]", title_justify="left")
     table.add_column("")
-    sides: list[ModelSide | None] = [pair.target, pair.draft]
+    draft = report.draft if report.draft is not None and report.draft.present else None
+    sides: list[SideFacts | None] = [report.target, draft]
     for name, side in zip(("target", "draft"), sides, strict=True):
         table.add_column(name if side else f"{name} [dim](absent)[/dim]")
     for label, fn in _GEOMETRY_ROWS:
@@ -70,20 +69,18 @@ def _sides_table(report: InspectReport) -> Table:
 
 
 def _facts_table(report: InspectReport) -> Table | None:
-    f = report.pair.draft_facts
-    if f is None:
+    f = report.draft
+    if f is None or f.kind is None:
         return None
     table = Table(title="Draft", title_justify="left", show_header=False)
     table.add_column(style="bold")
     table.add_column(overflow="fold")
-    supported = (
-        "" if f.kind.supported else " [yellow](recognised, not supported by the rig)[/yellow]"
-    )
-    table.add_row("kind", f"{f.kind.value}{' / ' + f.style if f.style else ''}{supported}")
+    supported = "" if f.supported else " [yellow](recognised, not supported by the rig)[/yellow]"
+    table.add_row("kind", f"{f.kind}{' / ' + f.style if f.style else ''}{supported}")
     table.add_row("evidence", "; ".join(f.evidence))
     if f.mtp_layers:
         table.add_row("MTP layers", str(f.mtp_layers))
-    if f.kind.supported:
+    if f.supported:
         fc = f"{f.fc_in_features} ({f.fc_in_source})" if f.fc_in_features else "—"
         if f.expected_fc_in and f.fc_in_features != f.expected_fc_in:
             fc += f" [red]expected {f.expected_fc_in}[/red]"
@@ -126,7 +123,7 @@ def _plan_table(report: InspectReport) -> Table:
     table.add_column("graphs", justify="right")
     table.add_column("padding", overflow="fold")
     for ph in p.phases:
-        table.add_row(ph.phase, ph.mode.name, str(ph.descriptor_count), ph.padding_rule)
+        table.add_row(ph.phase, ph.mode, str(ph.descriptor_count), ph.padding_rule)
     return table
 
 
@@ -158,8 +155,8 @@ def _memory_table(report: InspectReport) -> Table:
 
 def render_inspect(report: InspectReport, console: Console) -> None:
     console.print(_sides_table(report))
-    if report.pair.missing:
-        console.print(f"[yellow]{report.pair.missing}[/yellow]")
+    if report.missing:
+        console.print(f"[yellow]{report.missing}[/yellow]")
     facts = _facts_table(report)
     if facts is not None:
         console.print(facts)
@@ -169,13 +166,11 @@ def render_inspect(report: InspectReport, console: Console) -> None:
         + (
             f"  [dim](rounded to multiples of K+1={p.num_speculative_tokens + 1} from "
             f"{len(p.capture_sizes_before_rounding)} sizes)[/dim]"
-            if p.framework == "vllm" and p.capture_sizes != p.capture_sizes_before_rounding
+            if p.sizes_were_rounded
             else ""
         )
     )
-    mode_line = (
-        f"[bold]mode[/bold]: requested {p.requested_mode.name} → resolved {p.resolved_mode.name}"
-    )
+    mode_line = f"[bold]mode[/bold]: requested {p.requested_mode} → resolved {p.resolved_mode}"
     console.print(mode_line)
     for reason in p.downgrades:
         console.print(f"  [yellow]{reason}[/yellow]")

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from eaglegraph.results.capture import CaptureRun
 from eaglegraph.results.env import EnvReport
+from eaglegraph.results.inspect import InspectReport
 from eaglegraph.results.memdiff import MemdiffRun
 from eaglegraph.results.probe import ProbeRun
 from eaglegraph.results.stacks import StacksReport
@@ -21,6 +22,10 @@ from eaglegraph.results.triage import TriageResult
 
 def renderer_for(run: Any) -> Callable[[Any, Console], None]:
     """The terminal view of a run's kind (imported lazily: each pulls in only its own view)."""
+    if isinstance(run, InspectReport):
+        from eaglegraph.reports.inspect_view import render_inspect
+
+        return render_inspect
     if isinstance(run, MemdiffRun):
         from eaglegraph.reports.memdiff_view import render_memdiff
 

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from eaglegraph import frames as fr
+from eaglegraph.results import stacks as fr
 from eaglegraph.results.stacks import StacksReport
 
 _TAG_STYLE = {

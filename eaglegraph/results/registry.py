@@ -14,6 +14,7 @@ from eaglegraph.errors import BadInput
 from eaglegraph.results.capture import CAPTURE_SCHEMA, CaptureRun
 from eaglegraph.results.codec import decode, json_type
 from eaglegraph.results.env import ENV_SCHEMA, EnvReport
+from eaglegraph.results.inspect import INSPECT_SCHEMA, InspectReport
 from eaglegraph.results.memdiff import MEMDIFF_SCHEMA, MemdiffRun
 from eaglegraph.results.probe import PROBE_SCHEMA, ProbeRun
 from eaglegraph.results.stacks import STACKS_SCHEMA, StacksReport
@@ -22,9 +23,12 @@ from eaglegraph.serial import document as _document
 from eaglegraph.serial import read_json_file
 
 # A saved run of any kind; a runtime alias, usable in isinstance.
-Run = Union[CaptureRun, MemdiffRun, ProbeRun, TriageResult, EnvReport, StacksReport]  # noqa: UP007
+Run = Union[  # noqa: UP007
+    InspectReport, CaptureRun, MemdiffRun, ProbeRun, TriageResult, EnvReport, StacksReport
+]
 
 SCHEMAS: dict[str, type] = {
+    INSPECT_SCHEMA: InspectReport,
     CAPTURE_SCHEMA: CaptureRun,
     MEMDIFF_SCHEMA: MemdiffRun,
     PROBE_SCHEMA: ProbeRun,

@@ -8,28 +8,10 @@ a second time instead of reusing blocks the target's graphs already freed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from eaglegraph.pair.geometry import DTYPE_BYTES, Geometry
 from eaglegraph.pair.model import Pair
+from eaglegraph.results.inspect import MemoryEstimate
 from eaglegraph.rig.plan import CapturePlan
-
-
-@dataclass
-class MemoryEstimate:
-    dtype: str
-    target_weight_bytes: int | None
-    draft_weight_bytes: int | None
-    weights_source: str
-    kv_bytes_per_token_target: int | None
-    kv_bytes_per_token_draft: int | None
-    largest_capture_tokens: int
-    target_logits_bytes: int | None
-    draft_logits_bytes: int | None
-    draft_transient_peak_bytes: int | None
-    dedicated_pool_extra_bytes: int | None
-    notes: list[str] = field(default_factory=list)
-    label: str = "estimate"
 
 
 def _kv_per_token(g: Geometry, layers: int, nbytes: int) -> int:

@@ -1,65 +1,32 @@
-"""`inspect`: the pair's facts, the capture plan and a memory estimate, as one report."""
+"""`inspect`: the pair's facts, the capture plan and a memory estimate, as one report.
+
+The live objects (pair, plan, estimate) are turned into the plain records of
+`results.inspect` here, once; the view and `--json` both read those records.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from eaglegraph.pair import Pair, load_pair
+from eaglegraph.pair.facts import DraftFacts as PairDraftFacts
+from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.model import ModelSide
 from eaglegraph.pair.presets import resolve_model_arg
-from eaglegraph.results.findings import Finding
-from eaglegraph.rig.estimate import MemoryEstimate, estimate_memory
+from eaglegraph.results.inspect import (
+    AuxTapsFacts,
+    DescriptorFacts,
+    DraftFacts,
+    GeometryFacts,
+    InspectReport,
+    PhasePlanFacts,
+    PlanFacts,
+    RopeFacts,
+    SideFacts,
+)
+from eaglegraph.rig.estimate import estimate_memory
 from eaglegraph.rig.plan import CapturePlan, build_plan
-from eaglegraph.serial import to_jsonable
-
-INSPECT_SCHEMA = "eaglegraph.inspect/1"
-
-
-@dataclass
-class InspectReport:
-    pair: Pair
-    plan: CapturePlan
-    memory: MemoryEstimate
-    findings: list[Finding] = field(default_factory=list)
-
-    def _side(self, side: ModelSide | None) -> dict[str, Any] | None:
-        if side is None:
-            return None
-        geometry = to_jsonable(side.geometry)
-        geometry.pop("extra", None)
-        out: dict[str, Any] = {
-            "role": side.role,
-            "path": str(side.path),
-            "architecture": side.architecture,
-            "geometry": geometry,
-            "weights": to_jsonable(side.weights),
-            "parameter_count": side.weights.parameter_count,
-            "estimated_parameter_count": side.estimated_parameter_count,
-        }
-        return out
-
-    def to_json(self) -> dict[str, Any]:
-        draft = self._side(self.pair.draft)
-        facts = self.pair.draft_facts
-        if facts is not None:
-            fact_json = to_jsonable(facts)
-            if draft is None:
-                draft = {"role": "draft", "path": None, "architecture": None, "geometry": None}
-            draft.update(fact_json)
-            draft["aux_layer_ids"] = facts.aux.layer_ids if facts.aux else None
-            draft["aux_layer_ids_effective"] = facts.aux.vllm_entering_layers if facts.aux else None
-        return {
-            "root": str(self.pair.root),
-            "layout": self.pair.layout,
-            "missing": self.pair.missing,
-            "target": self._side(self.pair.target),
-            "draft": draft,
-            "plan": self.plan.to_json(),
-            "memory": to_jsonable(self.memory),
-            "findings": to_jsonable(self.findings),
-        }
 
 
 def open_pair(
@@ -78,5 +45,131 @@ def inspect_pair(pair: Pair, plan_options: Any, dtype: str | None = None) -> Ins
     plan = build_plan(plan_options)
     memory = estimate_memory(pair, plan, dtype)
     return InspectReport(
-        pair=pair, plan=plan, memory=memory, findings=pair.findings + plan.findings
+        root=str(pair.root),
+        layout=pair.layout,
+        missing=pair.missing,
+        target=_side(pair.target, SideFacts) if pair.target is not None else None,
+        draft=_draft(pair.draft, pair.draft_facts),
+        plan=plan_facts(plan),
+        memory=memory,
+        findings=pair.findings + plan.findings,
+    )
+
+
+def _geometry(g: Geometry) -> GeometryFacts:
+    r = g.rope
+    return GeometryFacts(
+        architecture=g.architecture,
+        model_type=g.model_type,
+        hidden_size=g.hidden_size,
+        intermediate_size=g.intermediate_size,
+        num_hidden_layers=g.num_hidden_layers,
+        num_attention_heads=g.num_attention_heads,
+        num_key_value_heads=g.num_key_value_heads,
+        head_dim=g.head_dim,
+        head_dim_explicit=g.head_dim_explicit,
+        vocab_size=g.vocab_size,
+        max_position_embeddings=g.max_position_embeddings,
+        tie_word_embeddings=g.tie_word_embeddings,
+        dtype=g.dtype,
+        rope=RopeFacts(
+            rope_theta=r.rope_theta,
+            rope_type=r.rope_type,
+            factor=r.factor,
+            low_freq_factor=r.low_freq_factor,
+            high_freq_factor=r.high_freq_factor,
+            original_max_position_embeddings=r.original_max_position_embeddings,
+            source=r.source,
+        ),
+        rms_norm_eps=g.rms_norm_eps,
+        attention_bias=g.attention_bias,
+    )
+
+
+def _side(side: ModelSide, cls: type[SideFacts]) -> Any:
+    return cls(
+        role=side.role,
+        path=str(side.path),
+        architecture=side.architecture,
+        geometry=_geometry(side.geometry),
+        weights=side.weights,
+        parameter_count=side.weights.parameter_count,
+        estimated_parameter_count=side.estimated_parameter_count,
+    )
+
+
+def _draft(side: ModelSide | None, facts: PairDraftFacts | None) -> DraftFacts | None:
+    if side is None and facts is None:
+        return None
+    draft = (
+        _side(side, DraftFacts)
+        if side is not None
+        else DraftFacts(role="draft", path=None, architecture=None, geometry=None)
+    )
+    if facts is None:
+        return draft
+    aux = facts.aux
+    draft.kind = facts.kind.value
+    draft.supported = facts.kind.supported
+    draft.style = facts.style
+    draft.evidence = list(facts.evidence)
+    draft.fc_in_features = facts.fc_in_features
+    draft.fc_in_source = facts.fc_in_source
+    draft.expected_fc_in = facts.expected_fc_in
+    draft.fc_bias_tensor = facts.fc_bias_tensor
+    draft.config_bias = facts.config_bias
+    draft.target_hidden_size = facts.target_hidden_size
+    draft.draft_vocab_size = facts.draft_vocab_size
+    draft.d2t_shape = facts.d2t_shape
+    draft.t2d_shape = facts.t2d_shape
+    draft.lm_head_rows = facts.lm_head_rows
+    draft.aux = (
+        AuxTapsFacts(
+            aux.layer_ids, aux.source, aux.vllm_entering_layers, aux.vllm_taps, aux.sglang_taps
+        )
+        if aux is not None
+        else None
+    )
+    draft.use_aux_hidden_state = facts.use_aux_hidden_state
+    draft.embed_tokens = facts.embed_tokens
+    draft.lm_head = facts.lm_head
+    draft.verifier = facts.verifier
+    draft.speculative_tokens = facts.speculative_tokens
+    draft.mtp_layers = facts.mtp_layers
+    draft.notes = list(facts.notes)
+    draft.aux_layer_ids = aux.layer_ids if aux else None
+    draft.aux_layer_ids_effective = aux.vllm_entering_layers if aux else None
+    return draft
+
+
+def plan_facts(plan: CapturePlan) -> PlanFacts:
+    """The plan as plain data: mode names instead of enums, descriptors as records."""
+    return PlanFacts(
+        framework=plan.framework,
+        behavior=plan.behavior,
+        attention_backend=plan.attention_backend,
+        num_speculative_tokens=plan.num_speculative_tokens,
+        max_num_seqs=plan.max_num_seqs,
+        max_num_batched_tokens=plan.max_num_batched_tokens,
+        requested_mode=plan.requested_mode.name,
+        resolved_mode=plan.resolved_mode.name,
+        downgrades=list(plan.downgrades),
+        capture_sizes=list(plan.capture_sizes),
+        capture_sizes_before_rounding=list(plan.capture_sizes_before_rounding),
+        phases=[
+            PhasePlanFacts(
+                phase=p.phase,
+                mode=p.mode.name,
+                decode_query_len=p.decode_query_len,
+                descriptor_count=p.descriptor_count,
+                descriptors=[
+                    DescriptorFacts(d.mode.name, d.num_tokens, d.num_reqs, d.uniform_token_count)
+                    for d in p.descriptors
+                ],
+                padding_rule=p.padding_rule,
+                notes=list(p.notes),
+            )
+            for p in plan.phases
+        ],
+        findings=list(plan.findings),
     )

@@ -57,17 +57,6 @@ class PhasePlan:
             by_size.setdefault(d.num_tokens, []).append(d)
         return Dispatcher(by_size)
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "phase": self.phase,
-            "mode": self.mode.name,
-            "decode_query_len": self.decode_query_len,
-            "descriptor_count": self.descriptor_count,
-            "descriptors": [d.to_json() for d in self.descriptors],
-            "padding_rule": self.padding_rule,
-            "notes": self.notes,
-        }
-
 
 @dataclass
 class CapturePlan:
@@ -87,23 +76,6 @@ class CapturePlan:
 
     def phase(self, name: str) -> PhasePlan:
         return next(p for p in self.phases if p.phase == name)
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "framework": self.framework,
-            "behavior": self.behavior,
-            "attention_backend": self.attention_backend,
-            "num_speculative_tokens": self.num_speculative_tokens,
-            "max_num_seqs": self.max_num_seqs,
-            "max_num_batched_tokens": self.max_num_batched_tokens,
-            "requested_mode": self.requested_mode.name,
-            "resolved_mode": self.resolved_mode.name,
-            "downgrades": self.downgrades,
-            "capture_sizes": self.capture_sizes,
-            "capture_sizes_before_rounding": self.capture_sizes_before_rounding,
-            "phases": [p.to_json() for p in self.phases],
-            "findings": self.findings,
-        }
 
 
 def resolve_mode(mode: Mode, backend: str, num_spec_tokens: int) -> tuple[Mode, list[str]]:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from eaglegraph.results.triage import CATEGORIES
-from eaglegraph.results.triage import TRIAGE_SCHEMA as SCHEMA
+from eaglegraph.results.triage import CATEGORIES, TRIAGE_SCHEMA
 from eaglegraph.serial import document, to_jsonable
 from eaglegraph.triage.diagnose import triage_text
 
@@ -45,7 +44,7 @@ def test_dev_report_evidence_and_schema(report: dict) -> None:
     result = triage_text(report["log_excerpt"])
     assert_evidence_points_at_lines(result, report["log_excerpt"])
     assert 0.0 <= result.confidence <= 1.0
-    doc = document(SCHEMA, result)
+    doc = document(TRIAGE_SCHEMA, result)
     for key in (
         "schema",
         "framework",

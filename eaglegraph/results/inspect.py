@@ -1,0 +1,192 @@
+"""Inspect results: a pair's facts, its capture plan and a memory estimate (eaglegraph.inspect/1).
+
+Plain records of what `inspect` found, separate from the live objects it found them with (the
+pair's configs and header index, the plan's enums and dispatchers): a saved inspect run is
+re-rendered from these alone. The draft's record is flat, its side (path, geometry, weights)
+and its facts (kind, evidence, fc width, vocab maps, aux taps) in one object, as the JSON
+has always been.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from eaglegraph.results.findings import Finding
+
+INSPECT_SCHEMA = "eaglegraph.inspect/1"
+
+
+@dataclass
+class RopeFacts:
+    rope_theta: float
+    rope_type: str = "default"
+    factor: float | None = None
+    low_freq_factor: float | None = None
+    high_freq_factor: float | None = None
+    original_max_position_embeddings: int | None = None
+    source: str = "default"
+
+
+@dataclass
+class GeometryFacts:
+    architecture: str
+    model_type: str
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    head_dim_explicit: bool
+    vocab_size: int
+    max_position_embeddings: int
+    tie_word_embeddings: bool
+    dtype: str | None
+    rope: RopeFacts
+    rms_norm_eps: float
+    attention_bias: bool
+
+
+@dataclass
+class WeightSummary:
+    """What the safetensors headers say about one side's weights (no tensor data read)."""
+
+    format: str
+    files: list[str]
+    tensor_count: int
+    parameter_count: int | None
+    weight_bytes: int | None
+    dtypes: dict[str, int]
+
+
+@dataclass
+class SideFacts:
+    """One side of the pair (target or draft) as its config and headers describe it."""
+
+    role: str
+    path: str | None
+    architecture: str | None
+    geometry: GeometryFacts | None
+    weights: WeightSummary | None = None
+    parameter_count: int | None = None
+    estimated_parameter_count: int | None = None
+
+
+@dataclass
+class AuxTapsFacts:
+    """EAGLE-3's auxiliary hidden-state layers: as configured, and as each engine taps them."""
+
+    layer_ids: list[int] | None
+    source: str
+    vllm_entering_layers: list[int]
+    vllm_taps: list[int]
+    sglang_taps: list[int]
+
+
+@dataclass
+class DraftFacts(SideFacts):
+    """The draft side plus what was recognised about it; `kind` is None when nothing was."""
+
+    kind: str | None = None
+    supported: bool | None = None
+    style: str | None = None
+    evidence: list[str] = field(default_factory=list)
+    fc_in_features: int | None = None
+    fc_in_source: str | None = None
+    expected_fc_in: int | None = None
+    fc_bias_tensor: bool | None = None
+    config_bias: bool | None = None
+    target_hidden_size: int | None = None
+    draft_vocab_size: int | None = None
+    d2t_shape: list[int] | None = None
+    t2d_shape: list[int] | None = None
+    lm_head_rows: int | None = None
+    aux: AuxTapsFacts | None = None
+    use_aux_hidden_state: bool | None = None
+    embed_tokens: str | None = None
+    lm_head: str | None = None
+    verifier: str | None = None
+    speculative_tokens: int | None = None
+    mtp_layers: int | None = None
+    notes: list[str] = field(default_factory=list)
+    aux_layer_ids: list[int] | None = None
+    aux_layer_ids_effective: list[int] | None = None
+
+    @property
+    def present(self) -> bool:
+        """Whether the draft's own folder was found (facts can come from a target's config)."""
+        return self.path is not None
+
+
+@dataclass
+class DescriptorFacts:
+    mode: str
+    num_tokens: int
+    num_reqs: int | None
+    uniform_token_count: int | None
+
+
+@dataclass
+class PhasePlanFacts:
+    phase: str
+    mode: str
+    decode_query_len: int
+    descriptor_count: int
+    descriptors: list[DescriptorFacts]
+    padding_rule: str
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PlanFacts:
+    """The capture plan: sizes, the mode resolved per phase, and why it was downgraded."""
+
+    framework: str
+    behavior: str
+    attention_backend: str
+    num_speculative_tokens: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    requested_mode: str
+    resolved_mode: str
+    downgrades: list[str]
+    capture_sizes: list[int]
+    capture_sizes_before_rounding: list[int]
+    phases: list[PhasePlanFacts]
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def sizes_were_rounded(self) -> bool:
+        """vLLM rounds capture sizes to multiples of K+1; whether that changed the list."""
+        return self.framework == "vllm" and self.capture_sizes != self.capture_sizes_before_rounding
+
+
+@dataclass
+class MemoryEstimate:
+    """Memory from geometry and plan alone; labelled an estimate everywhere it is shown."""
+
+    dtype: str
+    target_weight_bytes: int | None
+    draft_weight_bytes: int | None
+    weights_source: str
+    kv_bytes_per_token_target: int | None
+    kv_bytes_per_token_draft: int | None
+    largest_capture_tokens: int
+    target_logits_bytes: int | None
+    draft_logits_bytes: int | None
+    draft_transient_peak_bytes: int | None
+    dedicated_pool_extra_bytes: int | None
+    notes: list[str] = field(default_factory=list)
+    label: str = "estimate"
+
+
+@dataclass
+class InspectReport:
+    root: str
+    layout: str
+    missing: str | None
+    target: SideFacts | None
+    draft: DraftFacts | None
+    plan: PlanFacts
+    memory: MemoryEstimate
+    findings: list[Finding] = field(default_factory=list)
