@@ -10,7 +10,16 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["Rig", "RunSpec", "__version__", "load_pair", "memdiff", "probe", "resolve_run"]
+__all__ = [
+    "Rig",
+    "RunSpec",
+    "__version__",
+    "load_pair",
+    "load_run",
+    "memdiff",
+    "probe",
+    "resolve_run",
+]
 
 _LAZY = {
     "load_pair": ("eaglegraph.pair", "load_pair"),
@@ -19,6 +28,7 @@ _LAZY = {
     "memdiff": ("eaglegraph.probes.memdiff", "memdiff"),
     "RunSpec": ("eaglegraph.probes.spec", "RunSpec"),
     "resolve_run": ("eaglegraph.probes.spec", "resolve_run"),
+    "load_run": ("eaglegraph.results", "load_run"),
 }
 
 

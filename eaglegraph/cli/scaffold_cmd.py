@@ -2,39 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import click
-from rich.console import Console
-from rich.table import Table
 
 from eaglegraph.cli.app import make_app, output_options
-
-
-@dataclass
-class ScaffoldResult:
-    path: str
-    preset: str
-    description: str
-    files: list[str]
-
-
-def _render(result: ScaffoldResult, console: Console) -> None:
-    console.print(f"wrote preset [bold]{result.preset}[/bold] to {result.path}")
-    console.print(f"[dim]{result.description}[/dim]")
-    for f in result.files:
-        console.print(f"  {f}")
-
-
-def _render_list(presets: list[dict[str, str]], console: Console) -> None:
-    table = Table(title="Presets", title_justify="left")
-    table.add_column("name", style="bold")
-    table.add_column("kind")
-    table.add_column("weights")
-    table.add_column("description", overflow="fold")
-    for p in presets:
-        table.add_row(p["name"], p["kind"], p["weights"], p["description"])
-    console.print(table)
 
 
 @click.command("scaffold")
@@ -65,20 +35,26 @@ def command(
 
     from eaglegraph.errors import BadInput
     from eaglegraph.pair.presets import PRESETS, get_preset, scaffold
+    from eaglegraph.reports.scaffold_view import render_presets, render_scaffold
+    from eaglegraph.results.scaffold import (
+        PRESETS_SCHEMA,
+        SCAFFOLD_SCHEMA,
+        PresetInfo,
+        PresetList,
+        ScaffoldResult,
+    )
 
     if list_presets:
         rows = [
-            {
-                "name": p.name,
-                "kind": p.kind,
-                "weights": "seeded" if p.with_weights else "config only",
-                "description": p.description,
-            }
+            PresetInfo(
+                name=p.name,
+                kind=p.kind,
+                weights="seeded" if p.with_weights else "config only",
+                description=p.description,
+            )
             for p in PRESETS.values()
         ]
-        app.emit(
-            "eaglegraph.presets/1", {"presets": rows}, lambda r, c: _render_list(r["presets"], c)
-        )
+        app.emit(PRESETS_SCHEMA, PresetList(rows), render_presets)
         return
     if directory is None or preset is None:
         raise BadInput("give DIRECTORY and --preset NAME (or --list)")
@@ -86,4 +62,4 @@ def command(
     dest = scaffold(preset, Path(directory), force=force)
     files = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
     result = ScaffoldResult(str(dest), spec.name, spec.description, files)
-    app.emit("eaglegraph.scaffold/1", result, _render)
+    app.emit(SCAFFOLD_SCHEMA, result, render_scaffold)

@@ -16,6 +16,7 @@ from eaglegraph.results.env import EnvReport
 from eaglegraph.results.inspect import InspectReport
 from eaglegraph.results.memdiff import MemdiffRun
 from eaglegraph.results.probe import ProbeRun
+from eaglegraph.results.scaffold import PresetList, ScaffoldResult
 from eaglegraph.results.stacks import StacksReport
 from eaglegraph.results.triage import TriageResult
 
@@ -50,6 +51,14 @@ def renderer_for(run: Any) -> Callable[[Any, Console], None]:
         from eaglegraph.reports.stacks_view import render_stacks
 
         return render_stacks
+    if isinstance(run, ScaffoldResult):
+        from eaglegraph.reports.scaffold_view import render_scaffold
+
+        return render_scaffold
+    if isinstance(run, PresetList):
+        from eaglegraph.reports.scaffold_view import render_presets
+
+        return render_presets
     raise TypeError(f"no view for {type(run).__name__}")
 
 

@@ -17,6 +17,12 @@ from eaglegraph.results.env import ENV_SCHEMA, EnvReport
 from eaglegraph.results.inspect import INSPECT_SCHEMA, InspectReport
 from eaglegraph.results.memdiff import MEMDIFF_SCHEMA, MemdiffRun
 from eaglegraph.results.probe import PROBE_SCHEMA, ProbeRun
+from eaglegraph.results.scaffold import (
+    PRESETS_SCHEMA,
+    SCAFFOLD_SCHEMA,
+    PresetList,
+    ScaffoldResult,
+)
 from eaglegraph.results.stacks import STACKS_SCHEMA, StacksReport
 from eaglegraph.results.triage import TRIAGE_SCHEMA, TriageResult
 from eaglegraph.serial import document as _document
@@ -24,7 +30,15 @@ from eaglegraph.serial import read_json_file
 
 # A saved run of any kind; a runtime alias, usable in isinstance.
 Run = Union[  # noqa: UP007
-    InspectReport, CaptureRun, MemdiffRun, ProbeRun, TriageResult, EnvReport, StacksReport
+    InspectReport,
+    CaptureRun,
+    MemdiffRun,
+    ProbeRun,
+    TriageResult,
+    EnvReport,
+    StacksReport,
+    ScaffoldResult,
+    PresetList,
 ]
 
 SCHEMAS: dict[str, type] = {
@@ -35,6 +49,8 @@ SCHEMAS: dict[str, type] = {
     TRIAGE_SCHEMA: TriageResult,
     ENV_SCHEMA: EnvReport,
     STACKS_SCHEMA: StacksReport,
+    SCAFFOLD_SCHEMA: ScaffoldResult,
+    PRESETS_SCHEMA: PresetList,
 }
 _BY_TYPE = {cls: name for name, cls in SCHEMAS.items()}
 
