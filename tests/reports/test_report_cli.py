@@ -116,9 +116,11 @@ def test_corrupt_json_names_line_and_column(tmp_path: Path) -> None:
 
 
 def test_foreign_schema(tmp_path: Path) -> None:
-    path = tmp_path / "inspect.json"
+    path = tmp_path / "behaviors.json"
+    path.write_text(json.dumps({"schema": "eaglegraph.behaviors/1"}), encoding="utf-8")
+    assert_one_line_error(invoke(str(path)), "eaglegraph.behaviors/1", "not a saved run")
     path.write_text(json.dumps({"schema": "eaglegraph.inspect/1", "plan": {}}), encoding="utf-8")
-    assert_one_line_error(invoke(str(path)), "eaglegraph.inspect/1", "not a saved run")
+    assert_one_line_error(invoke(str(path)), "missing root, layout, missing, target, draft")
     path.write_text(json.dumps({"traceEvents": []}), encoding="utf-8")
     assert_one_line_error(invoke(str(path)), "no 'schema' key")
 
