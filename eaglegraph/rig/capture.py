@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from eaglegraph.findings import Finding, Severity
 from eaglegraph.known.profiles import FLAGS
+from eaglegraph.results.capture import CaptureEvent
+from eaglegraph.results.findings import Finding, Severity
 from eaglegraph.rig.attention import Metadata
 from eaglegraph.rig.descriptors import BatchDescriptor
 from eaglegraph.rig.graphs import GraphContext, PhaseRunner
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.pools import PoolManager
 from eaglegraph.rig.step_buffers import h2d
-from eaglegraph.rig.timeline import CaptureEvent
 
 if TYPE_CHECKING:
     from eaglegraph.rig.step import Rig

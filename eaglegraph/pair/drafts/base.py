@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from eaglegraph.findings import Finding
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.tensors import CheckpointIndex
+from eaglegraph.results.findings import Finding
 
 if TYPE_CHECKING:
     from eaglegraph.pair.facts import AuxTaps, DraftFacts

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from eaglegraph.findings import Finding, Severity
 from eaglegraph.known.hazards import hazard
 from eaglegraph.pair.drafts.base import (
     LAYER_RE,
@@ -17,6 +16,7 @@ from eaglegraph.pair.drafts.base import (
 from eaglegraph.pair.facts import DraftFacts
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.model import layer_params
+from eaglegraph.results.findings import Finding, Severity
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
