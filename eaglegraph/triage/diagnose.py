@@ -10,24 +10,28 @@ import io
 import os
 import re
 from collections.abc import Callable
+from io import BufferedReader
 from typing import BinaryIO
 
+from eaglegraph.known.triage_rules import MISSING, WEAK
 from eaglegraph.known.versions import parse_version
 from eaglegraph.results.findings import Finding, Severity
 from eaglegraph.results.triage import (
     CATEGORIES,
     Alternative,
     Evidence,
+    Fix,
     Padding,
     TriageConfig,
     TriageResult,
 )
-from eaglegraph.triage import recommend, rules
+from eaglegraph.triage import facts, known_issues, recommend, rules
 from eaglegraph.triage.fixes import FixContext, matching_fixes
 from eaglegraph.triage.locate import crash_frames
-from eaglegraph.triage.reader import open_log
+from eaglegraph.triage.reader import _Chain, _Reader, open_log, sniff
 from eaglegraph.triage.scan import scan
 from eaglegraph.triage.state import ScanState
+from eaglegraph.triage.ticket import TICKET_LIMIT, Ticket, read_ticket
 
 STALE, OOB, OOM, CAPTURE, MODE, CONFIG, ACCEPT, HANG, OTHER = CATEGORIES
 
@@ -37,18 +41,41 @@ def triage_path(
     stdin: BinaryIO | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> TriageResult:
-    """Triage a log file ('-' reads stdin); gzip/bz2/xz and UTF-16 are detected from content."""
+    """Triage a log or a pasted ticket ('-' reads stdin); gzip/bz2/xz and UTF-16 by content."""
+    source = "-" if str(path) == "-" else str(path)
     with open_log(path, stdin) as fh:
-        state = scan(fh, progress=progress)
-    return diagnose(state, "-" if str(path) == "-" else str(path))
+        notes: list[str] = []
+        stream = sniff(fh, notes)
+        head = _Reader(stream, notes).read(TICKET_LIMIT + 1)
+        if len(head) <= TICKET_LIMIT:
+            if progress is not None:
+                progress(len(head))
+            return _triage_small(head, source, notes)
+        state = ScanState(notes=notes)
+        state = scan(BufferedReader(_Chain(head, stream)), state, progress=progress)
+    return diagnose(state, source)
 
 
 def triage_bytes(data: bytes, source: str = "<bytes>") -> TriageResult:
-    return diagnose(scan(io.BytesIO(data)), source)
+    """Triage bytes (a log, a ticket, compressed or not)."""
+    return triage_path("-", stdin=io.BytesIO(data)) if data else _triage_small(b"", source, [])
 
 
 def triage_text(text: str, source: str = "<text>") -> TriageResult:
-    return triage_bytes(text.encode("utf-8", "surrogatepass"), source)
+    return _triage_small(text.encode("utf-8", "surrogatepass"), source, [])
+
+
+def _triage_small(data: bytes, source: str, notes: list[str]) -> TriageResult:
+    """Small inputs may be tickets: split title and prose from the logs before scanning."""
+    t = read_ticket(data.decode("utf-8", "replace"))
+    body = t.log_text.encode("utf-8", "surrogatepass") if t.is_ticket else data
+    state = scan(io.BytesIO(body), ScanState(notes=list(notes)))
+    state.bytes_read = len(data)
+    if t.is_ticket:
+        state.notes.append(
+            "read as a pasted issue: title and prose are statements, fenced text is the log"
+        )
+    return diagnose(state, source, t)
 
 
 def _settle_config(state: ScanState) -> TriageConfig:
@@ -77,6 +104,16 @@ def _settle_config(state: ScanState) -> TriageConfig:
                 cfg.topk = cfg.topk or _kv(h.text, "topk")
                 break
     return cfg
+
+
+def _from_ticket(cfg: TriageConfig, ticket: Ticket, notes: list[str]) -> None:
+    """Engine and version named in a ticket's text, where no log line gave them."""
+    if cfg.framework is None and ticket.engine is not None:
+        cfg.framework = ticket.engine
+        notes.append(f"engine {ticket.engine}: named in the report's text, not in a log prefix")
+    if cfg.version is None and cfg.framework in ticket.versions:
+        cfg.version = ticket.versions[cfg.framework]
+        notes.append(f"version {cfg.version}: stated in the report's text")
 
 
 def _kv(text: str, key: str) -> int | None:
@@ -115,7 +152,7 @@ def _findings(
     else:
         severity = Severity.ERROR
     primary = verdict.primary
-    message = f"{result_category} (confidence {verdict.confidence:.2f})"
+    message = f"{result_category} (confidence {facts.calibrated(verdict.confidence):.2f})"
     if primary is not None:
         message += f": line {primary.line}: {primary.text[:160]}"
     elif verdict.phase.detail:
@@ -134,13 +171,26 @@ def _findings(
     ]
 
 
-def diagnose(state: ScanState, source: str) -> TriageResult:
+def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> TriageResult:
     cfg = _settle_config(state)
-    verdict = rules.score(state)
+    if ticket is not None:
+        _from_ticket(cfg, ticket, state.notes)
+    verdict = facts.apply_rules(state, rules.score(state), ticket)
+    evidence_at_all = any(w > 0 for w in verdict.scores.values())
+    confidence = facts.calibrated(verdict.confidence) if evidence_at_all else verdict.confidence
     ctx = FixContext(verdict, cfg, state, cfg.framework, parse_version(cfg.version))
     fixes = matching_fixes(ctx)
     notes = list(state.notes)
-    command, also = recommend.reproduce(ctx, notes)
+    issues, ruled_out = known_issues.match(verdict.category, set(verdict.facts), cfg)
+    notes += ruled_out
+    for issue in issues:
+        notes.append(issue.sentence)
+        same = next((f for f in fixes if f.ref == issue.full_ref), None)
+        if same is not None:
+            same.why = issue.sentence
+        elif issue.full_ref is not None:
+            fixes.insert(0, Fix(issue.full_ref, issue.hazard.mechanism, issue.sentence))
+    command, also = recommend.reproduce(ctx, notes, [i.hazard for i in issues])
     checks = recommend.checks(ctx)
     evidence = rules.evidence_of(verdict)
     primary_ev = next((e for e in evidence if e.role == "primary"), None)
@@ -154,6 +204,11 @@ def diagnose(state: ScanState, source: str) -> TriageResult:
         )
     if state.bytes_read == 0:
         notes.append("the input is empty")
+    if confidence < WEAK:
+        notes.append(
+            f"weak evidence (confidence {confidence:.2f}): to confirm {verdict.category}, the "
+            f"report lacks {MISSING[verdict.category]}"
+        )
     return TriageResult(
         source=source,
         bytes_read=state.bytes_read,
@@ -162,8 +217,10 @@ def diagnose(state: ScanState, source: str) -> TriageResult:
         version=cfg.version,
         config=cfg,
         category=verdict.category,
-        confidence=verdict.confidence,
-        alternatives=[Alternative(c, s, conf) for c, s, conf in rules.alternatives(verdict)],
+        confidence=confidence,
+        alternatives=[
+            Alternative(c, s, facts.calibrated(conf)) for c, s, conf in rules.alternatives(verdict)
+        ],
         scores=verdict.scores,
         phase=verdict.phase,
         primary_error=primary_ev,

@@ -11,7 +11,9 @@ from __future__ import annotations
 import shlex
 
 from eaglegraph.known.choose import profile_for_version
-from eaglegraph.known.profiles import get_profile
+from eaglegraph.known.hazards import Hazard
+from eaglegraph.known.profiles import engine_profiles, get_profile
+from eaglegraph.known.versions import parse_version
 from eaglegraph.pair.kinds import kind_for_method
 from eaglegraph.pair.presets import preset_for
 from eaglegraph.results.triage import CATEGORIES, TriageConfig
@@ -85,12 +87,49 @@ def probe_command(cfg: TriageConfig, behavior: str, notes: list[str]) -> str:
     return _cmd(*args)
 
 
-def reproduce(ctx: FixContext, notes: list[str]) -> tuple[str | None, list[str]]:
+def _hazard_profile(cfg: TriageConfig, hazards: list[Hazard]) -> tuple[str, str] | None:
+    """With the version unknown, the newest profile that still has a matched hazard, so the
+    probe can show it (the current profile has the fix and would find nothing)."""
+    if parse_version(cfg.version) is not None:
+        return None
+    for h in hazards:
+        if h.flag is None or h.engine is None:
+            continue
+        profiles = engine_profiles(h.engine)  # oldest first; the newest carries every fix
+        fixed = profiles[-1].flags().get(h.flag)
+        with_hazard = [p for p in profiles if fixed is not None and p.flags()[h.flag] != fixed]
+        if with_hazard:
+            p = with_hazard[-1]
+            return p.name, f"version not in the report; {p.name} still has {h.id}"
+    return None
+
+
+# Classes the rig rebuilds: a padded replay's stale or out-of-range read, a pool's memory, a
+# mode resolution. The rest (a kernel faulting inside capture, a hang, silent corruption in a
+# kernel, a checkpoint the user has) have no preset that fails the same way.
+_NO_REPRODUCTION = {
+    CAPTURE: "a capture that faults in an engine kernel has no eaglegraph reproduction; the "
+    "command rebuilds the same capture to compare phases and memory",
+    HANG: "a hang has no eaglegraph reproduction; the command rebuilds the same step",
+    ACCEPT: "silent acceptance loss has no eaglegraph reproduction yet; the probe checks the "
+    "draft's graph inputs for stale reads",
+    OTHER: "no eaglegraph reproduction: nothing in the report points at a mechanism the rig "
+    "rebuilds",
+    CONFIG: "a config mismatch reproduces only on the user's own checkpoint: run the command on "
+    "the draft's directory",
+}
+
+
+def reproduce(
+    ctx: FixContext, notes: list[str], hazards: list[Hazard] | None = None
+) -> tuple[str | None, list[str]]:
     """The main command and up to two others that look at the same failure differently."""
     cfg = ctx.config
     category = ctx.category
-    behavior, why = behavior_for(cfg)
+    behavior, why = _hazard_profile(cfg, hazards or []) or behavior_for(cfg)
     notes.append(f"behavior {behavior}: {why}")
+    if category in _NO_REPRODUCTION and not (category == CONFIG and cfg.draft_model):
+        notes.append(_NO_REPRODUCTION[category])
     probe = probe_command(cfg, behavior, notes)
     inspect = _cmd("eaglegraph", "inspect", model_arg(cfg))
     pool, other = _pool(behavior)

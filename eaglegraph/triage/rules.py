@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from eaglegraph import frames as fr
 from eaglegraph.results.triage import CATEGORIES, Evidence, PhaseInfo
@@ -92,6 +92,7 @@ class Verdict:
     secondary: list[Hit]
     phase: PhaseInfo
     frames: list[Frame]
+    facts: list[str] = field(default_factory=list)
 
 
 def root_errors(state: ScanState) -> list[Hit]:
@@ -99,6 +100,8 @@ def root_errors(state: ScanState) -> list[Hit]:
     secondary_lines = {h.line for h in state.hits(*SECONDARY)}
     out: list[Hit] = []
     for h in state.hits(*ROOT):
+        if h.text.startswith("|"):
+            continue  # a Markdown table cell is the reporter's summary, not a log line
         level = h.groups.get("level")
         if h.signal in ("error.exception", "config.keys", "capture.failed", "error.nan"):
             if level in _LEVEL_QUIET or level == "WARNING":
@@ -394,7 +397,7 @@ def score(state: ScanState) -> Verdict:
     if downgrades:
         s.add(
             MODE,
-            1.2,
+            1.2 if primary is None else 0.6,  # beside a crash, a downgrade is context
             "the engine downgraded the requested CUDA-graph mode for spec decode",
             downgrades[:1],
         )
@@ -498,16 +501,34 @@ def score(state: ScanState) -> Verdict:
         s.add(HANG, 1.0, "the log stops in the middle of a capture")
         s.add(CAPTURE, 0.8, "capture never finished")
 
-    scores = s.scores()
+    secondary = state.hits(*SECONDARY)
+    if primary is not None:
+        secondary = [h for h in secondary if h.line != primary.line]
+    v = Verdict(OTHER, 0.0, {}, [], primary, mech, secondary, phase, all_frames)
+    return settle(v, s.contributions)
+
+
+def settle(
+    v: Verdict, contributions: list[Contribution], facts: list[str] | None = None
+) -> Verdict:
+    """The verdict these contributions give: best category and its raw confidence."""
+    out = dict.fromkeys(CATEGORIES, 0.0)
+    for c in contributions:
+        out[c.category] += c.weight
+    scores = {k: round(w, 3) for k, w in out.items()}
     total = sum(scores.values())
     best = max(CATEGORIES, key=lambda c: (scores[c], c == OTHER))
     if scores[best] <= 0:
         best = OTHER
     conf = confidence(scores[best], total) if scores[best] > 0 else 0.1
-    secondary = state.hits(*SECONDARY)
-    if primary is not None:
-        secondary = [h for h in secondary if h.line != primary.line]
-    return Verdict(best, conf, scores, s.contributions, primary, mech, secondary, phase, all_frames)
+    return replace(
+        v,
+        category=best,
+        confidence=conf,
+        scores=scores,
+        contributions=list(contributions),
+        facts=list(facts if facts is not None else v.facts),
+    )
 
 
 def _frame_hits(state: ScanState, frames: list[Frame], *tags: str) -> list[Hit]:

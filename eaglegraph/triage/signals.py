@@ -149,9 +149,10 @@ _signal(
     r"shape '\[[\d, -]*\]' is invalid for input of size \d+|[Ss]izes? of tensors must match|"
     r"[Ee]xpected (?:size|shape|hidden[_ ]size)[^\n]{0,80}(?:got|but)|[Ss]hape mismatch|"
     r"dimension mismatch|must have the same shape|"
-    r"(?:hidden|vocab|embed)\w* (?:size |dim\w* |width )?mismatch",
+    r"(?:hidden|vocab|embed)\w* (?:size |dim\w* |width )?mismatch|"
+    r"assert [\w.]+\.shape\[[^\]]*\]\s*==\s*[\w.]+\.shape\[",
     anchors=(*ERR, "Size(["),
-    extra=("mismatch", "shape"),
+    extra=("mismatch", "shape", "assert "),
     why="two tensors disagree on a dimension: draft and target widths or vocabularies",
 )
 _signal(
@@ -302,8 +303,7 @@ _signal(
     r"(?i)batch(?: size)? (?:shrinks?|drops?|decreases?|falls?)|"
     r"running (?:batch|requests?)[^\n]{0,30}(?:shrinks?|drops?|decreases?|falls?)|"
     r"requests? (?:finish(?:es|ed)?|complete[sd]?)\b|"
-    r"after (?:running )?(?:for )?(?:a (?:long )?(?:while|time)|some time|\d+ ?(?:hours?|minutes?|mins?))|"
-    r"under (?:high )?(?:load|concurrency)|high concurrency",
+    r"after (?:running )?(?:for )?(?:a (?:long )?(?:while|time)|some time|\d+ ?(?:hours?|minutes?|mins?))",
     extra=(
         "shrink",
         "drops",
@@ -315,9 +315,6 @@ _signal(
         "request complete",
         "after ",
         "After ",
-        "under load",
-        "under high",
-        "concurrency",
     ),
 )
 _OK = (
@@ -340,6 +337,14 @@ _signal(
     extra=("cudagraph_mode",),
     why="failing with graphs off points at torch.compile/inductor, not graphs "
     f"({cite('vllm-compile-not-graphs').ref})",
+)
+_signal(
+    "context.launch-blocking",
+    "context",
+    r"CUDA_LAUNCH_BLOCKING=1",
+    extra=("CUDA_LAUNCH_BLOCKING",),
+    unless=("consider passing", "might be asynchronously"),
+    why="the run was synchronous: the failing frame is where the fault happened",
 )
 _signal(
     "mode.skip",

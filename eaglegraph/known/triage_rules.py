@@ -1,0 +1,495 @@
+"""Triage reasoning as data: what reporters say, and which facts point at which failure class.
+
+Two tables. `STATEMENTS` turns a reporter's own words (an issue title, prose around the pasted
+log, a table of what works and what fails) into named facts `says.*`. `RULES` weigh facts
+into categories; a rule fires only when every fact in `needs` holds, at least one of `any_of`
+holds (when given), and none of `unless` does. The facts a log itself yields are computed by
+`eaglegraph.triage.facts` from the scan: `mech.*` (the kind of fault of the first root error),
+`phase.*` (capture / serving / startup / stuck), `fw.*`, `draft.*`, `ctx.*`.
+
+The rules describe mechanisms, not reports: an index assert is an out-of-bounds read whatever
+the phase; an asynchronous fault takes its class from the phase and the context; a reporter's
+A/B (works with graphs off, k=4 stable and k=5 crashes) moves the verdict the way the mechanism
+says it should. `MISSING` says, per class, what evidence would make a weak verdict firm.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+STALE = "stale-buffer-read"
+OOB = "oob-index"
+OOM = "pool-memory/oom"
+CAPTURE = "capture-failure"
+MODE = "mode-incompatibility"
+CONFIG = "hidden-dim/config-mismatch"
+ACCEPT = "acceptance-regression"
+HANG = "hang"
+OTHER = "other"
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A reporter's claim, recognised by a case-insensitive regex over one line of prose."""
+
+    id: str
+    pattern: str
+    why: str
+
+
+# A statement preceded by one of these within a few words is a denial ("this isn't a hang").
+NEGATION = r"(?:\bnot?\b|n't|\bnever\b|\bwithout\b|\bnor\b|\bor\b)[\w\s,]{0,12}$"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Weight for `category` when the facts it needs hold."""
+
+    id: str
+    category: str
+    weight: float
+    needs: tuple[str, ...] = ()
+    any_of: tuple[str, ...] = ()
+    unless: tuple[str, ...] = ()
+    why: str = ""
+
+
+_FAULT = (
+    r"illegal memory access|illegal ?address|cudaErrorIllegal\w*|CUDA_ERROR_ILLEGAL\w*|\bIMA\b|"
+    r"segfault|segmentation fault|SIGSEGV|misaligned address|unspecified launch failure"
+)
+_NO_GRAPH = (
+    r"(?:cudagraph_mode[\"'=: ]*NONE|disable[-_ ]cuda[-_ ]graphs?|without (?:cuda[- ]?)?graphs?|"
+    r"(?:cuda[- ]?)?graphs? (?:disabled|off)|no[- ]cuda[- ]?graphs?)"
+)
+_OK = r"(?:works?|worked|fine|passes|pass|correct|stable|no crash|avoids?|goes away|absent)"
+KNOB = (
+    r"(?:\bk\b|num_speculative_tokens|num_spec_tokens|speculative[-_]num[-_]steps|num[-_]steps|"
+    r"\bsteps\b|draft[- ](?:depth|len(?:gth)?)|\bdepth\b|max_draft_len)"
+)
+
+# A CUDA-graph capture, as reporters name it ("CUDA graph capture", "capture of the draft
+# graphs", "draft decode capture", "stream capture"); "routed expert capture" is not one.
+_CAPTURE_WORD = r"captur(?:e|es|ed|ing)?\b(?![ _-]sizes?)"
+GRAPH_CAPTURE = (
+    r"(?:(?:(?:cuda[- ]?)?graphs?|cudagraphs?)[- ](?:\w+[- ])?" + _CAPTURE_WORD + "|"
+    r"captur\w* (?:of )?(?:the )?(?:\w+ )?(?:cuda[- ]?)?graphs?|stream " + _CAPTURE_WORD + "|"
+    r"(?:draft|target|decode|prefill|verify|speculator)[- ](?:\w+[- ])?" + _CAPTURE_WORD + ")"
+)
+
+STATEMENTS: tuple[Statement, ...] = (
+    Statement("says.fault", _FAULT, "the reporter names an asynchronous CUDA fault"),
+    Statement(
+        "says.oob",
+        r"index out of bounds|out[- ]of[- ]bounds|out[- ]of[- ]range|index\s*<\s*\d+|"
+        r"device[- ]side assert|IndexError|index overflow|"
+        r"(?:reads?|writes?|past|beyond) (?:one \w+ )?(?:beyond|past) (?:the end|\w+\.shape)",
+        "an index checked against a bound: an out-of-bounds read",
+    ),
+    Statement(
+        "says.oom",
+        r"\bOOM\b|out of memory|OutOfMemory|excessive memory|memory (?:leak|usage|allocation|"
+        r"over-?allocation|blow-?up|pressure|growth|footprint|estimat\w*)|"
+        r"(?:graph )?memory pool|pool (?:conflict|aliasing)|KV cache (?:over-?allocation|"
+        r"shr[iu]nk\w*|budget)|more memory than|(?:graph|pool) memory|waste\w* memory|"
+        r"large[^.;]{0,20}memory|memory (?:consumption|overhead|waste)",
+        "memory: an allocation failed, a budget was wrong, or a graph pool was shared badly",
+    ),
+    Statement(
+        "says.capture-failed",
+        r"(?:fail|crash|error|abort|assert|illegal|\bIMA\b|exception|fault|OOM)\w*[^.;]{0,70}?"
+        r"\b(?:during|while|in|at|when)\b[^.;]{0,40}?"
+        + GRAPH_CAPTURE
+        + "|"
+        + GRAPH_CAPTURE
+        + r"[^.;]{0,50}?(?:fails?|failed|failure|crash\w*|errors?\b|aborts?)|"
+        r"fails? (?:\w+ ){0,4}(?:cuda[- ]?)?graph (?:\w+ ){0,2}capture|"
+        r"(?:cuda[- ]?)?graph (?:build|building|construction|creation|init\w*)[^.;]{0,20}"
+        r"(?:fail\w*|error)|\bfix(?:es|ed)?\b[^.;]{0,50}" + GRAPH_CAPTURE,
+        "the failure happens while graphs are captured",
+    ),
+    Statement("says.replay", r"\breplay", "the failure happens when a captured graph replays"),
+    Statement(
+        "says.shrink",
+        r"batch(?: size)? (?:shrinks?|shrinking|drops?|decreases?)|running (?:batch|requests?)"
+        r"[^.;]{0,30}(?:shrinks?|drops?|decreases?|falls?)|requests? finish|raw_bs|"
+        r"padd(?:ed|ing) (?:rows|replay|batch)|graph (?:bucket|bs)",
+        "the batch got smaller than the captured one: padding rows are replayed",
+    ),
+    Statement(
+        "says.load-fails",
+        r"(?:cannot|can't|can not|could not|couldn't|fail(?:s|ed)? to|unable to) load|"
+        r"load(?:ing)? (?:error|fail\w*)|error (?:when |while )?loading|"
+        r"fails? to (?:start|initiali[sz]e) (?:the )?(?:draft|eagle|mtp)",
+        "the draft does not load for this target",
+    ),
+    Statement(
+        "says.mismatch",
+        r"mismatch|hidden[_ ]size|target_hidden_size|vocab(?:_size| size)|head_dim|"
+        r"draft_vocab|shape (?:error|differs)|does not match|doesn't match|"
+        r"not a valid (?:\w+ )?draft|wrong draft|draft[^.;]{0,20}(?:not|in)compatible|"
+        r"does(?:n't| not) fit|too (?:small|large) for",
+        "a width, vocabulary or shape of the draft disagrees with the target",
+    ),
+    Statement(
+        "says.mode",
+        r"downgrad\w*|silently (?:falls? back|disables?)|loses? (?:all )?(?:cuda[- ]?)?graphs|"
+        r"(?:falls?|falling|fell) ?(?:back )?(?:in)?to (?:the )?(?:eager|PIECEWISE|NONE)|"
+        r"fall-?back to (?:eager|PIECEWISE|NONE)|(?:cannot|can't|unable to|fails? to) "
+        r"(?:reach|use|run|enable|get) (?:FULL|PIECEWISE|(?:cuda[- ]?)?graphs)|"
+        r"(?:forced|falls?|falling) (?:onto|into|out of) (?:the )?(?:eager|captured|cuda)|"
+        r"(?:out of|outside) the (?:captured )?(?:cuda[- ]?)?graph path|"
+        r"(?:graph_mode|cudagraph_mode|graph mode)\W{0,4}(?:FULL\w*|PIECEWISE)[^.;]{0,40}"
+        r"(?:fail\w*|error|crash\w*|not work)|(?:error|problem|fail\w*|crash\w*)[^.;]{0,40}"
+        r"\bin (?:FULL\w*|PIECEWISE) mode|(?:only|hard-?coded to|pinned to|pins?|limited to|"
+        r"restricted to)[^.;]{0,30}\b(?:PIECEWISE|FULL)\b|\b(?:PIECEWISE|FULL)[- ]only|"
+        r"runs? eager\w*(?: every| each| on)|never dispatch\w*|"
+        r"not supported with spec|(?:FULL|PIECEWISE|FULL_DECODE_ONLY|FULL_AND_PIECEWISE)"
+        r"[^.;]{0,40}(?:not supported|unsupported|incompatible)|(?:unsupported|incompatible)"
+        r"[^.;]{0,20}(?:cuda ?graph|cudagraph)[_ ]mode",
+        "the engine cannot run the requested graph mode for this backend or draft",
+    ),
+    Statement(
+        "says.corruption",
+        r"corrupt\w*|garbage|garbl\w*|gibberish|degenerat\w*|"
+        r"acceptance[^.;|]{0,20}\|?\s*\**0\.0+\b|repetition loops?|token loops|"
+        r"repeated tokens|wrong (?:outputs?|tokens|answers|results)|nonsense|"
+        r"acceptance[- ]?(?:rate |length |len )?(?:drops?|fell|falls|collapses?|is (?:0|zero)|"
+        r"cliff)|(?:regression|drop|decrease)s? in (?:the )?acceptance|acceptance[^.;]{0,40}"
+        r"(?:lower than|regress\w*|worse than|decreas\w*)|accept_len\w* (?:drops|falls|is) "
+        r"(?:to )?(?:exactly )?1\.0|"
+        r"\b0 ?% acceptance|accuracy (?:drops?|degrad\w*)|output (?:truncat|quality)\w*",
+        "a silent failure: outputs or drafts are wrong, nothing crashes",
+    ),
+    Statement(
+        "says.hang",
+        r"\bhangs?\b|hanging|\bhung\b|deadlock\w*|\bstuck\b|freez\w*|\bfrozen\b|"
+        r"never returns?|not responding|no response|stops? responding",
+        "a step never returns",
+    ),
+    Statement(
+        "says.eager-works",
+        r"enforce[-_ ]eager[^.;]{0,40}?" + _OK + r"|" + _OK + r"[^.;]{0,30}?enforce[-_ ]eager|"
+        r"eager (?:mode |draft )?(?:works|does not crash|is fine)",
+        "the failure goes away without torch.compile and graphs",
+    ),
+    Statement(
+        "says.nograph-works",
+        _NO_GRAPH + r"[^.;|]{0,60}?" + _OK + r"|" + _OK + r"[^.;|]{0,40}?" + _NO_GRAPH,
+        "the failure goes away with CUDA graphs off: the graphs are involved",
+    ),
+    Statement(
+        "says.nograph-fails",
+        _NO_GRAPH + r"[^.;]{0,40}?(?:still|also) (?:crash|fail|error)\w*",
+        "the failure stays with CUDA graphs off: graphs are not the cause",
+    ),
+    Statement(
+        "says.k-gated",
+        KNOB + r"\s*(?:=|>=|>|≥|of)\s*\d[^.;]{0,60}?(?:crash|fail|error|IMA|illegal)|"
+        r"(?:gated on|depends on|only (?:with|for|when)) (?:the )?(?:draft )?"
+        r"(?:depth|steps|num_speculative_tokens|k)\b|" + KNOB + r"\s*>\s*\d",
+        "the failure depends on the number of speculative tokens",
+    ),
+    Statement(
+        "says.under-load",
+        r"under (?:sustained |heavy |high )?(?:load|concurrency)|concurren\w+|many requests",
+        "only under load: more batch sizes, more padded replays",
+    ),
+    Statement(
+        "says.spec",
+        r"speculat\w*|\beagle\w*|\bMTP\b|\bdraft\w*|dflash|medusa|nextn|\bngram",
+        "the report is about speculative decoding at all",
+    ),
+    Statement(
+        "says.long-context",
+        r"long (?:sequences?|contexts?|prompts?)|context (?:length|limit)|"
+        r"max_position_embeddings|prompts? (?:longer than|over|>)\s*\d|>\s*2048 tokens",
+        "the failure depends on how long the sequence is: a position limit",
+    ),
+    Statement(
+        "says.hidden",
+        r"hidden[_ ](?:size|dim\w*|states?)\b[^.;]{0,40}(?:differ|mismatch|match|!=)|"
+        r"target_hidden_size|hidden size mismatch|different hidden sizes?",
+        "the draft's hidden width is not the target's",
+    ),
+    Statement(
+        "says.vocab",
+        r"vocab\w*[^.;]{0,30}(?:differ|mismatch|match|!=|does not fit)|draft_vocab_size|"
+        r"logits_buffer|lm_head",
+        "the draft's vocabulary or logits buffer is not the one the engine sized",
+    ),
+    Statement(
+        "says.launch-blocking",
+        r"(?<!passing )CUDA_LAUNCH_BLOCKING=1",
+        "the reporter ran synchronously: the failing frame is where the fault happened",
+    ),
+    Statement(
+        "says.no-padding",
+        r"enable_padding[\"':= ]+false|per-size (?:cuda )?graphs|(?:never|not) padded|"
+        r"exact (?:per-size )?"
+        r"(?:cuda[- ]?graph )?(?:capture|sizes)|no (?:graph )?padding|without padding",
+        "every batch size has its own graph: there are no padding rows to read stale",
+    ),
+    Statement(
+        "says.outside-feature",
+        r"sleep[- ]mode|\bsleep\b|wake[_ ]up|tree (?:decoding|drafting|attention)|"
+        r"long (?:sequences?|contexts?|prompts?)|\bLoRA\b|disaggregat\w*|attention[ -]DP|"
+        r"DP[ -]attention|\bPD\b",
+        "a feature whose own state, not graph padding, is the likelier culprit",
+    ),
+)
+
+# Facts a rule may need. `mech.*` and `phase.*` come from the log's first root error; `says.*`
+# from the reporter; `ctx.replay` from padding lines or replay frames; `ctx.log-fault` when the
+# log holds a root error at all.
+RULES: tuple[Rule, ...] = (
+    # -- what the reporter says about the mechanism ------------------------------------------
+    Rule(
+        "stated-oob",
+        OOB,
+        2.5,
+        needs=("says.oob",),
+        why="the reporter names an index assert or an out-of-bounds index",
+    ),
+    Rule(
+        "stated-memory",
+        OOM,
+        2.5,
+        needs=("says.oom",),
+        unless=("mech.oob", "mech.shape"),
+        why="the reporter ties the failure to memory or to a graph memory pool",
+    ),
+    Rule(
+        "stated-corruption",
+        ACCEPT,
+        2.5,
+        needs=("says.corruption",),
+        unless=("ctx.log-fault",),
+        why="silent wrong output or collapsed acceptance, no crash",
+    ),
+    Rule(
+        "stated-hang",
+        HANG,
+        2.0,
+        needs=("says.hang",),
+        unless=("ctx.log-fault",),
+        why="the reporter describes a step that never returns",
+    ),
+    Rule(
+        "stated-mode",
+        MODE,
+        2.0,
+        needs=("says.mode",),
+        why="the engine changed or refused the graph mode",
+    ),
+    Rule(
+        "stated-load-mismatch",
+        CONFIG,
+        2.5,
+        any_of=("says.load-fails", "says.mismatch"),
+        unless=("says.oom", "says.corruption"),
+        why="the draft does not load or does not fit the target",
+    ),
+    Rule(
+        "stated-load-and-mismatch",
+        CONFIG,
+        1.0,
+        needs=("says.load-fails", "says.mismatch"),
+        why="both: a load failure that names a mismatching size",
+    ),
+    Rule(
+        "stated-capture",
+        CAPTURE,
+        2.5,
+        needs=("says.capture-failed",),
+        unless=("says.oom", "mech.oom", "mech.shape", "says.load-fails", "mech.oob"),
+        why="the reporter puts the failure inside graph capture",
+    ),
+    Rule(
+        "stated-k-gated",
+        MODE,
+        2.0,
+        needs=("says.k-gated",),
+        unless=("says.capture-failed", "phase.capture", "mech.oob", "says.oob", "says.oom"),
+        why="works at one number of speculative tokens, fails above it: a kernel or graph "
+        "configuration that does not support that K",
+    ),
+    # -- an asynchronous fault takes its class from phase and context ------------------------
+    Rule(
+        "stated-shrink",
+        STALE,
+        2.5,
+        needs=("says.shrink",),
+        why="padded replay after the batch shrank: stale padding rows",
+    ),
+    Rule(
+        "fault-on-replay",
+        STALE,
+        1.0,
+        needs=("says.replay",),
+        any_of=("says.fault", "mech.async"),
+        unless=("says.capture-failed", "phase.startup"),
+        why="a fault in graph replay during serving is most often a stale padded read",
+    ),
+    Rule(
+        "fault-gone-without-graphs",
+        STALE,
+        0.8,
+        any_of=("says.eager-works", "says.nograph-works"),
+        unless=("says.nograph-fails", "says.capture-failed", "phase.capture", "says.k-gated"),
+        why="graphs are involved and the run got past capture: stale replayed buffers",
+    ),
+    Rule(
+        "fault-stays-without-graphs",
+        OTHER,
+        2.0,
+        needs=("says.nograph-fails",),
+        unless=("mech.oob", "says.oob"),
+        why="the fault stays with graphs off: torch.compile or a kernel, not graphs",
+    ),
+    Rule(
+        "fault-with-outside-feature",
+        OTHER,
+        2.0,
+        needs=("says.outside-feature",),
+        any_of=("says.fault", "mech.async"),
+        unless=("says.shrink", "ctx.replay", "says.oob", "mech.oob", "says.capture-failed"),
+        why="the fault comes with a feature whose own state is the likelier cause",
+    ),
+    Rule(
+        "serving-graph-named",
+        STALE,
+        1.0,
+        needs=("says.serving-graph",),
+        unless=("says.capture-failed", "phase.capture", "says.oom", "says.mismatch"),
+        why="the reporter names a draft or verify step of serving together with its CUDA "
+        "graph: a replayed graph's buffers",
+    ),
+    Rule(
+        "fault-without-padding",
+        OTHER,
+        1.5,
+        needs=("says.no-padding",),
+        any_of=("says.fault", "mech.async"),
+        unless=("phase.capture", "says.capture-failed"),
+        why="no padding rows exist, so a stale padded read cannot be the cause",
+    ),
+    Rule(
+        "sync-fault-at-index",
+        OOB,
+        3.5,
+        needs=("mech.async", "ctx.fault-at-index"),
+        any_of=("ctx.launch-blocking", "says.launch-blocking"),
+        why="with CUDA_LAUNCH_BLOCKING=1 the fault is synchronous, and the faulting line "
+        "indexes a buffer: an index past its end",
+    ),
+    Rule(
+        "fault-without-spec-decode",
+        OTHER,
+        1.5,
+        any_of=("says.fault", "mech.async"),
+        unless=(
+            "ctx.spec",
+            "says.eager-works",
+            "says.nograph-works",
+            "ctx.replay",
+            "says.replay",
+            "says.shrink",
+            "phase.capture",
+            "says.capture-failed",
+        ),
+        why="nothing in the report involves speculative decoding or a graph replay: the "
+        "padded-replay hazards do not apply",
+    ),
+    Rule(
+        "fault-after-piecewise-downgrade",
+        STALE,
+        1.5,
+        needs=("ctx.mode-downgrade", "mech.async"),
+        unless=("phase.capture",),
+        why="the engine fell back to PIECEWISE for spec decode; PIECEWISE draft decodes pad "
+        "num_tokens but not num_reqs, so FlashInfer-style metadata is read stale",
+    ),
+    Rule(
+        "fault-stated-only",
+        STALE,
+        0.6,
+        needs=("says.fault",),
+        unless=("ctx.log-fault", "says.capture-failed"),
+        why="a named async fault, no log: in spec decode with graphs most are stale reads",
+    ),
+    Rule(
+        "fault-stated-only-other",
+        OTHER,
+        0.5,
+        needs=("says.fault",),
+        unless=("ctx.log-fault",),
+        why="a named async fault, no log: the cause may lie outside graphs",
+    ),
+    Rule(
+        "fault-without-known-replay-hazard",
+        OTHER,
+        1.5,
+        needs=("fw.trtllm",),
+        any_of=("says.fault", "mech.async"),
+        unless=("phase.capture", "says.capture-failed", "says.shrink", "ctx.replay"),
+        why="no padded-replay hazard is known for this engine: a fault there is not presumed stale",
+    ),
+    Rule(
+        "fault-at-startup-replay",
+        OTHER,
+        1.0,
+        needs=("phase.startup",),
+        any_of=("says.replay",),
+        unless=("says.capture-failed",),
+        why="a replay before serving has no stale rows from larger batches to read",
+    ),
+)
+
+# How a ticket names its engine when no log prefix does: command lines, module and class names.
+ENGINE_MENTIONS: dict[str, str] = {
+    "sglang": r"\bsglang\b|sgl[-_]kernel|launch_server|EAGLEWorker|eagle_worker|"
+    r"--speculative-algo(?:rithm)?\b|--cuda-graph-max-bs|--disable-cuda-graph\b",
+    "vllm": r"\bvllm\b|--speculative[-_]config|EngineCore|--enforce-eager|cudagraph_mode|"
+    r"gpu_model_runner",
+    "trtllm": r"tensorrt[-_ ]?llm|\btrtllm|TRT-LLM|trtllm-serve|py_executor",
+}
+# "vLLM 0.24.0", "sglang==0.5.9", "SGLang v0.5.15", "vllm:0.11.0": a version stated in prose.
+ENGINE_VERSION = (
+    r"\b(?P<engine>vllm|sglang|tensorrt[-_ ]?llm)(?:[-_ ]openai)?\s*(?:version\s*)?"
+    r"(?:==|=|:|\s)\s*v?(?P<version>\d+\.\d+(?:\.\d+)?(?:(?:rc|\.post|\.dev)\d+)?)\b"
+)
+
+# A rule whose statement is in the issue title gains this much: the title is the reporter's
+# own one-line verdict, read before anything else in the ticket.
+TITLE_BONUS = 1.0
+
+# Raw confidence (evidence saturation x share of the winner) to the probability of being right,
+# fitted on 60 verdicts on public reports the rules had not been developed on (the untuned
+# held-out runs kept in benchmarks/triage_accuracy_heldout{1,2,3}_untuned.txt): raw < 0.35 was
+# right 4 of 22 times, 0.35-0.5 5 of 8 (one added from dev2), >= 0.5 29 of 32; Laplace-smoothed.
+# Each row: (raw confidence below which it applies, calibrated probability).
+CALIBRATION: tuple[tuple[float, float], ...] = ((0.35, 0.21), (0.5, 0.6), (1.01, 0.88))
+
+# Below this calibrated confidence a verdict says what evidence it lacks.
+WEAK = 0.5
+
+# What would make a weak verdict firm, per class: the user is told this next to a low score.
+MISSING: dict[str, str] = {
+    STALE: "the batch sizes around the crash (a padding line such as raw_bs=3 graph_bs=4, or "
+    "#running-req falling) and an A/B with CUDA graphs off",
+    OOB: "the device-side assert line naming the index and its bound (run with "
+    "CUDA_LAUNCH_BLOCKING=1)",
+    OOM: "the allocator's OutOfMemoryError line or the graph-memory estimate and KV budget lines",
+    CAPTURE: "the capture progress lines (Capturing CUDA graphs ... i/n, Capture cuda graph "
+    "begin/end) up to the error",
+    MODE: "the engine's mode resolution line (... not supported with spec-decode ...; setting "
+    "cudagraph_mode=...) and the requested mode",
+    CONFIG: "the draft and target config.json (hidden_size, target_hidden_size, vocab sizes, "
+    "max_position_embeddings) and the error naming the mismatching sizes",
+    ACCEPT: "SpecDecoding metrics lines (acceptance rate and mean acceptance length) with graphs "
+    "on and off",
+    HANG: "a py-spy dump of the stuck process or the watchdog line",
+    OTHER: "the first error line of the log with CUDA_LAUNCH_BLOCKING=1, and whether it stays "
+    "with CUDA graphs off",
+}
