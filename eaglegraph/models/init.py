@@ -24,7 +24,8 @@ INIT_STD = 0.02
 
 
 def generator(device: torch.device, seed: int) -> torch.Generator:
-    gen = torch.Generator(device=device)
+    # meta tensors (shape-only memory prediction) take a host generator and draw nothing
+    gen = torch.Generator(device="cpu" if device.type == "meta" else device)
     gen.manual_seed(seed)
     return gen
 

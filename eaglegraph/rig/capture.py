@@ -19,7 +19,7 @@ from eaglegraph.results.capture import CaptureEvent
 from eaglegraph.results.findings import Finding, Severity
 from eaglegraph.rig.attention import Metadata
 from eaglegraph.rig.descriptors import BatchDescriptor
-from eaglegraph.rig.graphs import GraphContext, PhaseRunner
+from eaglegraph.rig.graphs import CaptureTracer, GraphContext, PhaseRunner
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.pools import PoolManager
 from eaglegraph.rig.step_buffers import h2d
@@ -125,11 +125,14 @@ def capture_graphs(
     pool_policy: str | None = None,
     on_event: Callable[[CaptureEvent], None] | None = None,
     instrument: bool = True,
+    tracer: CaptureTracer | None = None,
 ) -> tuple[list[CaptureEvent], list[Finding]]:
-    """Capture every planned graph of the rig, in the engine's order."""
+    """Capture every planned graph of the rig, in the engine's order; `tracer` is told where
+    each emulated capture begins and ends (the memory prediction records through it)."""
     policy = pool_policy or rig.behavior.default_pool
     backend = rig.config.graph_backend
     ctx = GraphContext(backend, rig.attention, PoolManager(policy, backend))
+    ctx.tracer = tracer
     rig.graph_context = ctx
     for runner in rig.runners.values():
         runner.context = ctx

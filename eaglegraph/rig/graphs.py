@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -32,6 +33,14 @@ from eaglegraph.rig.pools import PoolAssignment, PoolManager
 
 Routine = Callable[[int, int], None]
 DummyFn = Callable[[BatchDescriptor, int, int], Metadata | None]
+
+
+class CaptureTracer(Protocol):
+    """Told where each emulated capture begins and ends (the allocation recorder is one)."""
+
+    def scope(
+        self, phase: str, mode: str, num_tokens: int, num_reqs: int | None, piece: str | None
+    ) -> AbstractContextManager[Any]: ...
 
 
 def weak_alias(t: torch.Tensor) -> torch.Tensor:
@@ -129,6 +138,16 @@ class GraphContext:
         self.piecewise_mode: str | None = None  # None | "capture" | "replay"
         self.piecewise_pool: PoolAssignment | None = None
         self.piecewise_pool_ids: dict[tuple[str, int], tuple[int, int] | None] = {}
+        self.tracer: CaptureTracer | None = None
+        self.capturing_phase = ""
+
+    def trace(
+        self, mode: str, num_tokens: int, num_reqs: int | None, piece: str | None = None
+    ) -> AbstractContextManager[Any]:
+        """The tracer's scope for one emulated capture (nothing without a tracer)."""
+        if self.tracer is None:
+            return nullcontext()
+        return self.tracer.scope(self.capturing_phase, mode, num_tokens, num_reqs, piece)
 
     # -------------------------------------------------------------- model-level pieces
 
@@ -149,7 +168,8 @@ class GraphContext:
         if self.backend != "cuda":
             self.piecewise[key] = (None, None)
             self.piecewise_pool_ids[key] = None
-            return fn(*args)
+            with self.trace("PIECEWISE", num_tokens, None, name):
+                return fn(*args)
         assert self.piecewise_pool is not None
         recorder = SegmentRecorder(self.attention, self.piecewise_pool.handle)
         segments, outputs = recorder.record(lambda: fn(*args))
@@ -250,6 +270,7 @@ class PhaseRunner:
         cuda = ctx.backend == "cuda"
         mem = _MemoryProbe(cuda and instrument)
 
+        ctx.capturing_phase = self.phase
         start = time.perf_counter()
         self.attention.metadata = dummy(desc, num_reqs, num_tokens)
         self.attention.skip = desc.mode is Mode.PIECEWISE
@@ -270,7 +291,8 @@ class PhaseRunner:
                 )
                 graph.pool_id = tuple(graph.full.pool())
             else:  # the emulated "capture" is one pass of the routine, as recording is
-                self.routine(num_reqs, num_tokens)
+                with ctx.trace(desc.mode.name, num_tokens, desc.num_reqs):
+                    self.routine(num_reqs, num_tokens)
                 graph.pool_id = assignment.handle
         elif desc.mode is Mode.BREAKABLE:
             if cuda:
@@ -279,8 +301,9 @@ class PhaseRunner:
                     lambda: recorder.record(lambda: self.routine(num_reqs, num_tokens))
                 )
                 graph.pool_id = tuple(graph.segments.graphs[0].pool())
-            else:
-                self.routine(num_reqs, num_tokens)
+            else:  # attention runs eagerly between segments: outside the pool on CUDA
+                with ctx.trace(desc.mode.name, num_tokens, desc.num_reqs):
+                    self.routine(num_reqs, num_tokens)
                 graph.pool_id = assignment.handle
         else:  # PIECEWISE: the routine runs eagerly, its model calls capture their pieces
             ctx.piecewise_mode, ctx.piecewise_pool = "capture", assignment

@@ -39,7 +39,7 @@ from eaglegraph.rig.capture import CaptureFailed, capture_graphs, graph_max_quer
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.descriptors import BatchDescriptor, uniform_token_count
 from eaglegraph.rig.driver import StepOutput
-from eaglegraph.rig.graphs import GraphContext, PhaseRunner
+from eaglegraph.rig.graphs import CaptureTracer, GraphContext, PhaseRunner
 from eaglegraph.rig.kv_cache import BlockAllocator, KVLayout, allocate_kv_caches
 from eaglegraph.rig.model_setup import (
     LoadedPair,
@@ -196,9 +196,10 @@ class Rig:
         pool_policy: str | None = None,
         on_event: Callable[[CaptureEvent], None] | None = None,
         instrument: bool = True,
+        tracer: CaptureTracer | None = None,
     ) -> tuple[list[CaptureEvent], list[Finding]]:
         """Capture every planned graph (rig/capture.py): target, draft prefill, draft decode."""
-        return capture_graphs(self, pool_policy, on_event, instrument)
+        return capture_graphs(self, pool_policy, on_event, instrument, tracer)
 
     # ------------------------------------------------------------------ the step
 

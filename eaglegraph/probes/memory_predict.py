@@ -1,0 +1,149 @@
+"""Predict each graph pool's reserved bytes before launch, with no GPU.
+
+The rig captures every planned graph on the emulated backend over meta tensors (shapes only,
+Triton launches skipped: they allocate nothing) while `AllocationRecorder` logs each storage
+a capture allocates and when it dies. That one sequence is then replayed through the caching
+allocator's rules (`allocator_sim`) once per pool policy, with each capture routed to the pool
+that policy gives it — the same routing `PoolManager` does on CUDA — so per graph, per phase
+and per pool the prediction says what `memory_reserved()` growth a CUDA capture would show.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import torch
+
+from eaglegraph.pair.model import Pair
+from eaglegraph.probes.alloc_recorder import AllocationRecorder, Scope, shape_only_kernels
+from eaglegraph.probes.allocator_sim import Event, simulate
+from eaglegraph.rig.config import RigConfig
+from eaglegraph.rig.model_setup import resolve_model_dtype
+from eaglegraph.rig.modes import Mode
+from eaglegraph.rig.pools import POLICIES, PoolManager
+from eaglegraph.rig.step import Rig
+
+
+@dataclass
+class Recording:
+    """The allocation sequence of one full capture, independent of the pool policy."""
+
+    scopes: list[Scope]
+    events: list[Event]
+    dtype: str
+
+
+@dataclass
+class PredictedGraph:
+    phase: str
+    mode: str
+    num_tokens: int
+    num_reqs: int | None
+    pool: str
+    bytes: int  # reserved growth of its pool while it was captured
+
+
+@dataclass
+class PredictedPool:
+    label: str
+    reserved_bytes: int
+    segments: int
+    peak_allocated_bytes: int
+    graphs: int
+    bytes_per_phase: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class PolicyPrediction:
+    policy: str
+    pools: list[PredictedPool]
+    graphs: list[PredictedGraph]
+
+    @property
+    def reserved_bytes(self) -> int:
+        return sum(p.reserved_bytes for p in self.pools)
+
+    def pool(self, label: str) -> PredictedPool | None:
+        return next((p for p in self.pools if p.label == label), None)
+
+
+@dataclass
+class MemoryPrediction:
+    """Predicted graph-pool memory under each pool policy (label: a prediction, not measured)."""
+
+    dtype: str
+    policies: list[PolicyPrediction]
+    method: str = "caching-allocator simulation over the rig's recorded capture sequence"
+
+    def policy(self, name: str) -> PolicyPrediction:
+        return next(p for p in self.policies if p.policy == name)
+
+
+def record_capture(pair: Pair, config: RigConfig) -> Recording:
+    """Capture every planned graph over meta tensors and record what each allocates."""
+    dtype = resolve_model_dtype(config.dtype, pair, torch.device("cuda"))
+    name = str(dtype).removeprefix("torch.")
+    meta = dataclasses.replace(
+        config, device=torch.device("meta"), backend="emulated", dtype=name, random_weights=True
+    )
+    recorder = AllocationRecorder()
+    with shape_only_kernels():
+        rig = Rig(pair, meta)
+        with recorder:
+            rig.capture(tracer=recorder)
+            del rig
+            events = recorder.finish()
+    return Recording(recorder.scopes, list(events), name)
+
+
+def _pool_labels(scopes: Iterable[Scope], policy: str) -> dict[int, str]:
+    """Each capture's pool under `policy`, as PoolManager routes it on CUDA."""
+    manager = PoolManager(policy, "emulated")
+    out: dict[int, str] = {}
+    for scope in scopes:
+        mode = Mode.PIECEWISE if scope.piece else Mode[scope.mode]
+        assignment = manager.assign(scope.phase, mode)
+        if assignment.handle is None:  # its own private pool
+            out[scope.index] = f"private #{scope.index}"
+        else:
+            out[scope.index] = manager.labels[assignment.key]
+    return out
+
+
+def predict_policy(recording: Recording, policy: str) -> PolicyPrediction:
+    labels = _pool_labels(recording.scopes, policy)
+    result = simulate(recording.events, labels)
+    by_name = {p.name: p for p in result.pools}
+    graphs = [
+        PredictedGraph(
+            s.phase, s.mode, s.num_tokens, s.num_reqs, labels[s.index], result.graph_bytes[s.index]
+        )
+        for s in recording.scopes
+    ]
+    per_phase: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    counts: dict[str, int] = defaultdict(int)
+    for g in graphs:
+        per_phase[g.pool][g.phase] += g.bytes
+        counts[g.pool] += 1
+    pools = [
+        PredictedPool(
+            label,
+            by_name[label].reserved_bytes if label in by_name else 0,
+            by_name[label].segments if label in by_name else 0,
+            by_name[label].peak_allocated_bytes if label in by_name else 0,
+            counts[label],
+            dict(per_phase[label]),
+        )
+        for label in dict.fromkeys(labels.values())
+    ]
+    return PolicyPrediction(policy, pools, graphs)
+
+
+def predict_memory(
+    pair: Pair, config: RigConfig, policies: Iterable[str] = POLICIES
+) -> MemoryPrediction:
+    recording = record_capture(pair, config)
+    return MemoryPrediction(recording.dtype, [predict_policy(recording, p) for p in policies])

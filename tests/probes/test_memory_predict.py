@@ -1,0 +1,101 @@
+"""Allocation recording and the pre-launch pool prediction (CPU; the CUDA comparison is in
+test_memory_predict_cuda.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from eaglegraph.probes.alloc_recorder import AllocationRecorder, shape_only_kernels
+from eaglegraph.probes.allocator_sim import Alloc, Free
+from eaglegraph.probes.memory_predict import predict_policy, record_capture
+from eaglegraph.rig.config import RigConfig
+from eaglegraph.rig.inspect import open_pair
+from eaglegraph.rig.options import resolve_plan_options
+from eaglegraph.rig.step import Rig
+
+
+def test_recorder_sees_new_storages_and_their_deaths() -> None:
+    rec = AllocationRecorder()
+    with rec:
+        with rec.scope("target", "FULL", 4, None):
+            a = torch.empty(1000)
+            b = a + 1
+            view = b[10:]
+            b.mul_(2)  # in place: no allocation
+            del a
+            c = torch.empty(3000)
+        d = torch.empty(10)  # outside a capture: not recorded
+        del b, view
+        torch.zeros(1)
+        del c
+    assert rec.finish() == [Alloc(0, 4000, 0), Alloc(1, 4000, 0), Free(0), Alloc(2, 12000, 0),
+                            Free(1), Free(2)]  # fmt: skip
+    assert [s.phase for s in rec.scopes] == ["target"] and d.numel() == 10
+
+
+def test_nested_scopes_belong_to_the_outer_capture() -> None:
+    rec = AllocationRecorder()
+    with rec, rec.scope("target", "FULL", 4, None), rec.scope("x", "PIECEWISE", 4, None, "t"):
+        torch.empty(8)
+    assert len(rec.scopes) == 1 and rec.finish()[0] == Alloc(0, 32, 0)
+
+
+def _config(**kw: object) -> tuple[object, RigConfig]:
+    pair = open_pair("tiny-llama-eagle3")
+    opts = resolve_plan_options(max_num_seqs=2, num_speculative_tokens=2, **kw)  # type: ignore[arg-type]
+    return pair, RigConfig(opts, torch.device("cpu"))
+
+
+@pytest.fixture(scope="module")
+def recording() -> object:
+    pair, cfg = _config()
+    return record_capture(pair, cfg)  # type: ignore[arg-type]
+
+
+def test_meta_recording_matches_the_emulated_cpu_capture(recording: object) -> None:
+    """The shape-only (meta) run allocates exactly what the real emulated run allocates."""
+    pair, cfg = _config()
+    cpu = dataclasses.replace(cfg, dtype=recording.dtype, random_weights=True)  # type: ignore[attr-defined]
+    rig = Rig(pair, cpu)  # type: ignore[arg-type]
+    rec = AllocationRecorder()
+    with rec, shape_only_kernels(rec):
+        rig.capture(tracer=rec)
+    sizes = [e.nbytes for e in rec.finish() if isinstance(e, Alloc)]
+    assert sizes == [e.nbytes for e in recording.events if isinstance(e, Alloc)]  # type: ignore[attr-defined]
+    assert rec.scopes == recording.scopes  # type: ignore[attr-defined]
+
+
+def test_every_planned_graph_is_a_scope_and_everything_dies(recording: object) -> None:
+    pair, cfg = _config()
+    rig = Rig(pair, dataclasses.replace(cfg, random_weights=True))  # type: ignore[arg-type]
+    planned = sum(len(rig.runners[p].dispatcher.capture_order()) for p in rig.runners)
+    scopes = recording.scopes  # type: ignore[attr-defined]
+    # PIECEWISE pieces are captured once per (model, num_tokens); every FULL graph is a scope
+    full = sum(1 for s in scopes if s.piece is None)
+    assert 0 < len(scopes) <= planned and full > 0
+    events = recording.events  # type: ignore[attr-defined]
+    allocs = {e.id for e in events if isinstance(e, Alloc)}
+    assert allocs == {e.id for e in events if isinstance(e, Free)}  # nothing outlives capture
+    # the dtype a CUDA capture runs in (the config's), not the CPU's float32
+    assert recording.dtype == pair.target.geometry.dtype == "bfloat16"  # type: ignore[attr-defined]
+
+
+def test_policies_route_captures_as_the_pool_manager_does(recording: object) -> None:
+    shared = predict_policy(recording, "shared")  # type: ignore[arg-type]
+    dedicated = predict_policy(recording, "dedicated")  # type: ignore[arg-type]
+    per_graph = predict_policy(recording, "per-graph")  # type: ignore[arg-type]
+    assert [p.label for p in shared.pools] == ["global"]
+    assert {p.label for p in dedicated.pools} == {"global", "eagle (dedicated)"}
+    eagle = dedicated.pool("eagle (dedicated)")
+    assert eagle is not None and set(eagle.bytes_per_phase) <= {"draft_prefill", "draft_decode"}
+    assert all(g.pool == "global" for g in dedicated.graphs if g.mode != "FULL")
+    assert len(per_graph.pools) == len(recording.scopes)  # type: ignore[attr-defined]
+    assert shared.reserved_bytes > 0
+    assert shared.reserved_bytes <= dedicated.reserved_bytes <= per_graph.reserved_bytes
+    for pred in (shared, dedicated, per_graph):
+        # each pool's growth is attributed to the graphs captured into it
+        for pool in pred.pools:
+            assert sum(pool.bytes_per_phase.values()) == pool.reserved_bytes
