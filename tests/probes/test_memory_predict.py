@@ -99,3 +99,20 @@ def test_policies_route_captures_as_the_pool_manager_does(recording: object) -> 
         # each pool's growth is attributed to the graphs captured into it
         for pool in pred.pools:
             assert sum(pool.bytes_per_phase.values()) == pool.reserved_bytes
+
+
+def test_fit_check_finds_the_largest_capture_size_that_fits(recording: object) -> None:
+    from eaglegraph.probes.fit import check_fit, without_larger
+
+    rec = recording
+    need = predict_policy(rec, "per-graph").reserved_bytes  # type: ignore[arg-type]
+    ok = check_fit(rec, "per-graph", need, 2)  # type: ignore[arg-type]
+    assert ok.fits and ok.predicted_bytes == need and "need" in ok.message()
+    tight = check_fit(rec, "per-graph", need - 1, 2)  # type: ignore[arg-type]
+    assert not tight.fits and tight.largest_capture_that_fits is not None
+    assert tight.largest_capture_that_fits < tight.largest_capture
+    smaller = without_larger(rec, tight.largest_capture_that_fits)  # type: ignore[arg-type]
+    assert predict_policy(smaller, "per-graph").reserved_bytes <= need - 1
+    assert f"capture sizes up to {tight.largest_capture_that_fits} fit" in tight.message()
+    none = check_fit(rec, "per-graph", 0, 2)  # type: ignore[arg-type]
+    assert none.largest_capture_that_fits is None and "lower" in none.message()

@@ -1,0 +1,117 @@
+"""The CPU prediction against the CUDA caching allocator (run on the GPU machine)."""
+
+from __future__ import annotations
+
+import gc
+import random
+
+import pytest
+import torch
+
+from eaglegraph.pair import load_pair
+from eaglegraph.pair.presets import materialize
+from eaglegraph.probes.allocator_sim import Alloc, Event, Free, simulate
+from eaglegraph.probes.capture import CaptureRequest, run_capture
+from eaglegraph.probes.memory_predict import predict_policy, record_capture
+from eaglegraph.probes.setup import rig_config
+
+pytestmark = pytest.mark.cuda
+MiB = 1 << 20
+
+
+def _clean() -> None:
+    gc.collect()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+
+
+def _sequence(seed: int, graphs: int) -> list[Event]:
+    rng = random.Random(seed)
+    events: list[Event] = []
+    live: list[int] = []
+    next_id = 0
+    for graph in range(graphs):
+        for _ in range(60):
+            if live and rng.random() < 0.4:
+                events.append(Free(live.pop(rng.randrange(len(live)))))
+                continue
+            size = rng.choice(
+                [rng.randint(1, 8192), rng.randint(1, 3 * MiB), rng.randint(8 * MiB, 48 * MiB)]
+            )
+            events.append(Alloc(next_id, size, graph))
+            live.append(next_id)
+            next_id += 1
+        for i in live:  # a capture's temporaries die with it
+            events.append(Free(i))
+        live.clear()
+    return events
+
+
+def _replay_on_cuda(events: list[Event], pool_of: dict[int, str]) -> dict[str, int]:
+    """Run the sequence inside real captures; reserved growth per pool name."""
+    handles = {name: torch.cuda.graph_pool_handle() for name in dict.fromkeys(pool_of.values())}
+    grown: dict[str, int] = dict.fromkeys(handles, 0)
+    stream = torch.cuda.Stream()
+    graphs = []
+    by_graph: dict[int, list[Event]] = {}
+    owner: dict[int, int] = {}
+    for e in events:
+        graph = e.graph if isinstance(e, Alloc) else owner[e.id]
+        if isinstance(e, Alloc):
+            owner[e.id] = e.graph
+        by_graph.setdefault(graph, []).append(e)
+    for graph, evs in sorted(by_graph.items()):
+        _clean()
+        before = torch.cuda.memory_reserved()
+        g = torch.cuda.CUDAGraph()
+        tensors: dict[int, torch.Tensor] = {}
+        with torch.cuda.graph(g, pool=handles[pool_of[graph]], stream=stream):
+            for e in evs:
+                if isinstance(e, Alloc):
+                    tensors[e.id] = torch.empty(e.nbytes, dtype=torch.uint8, device="cuda")
+                    tensors[e.id][:1].zero_()
+                else:
+                    del tensors[e.id]
+        graphs.append(g)
+        grown[pool_of[graph]] += torch.cuda.memory_reserved() - before
+    return grown
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_simulator_matches_the_cuda_allocator(seed: int) -> None:
+    events = _sequence(seed, graphs=4)
+    for pool_of in ({g: "one" for g in range(4)}, {0: "a", 1: "b", 2: "a", 3: "b"}):
+        measured = _replay_on_cuda(events, pool_of)
+        predicted = {p.name: p.reserved_bytes for p in simulate(events, pool_of).pools}
+        assert predicted == measured, (pool_of, predicted, measured)
+
+
+CASES = [
+    ("tiny-llama-eagle3", {"max_num_seqs": 8, "num_speculative_tokens": 3}),
+    ("tiny-llama-eagle1", {"max_num_seqs": 8, "num_speculative_tokens": 3, "mode": "FULL"}),
+    ("llama3.1-8b-eagle1", {"max_num_seqs": 64, "num_speculative_tokens": 3}),
+]
+
+
+@pytest.mark.parametrize(("preset", "plan"), CASES, ids=[c[0] for c in CASES])
+def test_prediction_within_ten_percent_per_pool(preset: str, plan: dict[str, object]) -> None:
+    pair = load_pair(materialize(preset))
+    config = rig_config(pair, plan, device="cuda", max_model_len=512, random_weights=True)
+    recording = record_capture(pair, config)
+    for policy in ("shared", "dedicated", "per-graph"):
+        _clean()
+        run = run_capture(pair, CaptureRequest(config=config, pool=policy))
+        assert run.ok, run.failed
+        predicted = predict_policy(recording, policy)
+        graph_pools = [p for p in run.pools if p.graphs]
+        if policy == "per-graph":  # one private pool per capture: compare the totals
+            pairs = [("all", sum(p.reserved_bytes for p in graph_pools), predicted.reserved_bytes)]
+        else:
+            pairs = []
+            for pool in graph_pools:
+                want = predicted.pool(pool.label)
+                assert want is not None, (pool.label, [p.label for p in predicted.pools])
+                pairs.append((pool.label, pool.reserved_bytes, want.reserved_bytes))
+        for label, measured, guess in pairs:
+            assert abs(guess - measured) <= 0.1 * measured, (preset, policy, label, guess, measured)
+        del run
