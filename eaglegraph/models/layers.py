@@ -17,8 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from eaglegraph.kernels.embedding import embedding_lookup
-from eaglegraph.kernels.rope import apply_rotary
+from eaglegraph.models import ops
 
 AttentionFn = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], None]
 """`attention(layer_index, q [T,nh,hd], k [T,nkv,hd], v [T,nkv,hd], out [T,nh,hd])`.
@@ -84,7 +83,7 @@ class VocabEmbedding(nn.Module):
         out = torch.empty(
             (ids.shape[0], self.weight.shape[1]), dtype=self.weight.dtype, device=self.weight.device
         )
-        embedding_lookup(self.weight, ids, out, ids.shape[0])
+        ops.embedding(self.weight, ids, out)
         return out
 
 
@@ -145,7 +144,7 @@ class Attention(nn.Module):
         if self.q_norm is not None and self.k_norm is not None:
             q = self.q_norm(q)
             k = self.k_norm(k)
-        apply_rotary(q, k, positions, cos_sin_cache, tokens)
+        ops.rotary(q, k, positions, cos_sin_cache)
         out = torch.empty((tokens, s.num_heads, s.head_dim), dtype=q.dtype, device=q.device)
         attention(layer_index, q, k, v, out)
         return F.linear(out.view(tokens, s.q_width), self.o_weight, self.o_bias)

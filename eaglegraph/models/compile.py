@@ -1,0 +1,73 @@
+"""A model forward compiled the way vLLM compiles its models: torch.compile with Inductor.
+
+vLLM traces the model once with dynamic num_tokens, splits the graph at attention and compiles
+the pieces with Inductor; captured into CUDA graphs, the pieces' intermediate buffers and
+outputs are allocated from the graph pool, which is why its target pool is far larger than an
+uncompiled forward's. Here the whole forward is traced with `fullgraph=True` and
+num_tokens marked dynamic (one compilation serves every capture size); attention, RoPE and the embedding
+gather are opaque custom ops (`models.ops`), so Inductor fuses everything between two attention
+calls and the capture still splits at each attention call at run time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from eaglegraph.models import ops
+
+
+class CompiledForward:
+    """Calls `model(*args)` through torch.compile; the attention argument goes through the op."""
+
+    def __init__(self, model: nn.Module, backend: str = "inductor") -> None:
+        self.model = model
+        self.backend = backend
+        self.compilations = 0
+        self._compiled: dict[tuple[Any, ...], Any] = {}
+
+    def _count(self, backend: str) -> Any:
+        """The backend, counting how often Dynamo hands it a graph (one per recompilation)."""
+        from torch._dynamo.backends.registry import lookup_backend
+
+        inner = lookup_backend(backend)
+
+        def counted(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+            self.compilations += 1
+            return inner(gm, example_inputs)
+
+        return counted
+
+    def _function(self, layout: tuple[Any, ...]) -> Any:
+        """The compiled forward for one layout of the non-tensor arguments, which stay
+        constants of the trace; only the tensors' first dimension is dynamic."""
+        fn = self._compiled.get(layout)
+        if fn is None:
+            slots = [i for i, a in enumerate(layout) if a is _TENSOR]
+
+            def forward(*tensors: torch.Tensor) -> Any:
+                args = list(layout)
+                for slot, tensor in zip(slots, tensors, strict=True):
+                    args[slot] = tensor
+                return self.model(*args)
+
+            fn = torch.compile(forward, backend=self._count(self.backend), fullgraph=True)
+            self._compiled[layout] = fn
+        return fn
+
+    def __call__(self, *args: Any) -> Any:
+        tensors = tuple(a for a in args if isinstance(a, torch.Tensor))
+        attention = next(a for a in args if callable(a) and not isinstance(a, torch.Tensor))
+        layout = tuple(
+            _TENSOR if isinstance(a, torch.Tensor) else ops.attention_op if a is attention else a
+            for a in args
+        )
+        for tensor in tensors:  # num_tokens is symbolic, as vLLM marks it
+            torch._dynamo.maybe_mark_dynamic(tensor, 0)
+        with ops.attention_through(attention):
+            return self._function(layout)(*tensors)
+
+
+_TENSOR = object()  # marks a tensor argument's place in a layout
