@@ -11,7 +11,7 @@ import click
 if TYPE_CHECKING:
     from eaglegraph.probes.spec import RunSpec
 
-RIG_KEYS = ("device", "dtype", "max_model_len", "random_weights", "seed")
+RIG_KEYS = ("device", "dtype", "max_model_len", "random_weights", "seed", "compile_model")
 
 
 def rig_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -37,6 +37,13 @@ def rig_options(func: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option("--max-model-len", type=int, default=1024, show_default=True),
         click.option("--seed", type=int, default=0, show_default=True),
+        click.option(
+            "--compile/--no-compile",
+            "compile_model",
+            default=None,
+            help="Run the target through torch.compile/Inductor as vLLM does, so its graph "
+            "pool holds the compiled pieces' buffers [default: on with CUDA, off on CPU].",
+        ),
     ]
     for option in reversed(options):
         func = option(func)

@@ -206,6 +206,7 @@ def _config_json(request: CaptureRequest, rig: Rig, policy: str) -> dict[str, An
         "dtype": str(rig.models.dtype).removeprefix("torch."),
         "device": str(cfg.device),
         "random_weights": cfg.random_weights,
+        "compiled": cfg.compiled,
         "draft_kind": rig.models.kind,
         "phases": {p.phase: p.mode.name for p in plan.phases},
     }

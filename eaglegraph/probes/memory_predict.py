@@ -87,7 +87,12 @@ def record_capture(pair: Pair, config: RigConfig) -> Recording:
     dtype = resolve_model_dtype(config.dtype, pair, torch.device("cuda"))
     name = str(dtype).removeprefix("torch.")
     meta = dataclasses.replace(
-        config, device=torch.device("meta"), backend="emulated", dtype=name, random_weights=True
+        config,
+        device=torch.device("meta"),
+        backend="emulated",
+        dtype=name,
+        random_weights=True,
+        compile=False,  # the recording models the uncompiled forward
     )
     recorder = AllocationRecorder()
     with shape_only_kernels():

@@ -43,6 +43,7 @@ class RunSpec:
     random_weights: bool = False
     seed: int = 0
     pool: str | None = None
+    compile_model: bool | None = None  # the target through torch.compile; None: on CUDA
 
     @property
     def backend(self) -> str:
@@ -79,6 +80,7 @@ class RunSpec:
             seed=self.seed,
             guard=guard,
             num_blocks=num_blocks,
+            compile=self.compile_model,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -105,6 +107,7 @@ class RunSpec:
             "random_weights": self.random_weights,
             "seed": self.seed,
             "pool": self.pool,
+            "compile_model": self.compile_model,
         }
 
     @classmethod
@@ -134,6 +137,7 @@ def spec_for_pair(
     pool: str | None = None,
     default_max_num_seqs: Mapping[str, int] | None = None,
     source: tuple[str | None, str | None, str | None] | None = None,
+    compile_model: bool | None = None,
 ) -> RunSpec:
     """Resolve a run for a pair already opened (the one place options and device resolve).
 
@@ -165,6 +169,7 @@ def spec_for_pair(
         random_weights=random_weights,
         seed=seed,
         pool=pool,
+        compile_model=compile_model,
     )
 
 

@@ -43,6 +43,16 @@ class CaptureEvent:
     status: str = "ok"
     error: str | None = None
     need_bytes: int | None = None
+    warmup_reserved_bytes: int | None = None  # allocator growth during the eager warmup
+    device_bytes: int | None = None  # the driver's free-memory drop over warmup + capture
+
+    @property
+    def outside_allocator_bytes(self) -> int | None:
+        """What the driver lost beyond the allocator's growth: graph instantiation, kernel
+        modules loaded by the warmup, library workspaces."""
+        if self.device_bytes is None or self.bytes is None:
+            return None
+        return self.device_bytes - self.bytes - (self.warmup_reserved_bytes or 0)
 
     @property
     def descriptor(self) -> str:

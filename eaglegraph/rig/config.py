@@ -22,6 +22,7 @@ class RigConfig:
     guard: bool = False
     guard_capacity: int = 1 << 14
     backend: str = "auto"
+    compile: bool | None = None  # the target through torch.compile/Inductor; None: on CUDA
 
     @property
     def max_num_seqs(self) -> int:
@@ -30,6 +31,12 @@ class RigConfig:
     @property
     def num_speculative_tokens(self) -> int:
         return self.options.num_speculative_tokens
+
+    @property
+    def compiled(self) -> bool:
+        """vLLM runs its target compiled; so does the rig on CUDA unless told otherwise (on
+        CPU Inductor's C++ compile is slow and the emulated backend measures no memory)."""
+        return self.device.type == "cuda" if self.compile is None else self.compile
 
     @property
     def graph_backend(self) -> str:

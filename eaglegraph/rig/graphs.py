@@ -271,6 +271,7 @@ class PhaseRunner:
         mem = _MemoryProbe(cuda and instrument)
 
         ctx.capturing_phase = self.phase
+        first = mem.read()  # before the warmup: its module loads and workspaces count too
         start = time.perf_counter()
         self.attention.metadata = dummy(desc, num_reqs, num_tokens)
         self.attention.skip = desc.mode is Mode.PIECEWISE
@@ -342,6 +343,8 @@ class PhaseRunner:
             if mem.cuda and before[1] is not None and after[1] is not None
             else None,
             need_bytes=(mem.peak() - before[0]) if mem.cuda and before[0] is not None else None,
+            warmup_reserved_bytes=_delta(first[1], before[1]),
+            device_bytes=_delta(after[2], first[2]),
         )
         return event, graph.metadata
 
@@ -356,7 +359,17 @@ def _capture_full(routine: Routine, num_reqs: int, num_tokens: int, pool: Any) -
     return graph
 
 
+def _delta(before: int | None, after: int | None) -> int | None:
+    return None if before is None or after is None else after - before
+
+
 class _MemoryProbe:
+    """Allocator counters and the driver's free memory around one capture.
+
+    The driver's free-memory drop (cudaMemGetInfo) covers what the caching allocator cannot
+    see — graph instantiation, kernel modules loaded by the warmup, library workspaces — so
+    beside the allocator's reserved growth it accounts for all of vLLM's "took X GiB"."""
+
     def __init__(self, cuda: bool) -> None:
         self.cuda = cuda
 
@@ -367,8 +380,10 @@ class _MemoryProbe:
     def peak(self) -> int:
         return int(torch.cuda.max_memory_allocated())
 
-    def read(self) -> tuple[int | None, int | None]:
+    def read(self) -> tuple[int | None, int | None, int | None]:
+        """(allocated, reserved, driver free bytes)."""
         if not self.cuda:
-            return None, None
+            return None, None, None
         torch.cuda.synchronize()
-        return torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
+        free = int(torch.cuda.mem_get_info()[0])
+        return torch.cuda.memory_allocated(), torch.cuda.memory_reserved(), free

@@ -41,6 +41,8 @@ class PhaseRoutines:
         self.num_speculative_tokens = num_speculative_tokens
         self.max_model_len = max_model_len
         self.graph_context: GraphContext | None = None
+        # the target forward as the engine runs it: compiled (vLLM, on CUDA) or eager
+        self.target_forward: Any = models.target
 
     def _model(self, name: str, fn: Any, num_tokens: int, *args: Any) -> Any:
         ctx = self.graph_context
@@ -50,7 +52,7 @@ class PhaseRoutines:
         n, m = num_tokens, self.models
         hidden, aux = self._model(
             "target",
-            m.target,
+            self.target_forward,
             n,
             self.bufs.input_ids[:n],
             self.bufs.positions[:n],

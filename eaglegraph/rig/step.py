@@ -23,6 +23,7 @@ from eaglegraph.kernels.block_table import compute_slot_mappings, gather_block_t
 from eaglegraph.kernels.eagle import prepare_eagle_decode, prepare_eagle_inputs
 from eaglegraph.kernels.guard import Guard, GuardLog
 from eaglegraph.kernels.sampling import argmax_rows, greedy_verify
+from eaglegraph.models.compile import CompiledForward
 from eaglegraph.models.drafts import draft_build
 from eaglegraph.pair.model import Pair
 from eaglegraph.results.capture import CaptureEvent
@@ -149,6 +150,8 @@ class Rig:
         self.routines = routines = PhaseRoutines(
             self.models, self.bufs, self.attention, self.guard, k, config.max_model_len
         )
+        if config.compiled:
+            routines.target_forward = CompiledForward(self.models.target)
         self.runners = {
             "target": PhaseRunner(self.plan.phase("target"), routines.target, self.attention),
             "draft_prefill": PhaseRunner(

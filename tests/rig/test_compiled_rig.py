@@ -1,0 +1,45 @@
+"""The rig with its target compiled: the same tokens, captured or not, as the eager target."""
+
+from __future__ import annotations
+
+import torch
+
+from eaglegraph.models.compile import CompiledForward
+from eaglegraph.pair import load_pair
+from eaglegraph.pair.presets import materialize
+from eaglegraph.rig.config import RigConfig
+from eaglegraph.rig.driver import run_workload
+from eaglegraph.rig.options import resolve_plan_options
+from eaglegraph.rig.step import Rig
+from eaglegraph.rig.workload import Schedule
+
+
+def _rig(mode: str, compile_model: bool | None) -> Rig:
+    opts = resolve_plan_options(
+        max_num_seqs=2, num_speculative_tokens=3, mode=mode, max_num_batched_tokens=64,
+        capture_sizes="4,8",
+    )  # fmt: skip
+    config = RigConfig(opts, torch.device("cpu"), dtype="float32", max_model_len=256)
+    if compile_model is not None:
+        config = RigConfig(opts, torch.device("cpu"), "float32", 256, compile=compile_model)
+    return Rig(load_pair(materialize("tiny-llama-eagle1")), config)
+
+
+def test_compile_is_on_for_cuda_only_by_default() -> None:
+    opts = resolve_plan_options(max_num_seqs=4)
+    assert not RigConfig(opts, torch.device("cpu")).compiled
+    assert RigConfig(opts, torch.device("cuda")).compiled
+    assert not RigConfig(opts, torch.device("cuda"), compile=False).compiled
+
+
+def test_compiled_target_replays_the_eager_tokens() -> None:
+    schedule = Schedule.grow_shrink(2, waves=1)
+    want = run_workload(_rig("NONE", None), schedule).token_trace()
+    rig = _rig("FULL_AND_PIECEWISE", False)
+    # Inductor's CPU backend compiles C++ for minutes on a loaded CI machine; the trace,
+    # the custom ops and the capture splitting are what this checks, so AOT eager runs it
+    rig.routines.target_forward = compiled = CompiledForward(rig.models.target, "aot_eager")
+    rig.capture("shared")
+    got = run_workload(rig, schedule)
+    assert got.token_trace() == want
+    assert compiled.compilations == 1
