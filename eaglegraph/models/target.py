@@ -166,5 +166,6 @@ class TargetModel(nn.Module):
         return self.norm(h), aux
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """fp32 `[T, V]` logits, computed in the model dtype as vLLM does, then widened."""
-        return F.linear(hidden, self.lm_head_weight).float()
+        """`[T, V]` logits in the head dtype, the model's (vLLM's `head_dtype` default): a
+        sampler that widens to fp32 does so itself (`known.heads`)."""
+        return F.linear(hidden, self.lm_head_weight)

@@ -8,6 +8,7 @@ a second time instead of reusing blocks the target's graphs already freed.
 
 from __future__ import annotations
 
+from eaglegraph.known.heads import head_dtype
 from eaglegraph.pair.geometry import DTYPE_BYTES, Geometry
 from eaglegraph.pair.model import Pair
 from eaglegraph.results.inspect import MemoryEstimate
@@ -47,11 +48,18 @@ def estimate_memory(pair: Pair, plan: CapturePlan, dtype: str | None = None) -> 
     rows_draft = min(largest, plan.max_num_seqs) if largest else 0
     kv_t = _kv_per_token(t, t.num_hidden_layers, nbytes) if t else None
     kv_d = _kv_per_token(d, d.num_hidden_layers, nbytes) if d else None
-    target_logits = largest * t.vocab_size * 4 if t and largest else None
+    head = head_dtype(plan.framework)
+    # the target's sampler widens to fp32 (eagerly); the draft's graphs hold the head dtype
+    target_logits = (
+        largest * t.vocab_size * (4 if head.target_sampler_widens else nbytes)
+        if t and largest
+        else None
+    )
     draft_vocab = (facts.draft_vocab_size if facts and facts.draft_vocab_size else None) or (
         d.vocab_size if d else None
     )
-    draft_logits = rows_draft * draft_vocab * 4 if draft_vocab and rows_draft else None
+    draft_bytes = 4 if head.draft_sampler_widens else nbytes
+    draft_logits = rows_draft * draft_vocab * draft_bytes if draft_vocab and rows_draft else None
     peak = None
     if d is not None and largest:
         fc_in = facts.fc_in_features if facts and facts.fc_in_features else 2 * d.hidden_size
@@ -60,7 +68,8 @@ def estimate_memory(pair: Pair, plan: CapturePlan, dtype: str | None = None) -> 
     if peak is not None:
         notes.append(
             "draft transient peak = draft activations at the largest capture size + draft logits "
-            "(fp32) + gathered hidden rows; a dedicated EAGLE pool reserves it again"
+            f"({'fp32' if head.draft_sampler_widens else name}) + gathered hidden rows; a "
+            "dedicated EAGLE pool reserves it again"
         )
     if not has_headers:
         notes.append("weights estimated from config geometry (no safetensors headers)")

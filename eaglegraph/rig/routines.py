@@ -43,6 +43,8 @@ class PhaseRoutines:
         self.graph_context: GraphContext | None = None
         # the target forward as the engine runs it: compiled (vLLM, on CUDA) or eager
         self.target_forward: Any = models.target
+        # the draft's logits stay in the head dtype unless the engine widens them (known.heads)
+        self.widen_draft_logits = False
 
     def _model(self, name: str, fn: Any, num_tokens: int, *args: Any) -> Any:
         ctx = self.graph_context
@@ -82,6 +84,8 @@ class PhaseRoutines:
         last = torch.empty((r, logit_h.shape[1]), dtype=logit_h.dtype, device=dev)
         gather_rows(logit_h, self.bufs.last_token_indices, last, r, n, guard)
         logits = m.draft.compute_logits(last)
+        if self.widen_draft_logits:
+            logits = logits.float()
         sampled = torch.empty(r, dtype=torch.int64, device=dev)
         argmax_map_draft(logits, getattr(m.draft, "d2t", None), sampled, r)
         self.bufs.draft_tokens[:r, 0].copy_(sampled)
@@ -103,6 +107,8 @@ class PhaseRoutines:
             self.attention,
         )
         logits = m.draft.compute_logits(logit_h[:r])
+        if self.widen_draft_logits:
+            logits = logits.float()
         sampled = torch.empty(r, dtype=torch.int64, device=logit_h.device)
         argmax_map_draft(logits, getattr(m.draft, "d2t", None), sampled, r)
         b = self.bufs

@@ -23,6 +23,7 @@ from eaglegraph.kernels.block_table import compute_slot_mappings, gather_block_t
 from eaglegraph.kernels.eagle import prepare_eagle_decode, prepare_eagle_inputs
 from eaglegraph.kernels.guard import Guard, GuardLog
 from eaglegraph.kernels.sampling import argmax_rows, greedy_verify
+from eaglegraph.known.heads import head_dtype
 from eaglegraph.models.compile import CompiledForward
 from eaglegraph.models.drafts import draft_build
 from eaglegraph.pair.model import Pair
@@ -110,6 +111,7 @@ class Rig:
             max_positions=None,
         )
         self.vocab_size = self.models.vocab_size
+        self.head = head_dtype(opts.framework)
         self.registry = reg = BufferRegistry()
         self.bufs = StepBuffers(
             reg,
@@ -152,6 +154,7 @@ class Rig:
         )
         if config.compiled:
             routines.target_forward = CompiledForward(self.models.target)
+        routines.widen_draft_logits = self.head.draft_sampler_widens
         self.runners = {
             "target": PhaseRunner(self.plan.phase("target"), routines.target, self.attention),
             "draft_prefill": PhaseRunner(
@@ -292,6 +295,8 @@ class Rig:
 
         # --- rejection sampling (eager, as vLLM's sampler)
         logits = self.models.target.compute_logits(bufs.target_hidden[:tb])
+        if self.head.target_sampler_widens:  # the engine's sampler, eager: exact for argmax
+            logits = logits.float()
         argmax_rows(logits, bufs.target_argmax, tb)
         greedy_verify(
             bufs.target_argmax, bufs.verify_drafts, bufs.query_start_loc, rb, bufs.num_drafts,

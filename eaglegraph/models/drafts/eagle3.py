@@ -182,8 +182,8 @@ class Eagle3Draft(DraftBase):
         return self.norm(h), h
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """fp32 `[T, Vd]` logits over the draft vocabulary."""
-        return F.linear(hidden, self.lm_head_weight).float()
+        """`[T, Vd]` logits over the draft vocabulary, in the head (model) dtype."""
+        return F.linear(hidden, self.lm_head_weight)
 
     def draft_to_target(self, ids: torch.Tensor) -> torch.Tensor:
         """Target ids of draft ids: `i + d2t[i]` (d2t is zero for an identity map)."""
