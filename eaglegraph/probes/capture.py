@@ -119,6 +119,7 @@ def run_capture(
     if request.snapshot is not None:
         torch.cuda.memory._record_memory_history(max_entries=200_000)
     free_before = _free_bytes() if cuda else None
+    reserved_start = int(torch.cuda.memory_reserved()) if cuda else None
     stage("capturing graphs")
     start = time.perf_counter()
     failed: CaptureEvent | None = None
@@ -148,14 +149,22 @@ def run_capture(
         reserved = int(torch.cuda.memory_reserved())
         snap_total = sum(int(s.get("total_size", 0)) for s in segments)
         graph_pools = sum(p.reserved_bytes for p in pools if p.id.graph_pool)
+        took = (free_before or 0) - free_after
+        allocator = reserved - (reserved_start or 0)
+        per_graph = [e.outside_allocator_bytes for e in events]
         totals = CaptureTotals(
             capture_seconds=seconds,
             graphs=len(events),
-            took_bytes=(free_before or 0) - free_after,
+            took_bytes=took,
             pool_reserved_bytes=graph_pools,
             reserved_bytes=reserved,
             snapshot_reserved_bytes=snap_total,
             accounted=snap_total == reserved,
+            allocator_bytes=allocator,
+            outside_allocator_bytes=took - allocator,
+            outside_in_captures_bytes=(
+                sum(b for b in per_graph if b is not None) if events else None
+            ),
         )
         if request.snapshot is not None:
             _write_snapshot(request.snapshot, request.overwrite)

@@ -26,7 +26,7 @@ from eaglegraph.reports.timeline_view import (
     memory_na,
     render_timeline,
 )
-from eaglegraph.results.capture import CaptureRun
+from eaglegraph.results.capture import CaptureRun, CaptureTotals
 
 
 def render_capture(run: CaptureRun, console: Console) -> None:
@@ -106,6 +106,20 @@ def render_failure(run: CaptureRun, console: Console) -> None:
         console.print(Padding(Text(e.error, style="red"), (0, 0, 0, 2)))
 
 
+def took_breakdown(t: CaptureTotals) -> Text:
+    """ "took X" (the driver's free-memory drop) = the allocator's growth + what it cannot see."""
+    text = Text(f"took {fmt_bytes(t.took_bytes)} = allocator +{fmt_bytes(t.allocator_bytes)}")
+    text.append(f" + outside the allocator {fmt_bytes(t.outside_allocator_bytes)}")
+    inside = t.outside_in_captures_bytes
+    if inside is not None and t.outside_allocator_bytes is not None:
+        text.append(
+            f" ({fmt_bytes(inside)} around the captures: graph instantiation, kernel modules, "
+            f"workspaces; {fmt_bytes(t.outside_allocator_bytes - inside)} between them)",
+            style="dim",
+        )
+    return text
+
+
 def render_totals(run: CaptureRun, console: Console) -> None:
     t = run.totals
     na = memory_na(run)
@@ -127,3 +141,5 @@ def render_totals(run: CaptureRun, console: Console) -> None:
         line.append(f" · took {fmt_bytes(t.took_bytes)}")
         line.append(f" · allocator reserved {fmt_bytes(t.reserved_bytes)}")
     console.print(line)
+    if not na and t.allocator_bytes is not None and t.outside_allocator_bytes is not None:
+        console.print(Padding(took_breakdown(t), (0, 0, 0, 2)))

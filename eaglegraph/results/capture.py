@@ -69,6 +69,10 @@ class CaptureTotals:
     reserved_bytes: int | None
     snapshot_reserved_bytes: int | None
     accounted: bool | None
+    # took_bytes = allocator_bytes + outside_allocator_bytes, both over the whole capture
+    allocator_bytes: int | None = None  # growth of memory_reserved() (every pool)
+    outside_allocator_bytes: int | None = None  # what the driver lost beyond it
+    outside_in_captures_bytes: int | None = None  # the part seen around each graph's capture
 
     @property
     def vllm_line(self) -> str:

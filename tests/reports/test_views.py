@@ -241,3 +241,22 @@ def test_failed_event_also_listed_in_events_is_shown_once() -> None:
     text = text_of(render_capture, run)
     assert len([ln for ln in text.splitlines() if re.match(r"\s+FULL\s+16/4\s.*OOM", ln)]) == 1
     assert "after 9 graphs" in text
+
+
+def test_took_is_split_into_allocator_and_outside() -> None:
+    from rich.console import Console
+
+    from eaglegraph.reports.capture_view import took_breakdown
+    from eaglegraph.rig.timeline import CaptureTotals
+
+    mib = 1 << 20
+    totals = CaptureTotals(
+        1.0, 3, 190 * mib, 60 * mib, 72 * mib, 72 * mib, True,
+        allocator_bytes=72 * mib, outside_allocator_bytes=118 * mib,
+        outside_in_captures_bytes=110 * mib,
+    )  # fmt: skip
+    console = Console(width=200, record=True, color_system=None)
+    console.print(took_breakdown(totals))
+    text = console.export_text()
+    assert "took 190" in text and "allocator +72" in text and "outside the allocator 118" in text
+    assert "110.00 MiB around the captures" in text and "8.00 MiB between them" in text
