@@ -46,6 +46,12 @@ from eaglegraph.cli.rig_options import build_spec, rig_options
     default=None,
     help="Write the allocator snapshot (memory_viz pickle; CUDA).",
 )
+@click.option(
+    "--predict/--no-predict",
+    default=True,
+    show_default=True,
+    help="On CUDA, predict each pool on the CPU first; stop with what fits if it will not.",
+)
 @click.option("--force", is_flag=True, help="Replace existing output files.")
 @output_options
 @click.pass_context
@@ -60,6 +66,7 @@ def command(
     html: str | None,
     trace: str | None,
     snapshot: str | None,
+    predict: bool,
     force: bool,
     json_output: bool,
     no_color: bool,
@@ -87,7 +94,11 @@ def command(
     spec = build_spec(model_dir, kwargs, target_dir=target_dir, draft_dir=draft_dir, pool=pool)
     pair = spec.open_pair()
     request = CaptureRequest.from_spec(
-        spec, replay=replay, snapshot=Path(snapshot) if snapshot else None, overwrite=force
+        spec,
+        replay=replay,
+        snapshot=Path(snapshot) if snapshot else None,
+        overwrite=force,
+        predict=predict,
     )
     total = sum(p.descriptor_count for p in build_plan(spec.options).phases)
     with app.progress("Capturing CUDA graphs", total=total) as progress:

@@ -39,6 +39,12 @@ from eaglegraph.cli.rig_options import build_spec, rig_options
 @click.option(
     "--timeout", type=float, default=1800.0, show_default=True, help="Seconds per capture."
 )
+@click.option(
+    "--predict/--no-predict",
+    default=True,
+    show_default=True,
+    help="Each capture predicts its pools on the CPU first and stops if they will not fit.",
+)
 @output_options
 @click.pass_context
 def command(
@@ -51,6 +57,7 @@ def command(
     trace: str | None,
     force: bool,
     timeout: float,
+    predict: bool,
     json_output: bool,
     no_color: bool,
     **kwargs: Any,
@@ -72,7 +79,7 @@ def command(
             raise click.UsageError(f"{out} already exists; pass --force to replace it")
     spec = build_spec(model_dir, kwargs, pool=pool)
     with app.progress("memdiff") as progress:
-        run = memdiff(spec, against, timeout, on_stage=lambda s: progress(s))
+        run = memdiff(spec, against, timeout, on_stage=lambda s: progress(s), predict=predict)
     if save:
         atomic_write(save, dumps(document(MEMDIFF_SCHEMA, run)) + "\n", overwrite=force)
     if html:

@@ -21,6 +21,8 @@ import torch
 from eaglegraph.errors import BadInput, MissingEnvironment
 from eaglegraph.pair.model import Pair
 from eaglegraph.probes.environment import run_environment
+from eaglegraph.probes.fit import check_fit
+from eaglegraph.probes.memory_predict import predict_policy, record_capture
 from eaglegraph.probes.pool_accounting import emulated_pools, pools_from_segments, snapshot_segments
 from eaglegraph.probes.spec import RunSpec
 from eaglegraph.results.capture import CaptureEvent, CaptureRun, CaptureTotals
@@ -42,6 +44,7 @@ class CaptureRequest:
     snapshot: Path | None = None
     overwrite: bool = False
     model: str = ""
+    predict: bool = True  # on CUDA: predict the pools first and refuse what will not fit
 
     @classmethod
     def from_spec(
@@ -51,8 +54,10 @@ class CaptureRequest:
         replay: bool = False,
         snapshot: Path | None = None,
         overwrite: bool = False,
+        predict: bool = True,
     ) -> CaptureRequest:
-        """`replay` runs a grow/shrink schedule through the graphs after capture."""
+        """`replay` runs a grow/shrink schedule through the graphs after capture; `predict`
+        checks the CPU prediction against the device first (CUDA)."""
         config = spec.rig_config()
         return cls(
             config=config,
@@ -61,13 +66,16 @@ class CaptureRequest:
             snapshot=snapshot,
             overwrite=overwrite,
             model=spec.model,
+            predict=predict,
         )
 
 
 def capture_task(args: dict[str, Any]) -> dict[str, Any]:
     """The runner's "capture" task (memdiff's fresh processes): spec in, the run as JSON out."""
     spec = RunSpec.from_json(args["spec"])
-    request = CaptureRequest.from_spec(spec, replay=bool(args.get("replay")))
+    request = CaptureRequest.from_spec(
+        spec, replay=bool(args.get("replay")), predict=bool(args.get("predict", True))
+    )
     return to_jsonable(run_capture(spec.open_pair(), request))
 
 
@@ -116,6 +124,10 @@ def run_capture(
                 + str(exc).splitlines()[0][:200]
             ) from None
     policy = request.pool or rig.behavior.default_pool
+    prediction = None
+    if cuda and request.predict:
+        stage("predicting graph memory")
+        prediction = _predict_and_check(pair, cfg, policy)
     if request.snapshot is not None:
         torch.cuda.memory._record_memory_history(max_entries=200_000)
     free_before = _free_bytes() if cuda else None
@@ -195,7 +207,36 @@ def run_capture(
         findings=rig.plan.findings + findings,
         failed=failed,
         replay=replay,
+        prediction=prediction,
     )
+
+
+def _available_bytes() -> int:
+    """What graph pools can still get: free device memory plus the default pool's cached
+    blocks, which the allocator releases before it gives up."""
+    torch.cuda.synchronize()
+    cached = int(torch.cuda.memory_reserved()) - int(torch.cuda.memory_allocated())
+    return int(torch.cuda.mem_get_info()[0]) + cached
+
+
+def _predict_and_check(pair: Pair, cfg: RigConfig, policy: str) -> dict[str, Any]:
+    """The CPU prediction for this policy; stop before capturing when it cannot fit."""
+    recording = record_capture(pair, cfg)
+    check = check_fit(recording, policy, _available_bytes(), cfg.num_speculative_tokens)
+    if not check.fits:
+        raise MissingEnvironment(
+            "capture would run out of GPU memory: " + check.message(),
+            "pass --no-predict to capture anyway",
+        )
+    predicted = predict_policy(recording, policy)
+    return {
+        "policy": policy,
+        "method": "caching-allocator simulation of the uncompiled capture sequence",
+        "compiled_run": cfg.compiled,
+        "reserved_bytes": predicted.reserved_bytes,
+        "available_bytes": check.available_bytes,
+        "pools": {p.label: p.reserved_bytes for p in predicted.pools},
+    }
 
 
 def _config_json(request: CaptureRequest, rig: Rig, policy: str) -> dict[str, Any]:

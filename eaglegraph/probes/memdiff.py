@@ -20,10 +20,13 @@ from eaglegraph.results.memdiff import MemdiffRun
 from eaglegraph.results.pools import PoolDiff
 
 
-def capture_isolated(spec: RunSpec, timeout: float, replay: bool = True) -> CaptureRun:
-    """Capture (and replay the grow/shrink schedule) under `spec.pool` in a fresh worker."""
+def capture_isolated(
+    spec: RunSpec, timeout: float, replay: bool = True, predict: bool = True
+) -> CaptureRun:
+    """Capture (and replay the grow/shrink schedule) under `spec.pool` in a fresh worker;
+    `predict` has it check the CPU prediction against the device first."""
     pool = spec.resolved_pool
-    args = {"spec": spec.to_json(), "replay": replay}
+    args = {"spec": spec.to_json(), "replay": replay, "predict": predict}
     outcome = run_task("capture", args, name=f"capture-{pool}", timeout=timeout)
     outcome.raise_failure()
     if outcome.status == "timeout":
@@ -84,6 +87,7 @@ def memdiff(
     against: str,
     timeout: float = 1800.0,
     on_stage: Callable[[str], None] | None = None,
+    predict: bool = True,
 ) -> MemdiffRun:
     """Capture `spec` under its pool and under `against`, each in a fresh process, and diff."""
     import torch
@@ -102,7 +106,7 @@ def memdiff(
     runs = []
     for policy in (pool, against):
         stage(f"capturing with --pool {policy} in a fresh process")
-        runs.append(capture_isolated(spec.with_pool(policy), timeout))
+        runs.append(capture_isolated(spec.with_pool(policy), timeout, predict=predict))
     config: dict[str, object] = {"model": spec.model, "pool": pool, "against": against}
     config.update({k: v for k, v in runs[0].config.items() if k not in ("pool", "model")})
     return diff_runs(runs[0], runs[1], config)

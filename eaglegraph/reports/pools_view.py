@@ -70,6 +70,10 @@ def _usage_table(run: CaptureRun, na: bool) -> Table:
     )
     table.add_column("ideal", justify="right", no_wrap=True)
     table.add_column("vs ideal", justify="right", no_wrap=True)
+    predicted = (run.prediction or {}).get("pools") or {}
+    if predicted:
+        total = (run.prediction or {}).get("reserved_bytes")
+        table.add_column("predicted", justify="right", footer=fmt_bytes(total), no_wrap=True)
     for pool in run.pools:
         name = Text(pool.label, style="bold")
         if str(pool.id) != pool.label:
@@ -82,8 +86,21 @@ def _usage_table(run: CaptureRun, na: bool) -> Table:
             _bytes(pool.allocated_bytes, na),
             _bytes(pool.ideal_bytes, na),
             _ratio(pool, na),
+            *([_predicted(predicted, pool)] if predicted else []),
         )
     return table
+
+
+def _predicted(predicted: dict[str, int], pool: PoolUsage) -> Text:
+    """The CPU prediction beside the measurement, with its error when both exist."""
+    guess = predicted.get(pool.label)
+    if guess is None or not pool.graphs:
+        return Text("—", style="dim")
+    text = Text(fmt_bytes(guess))
+    if pool.reserved_bytes:
+        error = (guess - pool.reserved_bytes) / pool.reserved_bytes
+        text.append(f" {100 * error:+.0f}%", style="green" if abs(error) <= 0.1 else "yellow")
+    return text
 
 
 def _phase_table(pools: list[PoolUsage], phases: list[str]) -> Table:

@@ -97,6 +97,7 @@ class CaptureRun:
     findings: list[Finding] = field(default_factory=list)
     failed: CaptureEvent | None = None
     replay: dict[str, Any] | None = None
+    prediction: dict[str, Any] | None = None  # the CPU prediction made before capturing
 
     @property
     def ok(self) -> bool:

@@ -260,3 +260,22 @@ def test_took_is_split_into_allocator_and_outside() -> None:
     text = console.export_text()
     assert "took 190" in text and "allocator +72" in text and "outside the allocator 118" in text
     assert "110.00 MiB around the captures" in text and "8.00 MiB between them" in text
+
+
+def test_pool_table_shows_the_prediction_and_its_error() -> None:
+    from rich.console import Console
+
+    from eaglegraph.reports.pools_view import render_pools
+    from tests.reports.runs import cuda_run
+
+    run = cuda_run("shared")
+    pool = next(p for p in run.pools if p.graphs)
+    run.prediction = {
+        "policy": "shared",
+        "reserved_bytes": pool.reserved_bytes * 2,
+        "pools": {pool.label: pool.reserved_bytes * 105 // 100},
+    }
+    console = Console(width=160, record=True, color_system=None)
+    render_pools(run, console)
+    text = console.export_text()
+    assert "predicted" in text and "+5%" in text
