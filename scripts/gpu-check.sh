@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU checks, run on the H100/H200 machine from the repository root (nothing installs there:
-# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|capture|memdiff|probe|bench|all]...
+# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|capture|memdiff|probe|bench|memory|all]...
 # Every stage logs to $OUT (default /tmp/eaglegraph-gpu) and the script keeps going after a
 # failing stage, so one run reports everything.
 set -u
@@ -47,6 +47,24 @@ fi
 if want memdiff3; then
   TAIL=70 run memdiff-eagle3 $EG memdiff llama3.1-8b-eagle3 --random-weights -K 5 --max-num-seqs 1024 \
     --pool shared --against dedicated --no-color --save "$OUT/memdiff-eagle3.json" --force
+fi
+if want memory; then
+  # issue 15: simulator == CUDA allocator; prediction within 10 % per pool; compiled target
+  TAIL=30 run memory-tests python3 -m pytest -q -s -p no:cacheprovider tests/probes/test_memory_predict_cuda.py \
+    tests/probes/test_compile_cuda.py tests/rig/test_compiled_rig.py tests/models/test_compile.py
+  TAIL=60 run memory-table python3 benchmarks/predict_vs_measured.py --json "$OUT/memory-table.json"
+  # "took X" reconciled, predicted column, compiled target (default on CUDA) vs --no-compile
+  TAIL=40 run memory-capture-tiny $EG capture tiny-llama-eagle3 --max-num-seqs 8 --no-color \
+    --save "$OUT/memory-capture-tiny.json" --force
+  TAIL=40 run memory-capture-8b-compiled $EG capture llama3.1-8b-eagle1 --random-weights -K 5 \
+    --max-num-seqs 1024 --no-color --save "$OUT/memory-capture-8b-compiled.json" --force
+  TAIL=40 run memory-capture-8b-eager $EG capture llama3.1-8b-eagle1 --random-weights -K 5 \
+    --max-num-seqs 1024 --no-compile --no-color --save "$OUT/memory-capture-8b-eager.json" --force
+  # the PR #44078 comparison with the compiled target (vllm-0.22 dedicated vs current shared)
+  TAIL=70 run memory-memdiff-eagle1 $EG memdiff llama3.1-8b-eagle1 --random-weights -K 5 \
+    --max-num-seqs 1024 --pool shared --against dedicated --no-color \
+    --save "$OUT/memory-memdiff-eagle1.json" --force
+  TAIL=10 run memory-bench-capture python3 benchmarks/bench_capture.py
 fi
 if want bench; then
   TAIL=10 run bench-capture python3 benchmarks/bench_capture.py

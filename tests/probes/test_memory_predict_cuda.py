@@ -115,3 +115,29 @@ def test_prediction_within_ten_percent_per_pool(preset: str, plan: dict[str, obj
         for label, measured, guess in pairs:
             assert abs(guess - measured) <= 0.1 * measured, (preset, policy, label, guess, measured)
         del run
+
+
+def test_capture_stops_before_an_oom_with_what_fits() -> None:
+    """With the device nearly full, capture refuses before capturing and says what fits."""
+    from eaglegraph.errors import MissingEnvironment
+    from eaglegraph.rig.step import Rig
+
+    _clean()
+    pair = load_pair(materialize("tiny-llama-eagle3"))
+    config = rig_config(
+        pair, {"max_num_seqs": 8, "num_speculative_tokens": 3}, device="cuda", max_model_len=512
+    )
+    recording = record_capture(pair, config)
+    need = predict_policy(recording, "per-graph").reserved_bytes
+    rig = Rig(pair, config)
+    torch.cuda.synchronize()
+    free = torch.cuda.mem_get_info()[0]
+    hog = torch.empty(free - need // 2, dtype=torch.uint8, device="cuda")
+    try:
+        with pytest.raises(MissingEnvironment, match="would run out of GPU memory") as info:
+            run_capture(pair, CaptureRequest(config=config, pool="per-graph"), rig=rig)
+    finally:
+        del hog
+    message = str(info.value)
+    assert "predicted" in message and ("fit" in message or "lower" in message)
+    assert not rig.runners["target"].graphs  # nothing was captured
