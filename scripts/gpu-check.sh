@@ -60,7 +60,7 @@ if want memory; then
     --max-num-seqs 1024 --no-color --save "$OUT/memory-capture-8b-compiled.json" --force
   TAIL=40 run memory-capture-8b-eager $EG capture llama3.1-8b-eagle1 --random-weights -K 5 \
     --max-num-seqs 1024 --no-compile --no-color --save "$OUT/memory-capture-8b-eager.json" --force
-  # the PR #44078 comparison with the compiled target (vllm-0.22 dedicated vs current shared)
+  # the dedicated-vs-shared saving with the compiled target (vllm-0.22 pool vs current)
   TAIL=70 run memory-memdiff-eagle1 $EG memdiff llama3.1-8b-eagle1 --random-weights -K 5 \
     --max-num-seqs 1024 --pool shared --against dedicated --no-color \
     --save "$OUT/memory-memdiff-eagle1.json" --force
