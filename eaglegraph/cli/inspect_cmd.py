@@ -21,6 +21,12 @@ from eaglegraph.results.findings import reaches
 @pair_arguments
 @plan_options
 @dtype_option
+@click.option(
+    "--predict-memory",
+    is_flag=True,
+    help="Predict each graph pool under each pool policy by simulating the caching "
+    "allocator over the rig's capture sequence, recorded on the CPU (takes a while).",
+)
 @fail_on_option("error")
 @output_options
 @click.pass_context
@@ -30,6 +36,7 @@ def command(
     target_dir: str | None,
     draft_dir: str | None,
     dtype: str,
+    predict_memory: bool,
     fail_on: str,
     json_output: bool,
     no_color: bool,
@@ -51,5 +58,14 @@ def command(
     pair = open_pair(model_dir, target_dir, draft_dir)
     options = plan_options(pair, pop_plan_kwargs(kwargs))
     report = inspect_pair(pair, options, None if dtype == "auto" else dtype)
+    if predict_memory:
+        import torch
+
+        from eaglegraph.probes.memory_predict import predict_memory as predict
+        from eaglegraph.rig.config import RigConfig
+
+        with app.progress("predicting graph memory") as progress:
+            progress("recording the capture sequence")
+            report.memory_prediction = predict(pair, RigConfig(options, torch.device("cpu"), dtype))
     app.emit(INSPECT_SCHEMA, report, render_inspect)
     ctx.exit(1 if reaches(report.findings, fail_on) else 0)

@@ -13,13 +13,19 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
 from eaglegraph.pair.model import Pair
 from eaglegraph.probes.alloc_recorder import AllocationRecorder, Scope, shape_only_kernels
 from eaglegraph.probes.allocator_sim import Event, simulate
+from eaglegraph.results.prediction import (
+    MemoryPrediction,
+    PolicyPrediction,
+    PredictedGraph,
+    PredictedPool,
+)
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.model_setup import resolve_model_dtype
 from eaglegraph.rig.modes import Mode
@@ -34,52 +40,6 @@ class Recording:
     scopes: list[Scope]
     events: list[Event]
     dtype: str
-
-
-@dataclass
-class PredictedGraph:
-    phase: str
-    mode: str
-    num_tokens: int
-    num_reqs: int | None
-    pool: str
-    bytes: int  # reserved growth of its pool while it was captured
-
-
-@dataclass
-class PredictedPool:
-    label: str
-    reserved_bytes: int
-    segments: int
-    peak_allocated_bytes: int
-    graphs: int
-    bytes_per_phase: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass
-class PolicyPrediction:
-    policy: str
-    pools: list[PredictedPool]
-    graphs: list[PredictedGraph]
-
-    @property
-    def reserved_bytes(self) -> int:
-        return sum(p.reserved_bytes for p in self.pools)
-
-    def pool(self, label: str) -> PredictedPool | None:
-        return next((p for p in self.pools if p.label == label), None)
-
-
-@dataclass
-class MemoryPrediction:
-    """Predicted graph-pool memory under each pool policy (label: a prediction, not measured)."""
-
-    dtype: str
-    policies: list[PolicyPrediction]
-    method: str = "caching-allocator simulation over the rig's recorded capture sequence"
-
-    def policy(self, name: str) -> PolicyPrediction:
-        return next(p for p in self.policies if p.policy == name)
 
 
 def record_capture(pair: Pair, config: RigConfig) -> Recording:

@@ -7,6 +7,7 @@ from rich.table import Table
 
 from eaglegraph.reports.findings_view import render_findings
 from eaglegraph.reports.format import fmt_bytes, fmt_count, fmt_sizes
+from eaglegraph.reports.prediction_view import render_prediction
 from eaglegraph.results.inspect import InspectReport, SideFacts
 
 _GEOMETRY_ROWS = (
@@ -179,4 +180,5 @@ def render_inspect(report: InspectReport, console: Console) -> None:
         for note in ph.notes:
             console.print(f"  [dim]{ph.phase}: {note}[/dim]")
     console.print(_memory_table(report))
+    render_prediction(report.memory_prediction, console)
     render_findings(report.findings, console)

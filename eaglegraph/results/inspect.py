@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from eaglegraph.results.findings import Finding
+from eaglegraph.results.prediction import MemoryPrediction
 
 INSPECT_SCHEMA = "eaglegraph.inspect/1"
 
@@ -190,3 +191,4 @@ class InspectReport:
     plan: PlanFacts
     memory: MemoryEstimate
     findings: list[Finding] = field(default_factory=list)
+    memory_prediction: MemoryPrediction | None = None  # inspect --predict-memory

@@ -116,3 +116,24 @@ def test_fit_check_finds_the_largest_capture_size_that_fits(recording: object) -
     assert f"capture sizes up to {tight.largest_capture_that_fits} fit" in tight.message()
     none = check_fit(rec, "per-graph", 0, 2)  # type: ignore[arg-type]
     assert none.largest_capture_that_fits is None and "lower" in none.message()
+
+
+def test_inspect_shows_the_prediction_per_policy() -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from eaglegraph.cli import cli
+
+    args = ["inspect", "tiny-llama-eagle3", "--max-num-seqs", "2", "-K", "2", "--predict-memory"]
+    result = CliRunner().invoke(cli, [*args, "--json"])
+    assert result.exit_code in (0, 1), result.stderr
+    doc = json.loads(result.stdout)["memory_prediction"]
+    policies = {p["policy"]: p for p in doc["policies"]}
+    assert set(policies) == {"shared", "dedicated", "per-graph"}
+    assert [p["label"] for p in policies["shared"]["pools"]] == ["global"]
+    assert policies["shared"]["pools"][0]["reserved_bytes"] > 0
+    text = CliRunner().invoke(cli, [*args, "--no-color"]).stdout
+    assert "Graph memory, predicted" in text and "eagle (dedicated)" in text
+    plain = CliRunner().invoke(cli, [*args[:-1], "--json"])
+    assert json.loads(plain.stdout)["memory_prediction"] is None  # only when asked for

@@ -247,7 +247,7 @@ def test_took_is_split_into_allocator_and_outside() -> None:
     from rich.console import Console
 
     from eaglegraph.reports.capture_view import took_breakdown
-    from eaglegraph.rig.timeline import CaptureTotals
+    from eaglegraph.results.capture import CaptureTotals
 
     mib = 1 << 20
     totals = CaptureTotals(
