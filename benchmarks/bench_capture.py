@@ -30,7 +30,12 @@ from eaglegraph.rig.step import Rig
 
 
 def capture_seconds(pair, plan: dict, instrument: bool, random_weights: bool) -> float:  # type: ignore[no-untyped-def]
-    config = rig_config(pair, plan, device="cuda", max_model_len=512, random_weights=random_weights)
+    # uncompiled: a fresh rig would otherwise re-trace the target inside the timed capture,
+    # and compilation is not instrumentation
+    config = rig_config(
+        pair, plan, device="cuda", max_model_len=512, random_weights=random_weights,
+        compile_model=False,
+    )  # fmt: skip
     rig = Rig(pair, config)
     torch.cuda.synchronize()
     start = time.perf_counter()
