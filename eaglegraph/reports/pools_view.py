@@ -29,6 +29,9 @@ def render_pools(run: CaptureRun, console: Console) -> None:
     title.append(f"  policy {run.pool_policy}", style="dim")
     console.print(title)
     console.print(Padding(_usage_table(run, na), (0, 0, 0, 2)))
+    if (run.prediction or {}).get("compiled_run"):
+        note = "predicted: the uncompiled forward; this run's target is compiled (Inductor)"
+        console.print(Padding(Text(note, style="dim"), (0, 0, 0, 2)))
     phases = phase_order(p for pool in run.pools for p in pool.bytes_per_phase)
     if phases and not na:
         console.print(Padding(_phase_table(run.pools, phases), (0, 0, 0, 2)))
