@@ -134,6 +134,8 @@ def command(
             raise BadInput(
                 f"--batches: expected comma-separated integers, got {batches!r}"
             ) from None
+    if kwargs.get("compile_model") is None:  # stale reads do not depend on compilation,
+        kwargs["compile_model"] = False  # and each isolated case would compile again
     spec = build_spec(model_dir, kwargs, pool=pool, default_max_num_seqs=PROBE_DEFAULT_SEQS)
     with app.progress("Probing", total=None) as progress:
         run = probe(

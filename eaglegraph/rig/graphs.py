@@ -344,7 +344,7 @@ class PhaseRunner:
             else None,
             need_bytes=(mem.peak() - before[0]) if mem.cuda and before[0] is not None else None,
             warmup_reserved_bytes=_delta(first[1], before[1]),
-            device_bytes=_delta(after[2], first[2]),
+            device_bytes=_delta(after[2], first[2]),  # free memory: first minus after
         )
         return event, graph.metadata
 
