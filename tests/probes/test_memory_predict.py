@@ -4,6 +4,7 @@ test_memory_predict_cuda.py)."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 import torch
@@ -118,7 +119,7 @@ def test_fit_check_finds_the_largest_capture_size_that_fits(recording: object) -
     assert none.largest_capture_that_fits is None and "lower" in none.message()
 
 
-def test_inspect_shows_the_prediction_per_policy() -> None:
+def test_inspect_shows_the_prediction_per_policy(tmp_path: Path) -> None:
     import json
 
     from click.testing import CliRunner
@@ -133,7 +134,9 @@ def test_inspect_shows_the_prediction_per_policy() -> None:
     assert set(policies) == {"shared", "dedicated", "per-graph"}
     assert [p["label"] for p in policies["shared"]["pools"]] == ["global"]
     assert policies["shared"]["pools"][0]["reserved_bytes"] > 0
-    text = CliRunner().invoke(cli, [*args, "--no-color"]).stdout
-    assert "Graph memory, predicted" in text and "eagle (dedicated)" in text
+    saved = tmp_path / "inspect.json"
+    saved.write_text(result.stdout)
+    text = CliRunner().invoke(cli, ["report", str(saved), "--no-color"]).stdout
+    assert "Graph memory, predicted" in text and "eagle (dedicated)" in text  # re-rendered
     plain = CliRunner().invoke(cli, [*args[:-1], "--json"])
     assert json.loads(plain.stdout)["memory_prediction"] is None  # only when asked for
