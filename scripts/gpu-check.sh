@@ -66,6 +66,21 @@ if want memory; then
     --save "$OUT/memory-memdiff-eagle1.json" --force
   TAIL=10 run memory-bench-capture python3 benchmarks/bench_capture.py
 fi
+if want mtp; then
+  run mtp-tests python3 -m pytest -q -p no:cacheprovider tests/kernels/test_mla.py \
+    tests/rig/test_mtp_equivalence.py tests/rig/test_mtp_multi_module.py
+  TAIL=45 run capture-mtp-tiny $EG capture tiny-deepseek-mtp --max-num-seqs 8 --replay --no-color \
+    --save "$OUT/capture-mtp-tiny.json" --force
+  TAIL=30 run probe-mtp-current $EG probe tiny-deepseek-mtp --mode all --no-color
+  TAIL=40 run probe-mtp-pre39773 $EG probe tiny-deepseek-mtp --behavior vllm-pre-39773 \
+    --attention-backend flashinfer --mode PIECEWISE --no-color
+  TAIL=30 run probe-mtp2-current $EG probe tiny-deepseek-mtp2 -K 2 --mode all --no-color
+  # DeepSeek-V3 at real widths, 4 target layers + its MTP layer, 16 routed experts
+  TAIL=45 run capture-mtp-real $EG capture deepseek-v3-mtp-4l --random-weights -K 3 --max-num-seqs 64 \
+    --no-color --save "$OUT/capture-mtp-real.json" --force
+  TAIL=70 run memdiff-mtp-real $EG memdiff deepseek-v3-mtp-4l --random-weights -K 3 --max-num-seqs 64 \
+    --pool shared --against dedicated --no-color --save "$OUT/memdiff-mtp-real.json" --force
+fi
 if want bench; then
   TAIL=10 run bench-capture python3 benchmarks/bench_capture.py
   TAIL=10 run bench-guards python3 benchmarks/bench_guards.py

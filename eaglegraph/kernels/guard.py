@@ -54,6 +54,9 @@ KERNEL_NAMES: tuple[str, ...] = (
     "prepare_eagle_inputs",
     "gather_rows",
     "embedding",  # reserved for the token-embedding gather (kernels/embedding.py)
+    "mla_varlen_attention",
+    "mla_csr_prefill",
+    "mla_csr_decode",
 )
 KERNEL_IDS: Mapping[str, int] = {name: i for i, name in enumerate(KERNEL_NAMES)}
 

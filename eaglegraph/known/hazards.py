@@ -125,6 +125,26 @@ HAZARDS: dict[str, Hazard] = {
             flag="reset_positions_on_padded_replay",
         ),
         Hazard(
+            "dflash-unpadded-query-buffers",
+            "vllm",
+            "DFlash query buffers are sized and written for the unpadded batch; a FULL graph "
+            "replayed for a batch between two capture sizes (e.g. an odd batch under an even "
+            "size) reads block ids, positions, query_start_loc, seq_lens and sample indices of "
+            "padded requests that no step wrote",
+            fix="DFlash query buffers sized and padded for CUDA-graph-padded batches",
+            fixed_by="vllm#50065",
+            workaround="capture sizes at every (K+1) multiple up to max_num_seqs·(K+1), or "
+            "eager DFlash drafting",
+            buffers=(
+                ("dflash.sample_indices", None),
+                ("dflash.query_start_loc", None),
+                ("dflash.seq_lens", None),
+                ("dflash.input_ids", None),
+                ("dflash.positions", None),
+            ),
+            flag="dflash_padded_query_buffers",
+        ),
+        Hazard(
             "dedicated-eagle-pool",
             "vllm",
             "EAGLE graphs capture into a dedicated pool: their transient peak is reserved a "

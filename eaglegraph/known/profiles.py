@@ -57,6 +57,13 @@ FLAGS = {
             "saving 0.27 GiB on Llama-3.1-8B + EAGLE, K=5, H200",
         ),
         Flag(
+            "dflash_padded_query_buffers",
+            "vllm#50065",
+            "DFlash query buffers (block ids, positions, query_start_loc, seq_lens, sample "
+            "indices) are sized and written for the graph-padded request count; before, for "
+            "the unpadded batch, so a FULL replay's padded requests read stale rows",
+        ),
+        Flag(
             "reset_positions_on_padded_replay",
             "sglang#10892",
             "the EAGLE draft graph runner zeroes positions[raw_bs:bs] before a padded replay; "
@@ -78,6 +85,7 @@ class Profile:
     pad_last_token_indices: bool = True
     reuse_target_attn_state: bool = True
     dedicated_eagle_pool: bool = False
+    dflash_padded_query_buffers: bool = True
     reset_positions_on_padded_replay: bool = True
     refs: tuple[str, ...] = ()
     # Why a release in `versions` behaves like this profile (shown by triage and --engine).
@@ -143,11 +151,22 @@ _PROFILES = (
         version_note="#40410 in, dedicated EAGLE pool (pre-#44078)",
     ),
     Profile(
+        "vllm-pre-50065",
+        "vllm",
+        f"vLLM current semantics before {_pr('vllm#50065')}: DFlash query buffers written for "
+        "the unpadded batch only (select with --behavior; the first release with the fix is "
+        "not recorded here, so no version maps to it)",
+        between("0.23", "0.23"),
+        dflash_padded_query_buffers=False,
+        refs=("vllm#39773", "vllm#40410", "vllm#44078", "vllm#50065"),
+        version_note=f"predates {_pr('vllm#50065')}",
+    ),
+    Profile(
         "vllm-current",
         "vllm",
         "vLLM ≥ 0.23: all fixes in; EAGLE graphs share the global graph pool (#44078)",
         between("0.23", None),
-        refs=("vllm#39773", "vllm#40410", "vllm#44078"),
+        refs=("vllm#39773", "vllm#40410", "vllm#44078", "vllm#50065"),
         version_note="shared pool (#44078) and later",
     ),
     Profile(

@@ -89,6 +89,19 @@ _ALL = (
         "0.23",
     ),
     _pr(
+        "vllm-multi-module-mtp",
+        "vllm#48892",
+        "multi-layer MTP speculator: one manager with decode length K+1 runs every MTP module "
+        "over the request's window in one graph (PIECEWISE dropped unless breakable) and "
+        "re-prefills slots that rejected drafts left stale",
+    ),
+    _pr(
+        "vllm-dflash-padded-query-buffers",
+        "vllm#50065",
+        "DFlash query buffers sized for CUDA-graph-padded batches; before, a FULL replay padded "
+        'past max_num_seqs read rows no step wrote ("any odd max_num_seqs hits this")',
+    ),
+    _pr(
         "vllm-breakable-graphs",
         "vllm#44050",
         "breakable CUDA graphs: graph segments broken at attention, attention eager between them",

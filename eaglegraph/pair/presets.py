@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from eaglegraph.errors import BadInput
+from eaglegraph.pair import presets_mtp
 from eaglegraph.pair.kinds import DraftKind
 
 PRESET_FORMAT = 2  # bump when preset contents change, so caches are rebuilt
@@ -30,10 +31,12 @@ PRESET_FORMAT = 2  # bump when preset contents change, so caches are rebuilt
 
 @dataclass(frozen=True)
 class Preset:
+    """`draft` None: the draft lives in the target's checkpoint (MTP layers)."""
+
     name: str
     description: str
     target: dict[str, Any]
-    draft: dict[str, Any]
+    draft: dict[str, Any] | None
     kind: str
     with_weights: bool
     seed: int = 0
@@ -267,6 +270,55 @@ PRESETS: dict[str, Preset] = {
             seed=17,
         ),
         Preset(
+            "tiny-deepseek-mtp",
+            "4-layer DeepSeek-V3-style target (MLA, routed experts, yarn) with 1 in-checkpoint "
+            "MTP module; seeded weights",
+            presets_mtp.TINY_DEEPSEEK,
+            None,
+            "mtp",
+            True,
+            seed=19,
+        ),
+        Preset(
+            "tiny-deepseek-mtp2",
+            "4-layer DeepSeek-V3-style target with 2 in-checkpoint MTP modules "
+            "(num_nextn_predict_layers 2); seeded weights",
+            dict(presets_mtp.TINY_DEEPSEEK, num_nextn_predict_layers=2),
+            None,
+            "mtp",
+            True,
+            seed=23,
+        ),
+        Preset(
+            "tiny-qwen3-dflash",
+            "6-layer Qwen3 + SpecForge-style DFlash draft (2 layers, taps 1/3/4, mask token "
+            "383); seeded weights",
+            _TINY_QWEN3,
+            presets_mtp.dflash_draft(_TINY_QWEN3),
+            "dflash",
+            True,
+            seed=29,
+        ),
+        Preset(
+            "deepseek-v3-mtp",
+            "DeepSeek-V3/R1 geometry (61 layers, 256 experts) with its MTP layer (config only; "
+            "inspect, or --random-weights on a machine that holds 671B parameters)",
+            presets_mtp.DEEPSEEK_V3,
+            None,
+            "mtp",
+            False,
+        ),
+        Preset(
+            "deepseek-v3-mtp-4l",
+            "DeepSeek-V3 at real widths (hidden 7168, 128 heads, MLA 1536/512/64, expert width "
+            "2048, vocab 129280) with 4 target layers and 16 routed experts + its MTP layer "
+            "(config only; --random-weights fits one GPU)",
+            presets_mtp.DEEPSEEK_V3_4L,
+            None,
+            "mtp",
+            False,
+        ),
+        Preset(
             "llama3.1-8b-eagle3",
             "Llama-3.1-8B-Instruct geometry + SpecForge EAGLE-3 draft config (config only; use "
             "--random-weights)",
@@ -364,6 +416,8 @@ def _layer(w: _Weights, cfg: dict[str, Any], prefix: str, qkv_in: int, std: floa
 
 def _tiny_weights(preset: Preset) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     t, d = preset.target, preset.draft
+    if d is None:  # MTP modules inside the target checkpoint
+        return presets_mtp.deepseek_mtp_weights(t, preset.seed), {}
     w = _Weights(preset.seed)
     h, v = t["hidden_size"], t["vocab_size"]
     embed = w.normal(v, h, std=1.0)
@@ -376,6 +430,9 @@ def _tiny_weights(preset: Preset) -> tuple[dict[str, np.ndarray], dict[str, np.n
     target["lm_head.weight"] = embed[inv] * 0.5 + w.normal(v, h, std=0.05)
 
     draft: dict[str, np.ndarray] = {}
+    if preset.kind == "dflash":
+        embed[d["dflash_config"]["mask_token_id"]] *= 0.01  # the mask token carries ~nothing
+        return target, presets_mtp.dflash_draft_weights(d, preset.seed)
     if preset.kind == "eagle1":
         fc = np.concatenate([np.eye(h, dtype=np.float32), np.zeros((h, h), np.float32)], 1)
         draft["fc.weight"] = fc + w.normal(h, 2 * h, std=0.12)
@@ -416,15 +473,18 @@ def _save_safetensors(tensors: dict[str, np.ndarray], path: Path, dtype: str) ->
 def write_preset(preset: Preset, dest: Path) -> None:
     """Write target/ and draft/ folders of a preset into `dest` (which must be empty)."""
     target_dir, draft_dir = dest / "target", dest / "draft"
-    target_dir.mkdir(parents=True)
-    draft_dir.mkdir(parents=True)
-    for folder, cfg in ((target_dir, preset.target), (draft_dir, preset.draft)):
+    folders = [(target_dir, preset.target)]
+    if preset.draft is not None:
+        folders.append((draft_dir, preset.draft))
+    for folder, cfg in folders:
+        folder.mkdir(parents=True)
         (folder / "config.json").write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
     if preset.with_weights:
         target_w, draft_w = _tiny_weights(preset)
         dtype = preset.target.get("torch_dtype") or preset.target.get("dtype") or "float32"
         _save_safetensors(target_w, target_dir / "model.safetensors", dtype)
-        _save_safetensors(draft_w, draft_dir / "model.safetensors", dtype)
+        if preset.draft is not None:
+            _save_safetensors(draft_w, draft_dir / "model.safetensors", dtype)
     (dest / "PRESET").write_text(
         f"{preset.name}\n{preset.description}\nformat {PRESET_FORMAT}\n", encoding="utf-8"
     )
@@ -471,7 +531,8 @@ def scaffold(name: str, dest: Path, force: bool = False) -> Path:
     try:
         write_preset(preset, staging)
         for entry in ("target", "draft", "PRESET"):
-            os.replace(staging / entry, dest / entry)
+            if (staging / entry).exists():
+                os.replace(staging / entry, dest / entry)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return dest

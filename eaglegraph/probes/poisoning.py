@@ -68,7 +68,7 @@ def canary_regions(
             runs.append((block, block + 1))
     out = []
     for k_cache, v_cache in kv_caches:
-        for cache in (k_cache, v_cache):
+        for cache in (k_cache,) if v_cache is k_cache else (k_cache, v_cache):  # MLA: one
             per_block = cache[0].numel()
             pattern = float_pattern(cache.dtype, nan=True)
             for start, end in runs:

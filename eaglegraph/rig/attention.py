@@ -29,6 +29,7 @@ from eaglegraph.kernels.attention import (
 )
 from eaglegraph.kernels.guard import Guard, GuardLog
 from eaglegraph.kernels.kv_cache import write_kv
+from eaglegraph.kernels.mla import mla_csr_decode, mla_csr_prefill, mla_varlen_attention
 from eaglegraph.rig.buffers import BufferRegistry
 
 
@@ -212,6 +213,8 @@ class AttentionRuntime:
         # vLLM captures PIECEWISE pieces with skip_attn: attention is not run during capture
         self.skip = False
         self._slot_ids = registry.ids(slot_mapping="slot_mapping")
+        # draft layers whose queries attend their request's whole KV (DFlash blocks)
+        self.non_causal: frozenset[int] = frozenset()
 
     def guard(self, ids: dict[str, int]) -> Guard | None:
         return Guard(self.guard_log, ids) if self.guard_log is not None else None
@@ -233,13 +236,16 @@ class AttentionRuntime:
         if md is None:
             raise RuntimeError("attention called without metadata")
         k_cache, v_cache = self.kv_caches[layer]
+        if v_cache is k_cache:  # MLA: one latent cache, value = latent prefix of the key row
+            self._run_latent(md, k_cache, q, k, out)
+            return
         write_kv(k, v, k_cache, v_cache, self.slot_mapping, q.shape[0], self.guard(self._slot_ids))
         guard = self.guard(md.guard_ids)
         scale = self.scales[layer]
         if isinstance(md, FlashAttnMetadata):
             varlen_paged_attention(
                 q, k_cache, v_cache, out, md.query_start_loc, md.seq_lens, md.block_table,
-                md.num_reqs, md.max_query_len, scale, guard,
+                md.num_reqs, md.max_query_len, scale, guard, layer not in self.non_causal,
             )  # fmt: skip
         elif md.decode:
             csr_paged_decode(
@@ -250,6 +256,30 @@ class AttentionRuntime:
             csr_paged_prefill(
                 q, k_cache, v_cache, out, md.qo_indptr, md.kv_indptr, md.kv_indices,
                 md.last_page_len, md.num_reqs, md.max_query_len, scale, guard,
+                layer not in self.non_causal,
+            )  # fmt: skip
+
+    def _run_latent(
+        self, md: Metadata, cache: torch.Tensor, q: torch.Tensor, k: torch.Tensor, out: torch.Tensor
+    ) -> None:
+        """MLA: write the `[latent | rope]` row, then absorbed attention in the metadata's style
+        (softmax scale 1/sqrt(row width): the model folds its own into q)."""
+        write_kv(k, k, cache, cache, self.slot_mapping, q.shape[0], self.guard(self._slot_ids))
+        guard = self.guard(md.guard_ids)
+        if isinstance(md, FlashAttnMetadata):
+            mla_varlen_attention(
+                q, cache, out, md.query_start_loc, md.seq_lens, md.block_table, md.num_reqs,
+                md.max_query_len, guard=guard,
+            )  # fmt: skip
+        elif md.decode:
+            mla_csr_decode(
+                q, cache, out, md.kv_indptr, md.kv_indices, md.last_page_len, md.num_tokens,
+                guard=guard,
+            )  # fmt: skip
+        else:
+            mla_csr_prefill(
+                q, cache, out, md.qo_indptr, md.kv_indptr, md.kv_indices, md.last_page_len,
+                md.num_reqs, md.max_query_len, guard=guard,
             )  # fmt: skip
 
 

@@ -17,7 +17,7 @@ import torch
 from eaglegraph.known.profiles import FLAGS
 from eaglegraph.results.capture import CaptureEvent
 from eaglegraph.results.findings import Finding, Severity
-from eaglegraph.rig.attention import Metadata
+from eaglegraph.rig.attention import CommonMetadata, Metadata
 from eaglegraph.rig.descriptors import BatchDescriptor
 from eaglegraph.rig.graphs import CaptureTracer, GraphContext, PhaseRunner
 from eaglegraph.rig.modes import Mode
@@ -96,7 +96,11 @@ class CaptureDummies:
     def prefill(self, desc: BatchDescriptor, num_reqs: int, num_tokens: int) -> Metadata:
         rig = self.rig
         rig.bufs.last_token_indices.zero_()
-        if desc.mode is Mode.FULL and rig.behavior.reuse_target_attn_state:
+        if rig.dflash is not None:
+            return self.dflash(num_reqs)
+        # multi-module MTP builds its own window metadata, never the target's state
+        handoff = rig.behavior.reuse_target_attn_state and rig.mtp_window is None
+        if desc.mode is Mode.FULL and handoff:
             state = rig.captured_states.get(desc)
             if state is not None:
                 self.inputs("eagle", num_reqs, num_tokens)
@@ -110,6 +114,24 @@ class CaptureDummies:
         return rig.build_metadata(
             rig.draft_builder, rig.common_metadata("eagle", lens, num_reqs, num_tokens, max_q)
         )
+
+    def dflash(self, num_reqs: int) -> Metadata:
+        """Uniform K+1-token blocks, KV length K+1, no context or block KV written."""
+        rig = self.rig
+        assert rig.dflash is not None
+        d, k1 = rig.dflash, rig.num_speculative_tokens + 1
+        rows = num_reqs * k1
+        d.input_ids[:rows].zero_()
+        d.positions[:rows].zero_()
+        d.sample_indices.zero_()
+        d.context_slots.fill_(-1)
+        h2d(d.qsl[: num_reqs + 1], [i * k1 for i in range(num_reqs + 1)])
+        h2d(d.seq_lens[:num_reqs], [k1] * num_reqs)
+        rig.bufs.slot_mapping.fill_(-1)
+        common = CommonMetadata(
+            d.qsl, d.seq_lens, rig.bufs.block_table, [k1] * num_reqs, num_reqs, rows, k1, "dflash"
+        )
+        return rig.build_metadata(rig.draft_builder, common)
 
     def decode(self, desc: BatchDescriptor, num_reqs: int, num_tokens: int) -> Metadata:
         rig = self.rig
@@ -170,8 +192,8 @@ def _capture_phases(
     with torch.inference_mode():
         for phase in PHASES:
             runner = rig.runners[phase]
-            if phase == "draft_prefill":
-                findings += _handoff_findings(rig, runner)
+            if phase == "draft_prefill" and rig.dflash is None and rig.mtp_window is None:
+                findings += _handoff_findings(rig, runner)  # own metadata otherwise
             for desc in runner.dispatcher.capture_order():
                 try:
                     event, state = runner.capture(

@@ -18,29 +18,31 @@ NULL_BLOCK = 0
 
 @dataclass
 class KVLayout:
+    """One layer's cache. `latent`: an MLA layer's single cache of `[latent | rope]` rows,
+    used as both key and value (the value is its latent prefix)."""
+
     num_blocks: int
     block_size: int
     num_kv_heads: int
     head_dim: int
     dtype: torch.dtype
+    latent: bool = False
 
     def bytes_per_layer(self) -> int:
         elem = torch.empty((), dtype=self.dtype).element_size()
-        return 2 * self.num_blocks * self.block_size * self.num_kv_heads * self.head_dim * elem
+        copies = 1 if self.latent else 2
+        return copies * self.num_blocks * self.block_size * self.num_kv_heads * self.head_dim * elem
 
 
 def allocate_kv_caches(
     layouts: list[KVLayout], device: torch.device
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(k, v) per layer; a latent (MLA) layer's pair is one tensor twice."""
     caches = []
     for lay in layouts:
         shape = (lay.num_blocks, lay.block_size, lay.num_kv_heads, lay.head_dim)
-        caches.append(
-            (
-                torch.zeros(shape, dtype=lay.dtype, device=device),
-                torch.zeros(shape, dtype=lay.dtype, device=device),
-            )
-        )
+        k = torch.zeros(shape, dtype=lay.dtype, device=device)
+        caches.append((k, k if lay.latent else torch.zeros(shape, dtype=lay.dtype, device=device)))
     return caches
 
 

@@ -25,7 +25,7 @@ from eaglegraph.kernels.guard import Guard, GuardLog
 from eaglegraph.kernels.sampling import argmax_rows, greedy_verify
 from eaglegraph.known.heads import head_dtype
 from eaglegraph.models.compile import CompiledForward
-from eaglegraph.models.drafts import draft_build
+from eaglegraph.pair.kinds import DraftKind
 from eaglegraph.pair.model import Pair
 from eaglegraph.results.capture import CaptureEvent
 from eaglegraph.results.findings import Finding
@@ -40,9 +40,12 @@ from eaglegraph.rig.buffers import BufferRegistry
 from eaglegraph.rig.capture import CaptureFailed, capture_graphs, graph_max_query_len
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.descriptors import BatchDescriptor, uniform_token_count
+from eaglegraph.rig.dflash_plan import dflash_plan
+from eaglegraph.rig.dflash_window import DFlashWindow
 from eaglegraph.rig.driver import StepOutput
 from eaglegraph.rig.graphs import CaptureTracer, GraphContext, PhaseRunner
 from eaglegraph.rig.kv_cache import BlockAllocator, KVLayout, allocate_kv_caches
+from eaglegraph.rig.kv_specs import kv_layouts
 from eaglegraph.rig.model_setup import (
     LoadedPair,
     build_models,
@@ -50,6 +53,8 @@ from eaglegraph.rig.model_setup import (
     resolve_model_dtype,
 )
 from eaglegraph.rig.modes import Mode
+from eaglegraph.rig.mtp_plan import multi_module_plan
+from eaglegraph.rig.mtp_window import MTPWindow
 from eaglegraph.rig.plan import CapturePlan, build_plan
 from eaglegraph.rig.routines import PhaseRoutines
 from eaglegraph.rig.sglang_padding import PADDED_SEQ_LEN, pad_draft_rows, padded_slot_mapping
@@ -89,12 +94,8 @@ class Rig:
         self.block_size = bs = config.block_size
         self.max_blocks = mb = -(-config.max_model_len // bs)
         kv_dtype = resolve_model_dtype(config.dtype, pair, dev)
-        layouts = [
-            KVLayout(0, bs, tg.num_key_value_heads, tg.head_dim, kv_dtype)
-        ] * tg.num_hidden_layers
         assert pair.draft_facts is not None  # check_buildable
-        draft_kv = draft_build(pair.draft_facts.kind).kv_layers(pair)
-        layouts += [KVLayout(0, bs, heads, head_dim, kv_dtype) for heads, head_dim in draft_kv]
+        layouts = kv_layouts(pair, bs, kv_dtype)
         per_block = sum(lay.bytes_per_layer() for lay in [_with_blocks(x, 1) for x in layouts])
         wanted = config.num_blocks or 1 + r * mb
         budget = KV_BUDGET_BYTES["cuda" if dev.type == "cuda" else "cpu"]
@@ -155,10 +156,36 @@ class Rig:
         if config.compiled:
             routines.target_forward = CompiledForward(self.models.target)
         routines.widen_draft_logits = self.head.draft_sampler_widens
+        prefill_routine = routines.prefill
+        # multi-module MTP and DFlash: all drafting in one speculator graph, no decodes
+        self.mtp_window: MTPWindow | None = None
+        self.dflash: DFlashWindow | None = None
+        modules = getattr(self.models.draft, "num_modules", 1)
+        if self.models.kind is DraftKind.MTP and min(modules, k) > 1:
+            self.plan = multi_module_plan(self.plan, modules)
+            self.mtp_window = MTPWindow(
+                reg, self.bufs, self.models.draft, self.attention, self.guard, max_num_seqs=r,
+                num_speculative_tokens=k, hidden_size=dg.hidden_size, dtype=kv_dtype, device=dev,
+            )  # fmt: skip
+            window = self.mtp_window
+            prefill_routine = lambda nr, nt: window.routine(routines._model, nr, nt)  # noqa: E731
+        elif self.models.kind is DraftKind.DFLASH:
+            self.plan = dflash_plan(self.plan)
+            capacity = max(
+                (d.num_reqs or 0 for d in self.plan.phase("draft_prefill").descriptors), default=r
+            )
+            self.dflash = DFlashWindow(
+                reg, self.bufs, self.models.draft, self.attention, self.kv_caches, self.guard,
+                max_num_seqs=r, capacity_reqs=capacity, max_tokens=t, num_speculative_tokens=k,
+                unpadded_query_buffers=not self.behavior.dflash_padded_query_buffers, device=dev,
+            )  # fmt: skip
+            self.attention.non_causal = frozenset(range(tg.num_hidden_layers, len(layouts)))
+            block = self.dflash
+            prefill_routine = lambda nr, nt: block.routine(routines._model, nr, nt)  # noqa: E731
         self.runners = {
             "target": PhaseRunner(self.plan.phase("target"), routines.target, self.attention),
             "draft_prefill": PhaseRunner(
-                self.plan.phase("draft_prefill"), routines.prefill, self.attention
+                self.plan.phase("draft_prefill"), prefill_routine, self.attention
             ),
             "draft_decode": PhaseRunner(
                 self.plan.phase("draft_decode"), routines.decode, self.attention
@@ -306,6 +333,11 @@ class Rig:
         next_tokens = bufs.next_tokens[:rb].tolist()
         descriptors = {"target": desc.label()}
 
+        if self.dflash is not None or self.mtp_window is not None:
+            drafts = self._dflash_drafts if self.dflash is not None else self._window_drafts
+            drafts(batch, seq_lens, accepted, tb, max_q, descriptors)
+            return StepOutput(next_tokens, accepted, bufs.draft_tokens[:rb, :k].tolist(), descriptors)
+
         # --- draft prefill (position 0 over the target's token layout)
         aux = bufs.target_aux[:tok_pad] if bufs.target_aux is not None else None
         feature = self.models.draft.prefill_feature(bufs.target_hidden[:tok_pad], aux)
@@ -331,6 +363,73 @@ class Rig:
             self._draft_decodes(batch, seq_lens, accepted, descriptors)
         drafts_out = bufs.draft_tokens[:rb, :k].tolist()
         return StepOutput(next_tokens, accepted, drafts_out, descriptors)
+
+    def _window_drafts(
+        self,
+        batch: list[ScheduledRequest],
+        seq_lens: list[int],
+        accepted: list[int],
+        tb: int,
+        max_q: int,
+        descriptors: dict[str, str],
+    ) -> None:
+        """Multi-module MTP: every module over the request's window, in one draft graph."""
+        assert self.mtp_window is not None
+        bufs, rb = self.bufs, len(batch)
+        self.mtp_window.prepare(rb, max_q)
+        runner = self.runners["draft_prefill"]
+        desc = runner.dispatch(rb, tb, uniform_token_count(rb, tb, max_q))
+        full = desc.mode is Mode.FULL
+        p_reqs = desc.num_reqs if full and desc.num_reqs else rb
+        p_toks = desc.num_tokens if desc.mode is not Mode.NONE else tb
+        compute_slot_mappings(
+            bufs.block_table, bufs.eagle_qsl, bufs.eagle_positions, bufs.slot_mapping, rb,
+            p_toks, self.block_size, self.allocator.num_blocks,
+            self.guard(query_start_loc="eagle.query_start_loc", positions="eagle.positions", block_table="block_table"),
+        )  # fmt: skip
+        self.mtp_window.pad_slots(rb)
+        reprefill = [max(0, b.num_drafts - a - 1) for b, a in zip(batch, accepted, strict=True)]
+        lens = [s - p for s, p in zip(seq_lens, reprefill, strict=True)] + [0] * (p_reqs - rb)
+        common = self.common_metadata(
+            "eagle", lens, p_reqs, p_toks, graph_max_query_len(desc, max_q)
+        )
+        runner.run(desc, p_reqs, p_toks, self.build_metadata(self.draft_builder, common))
+        descriptors["draft_prefill"] = desc.label()
+        self._phase_done("draft_prefill")
+
+    def _dflash_drafts(
+        self,
+        batch: list[ScheduledRequest],
+        seq_lens: list[int],
+        accepted: list[int],
+        tb: int,
+        max_q: int,
+        descriptors: dict[str, str],
+    ) -> None:
+        """DFlash: context step, parallel query blocks and sampling in one draft graph."""
+        assert self.dflash is not None
+        bufs, rb, k = self.bufs, len(batch), self.num_speculative_tokens
+        runner = self.runners["draft_prefill"]
+        desc = runner.dispatch(rb, tb, uniform_token_count(rb, tb, max_q))
+        full = desc.mode is Mode.FULL
+        p_reqs = desc.num_reqs if full and desc.num_reqs else rb
+        context_rows = desc.num_tokens if full else tb
+        self.dflash.prepare(rb, p_reqs, tb, context_rows)
+        q_rows = p_reqs * (k + 1)
+        compute_slot_mappings(
+            bufs.block_table, self.dflash.qsl, self.dflash.positions, bufs.slot_mapping, rb,
+            q_rows, self.block_size, self.allocator.num_blocks,
+            self.guard(query_start_loc="dflash.query_start_loc", positions="dflash.positions", block_table="block_table"),
+        )  # fmt: skip
+        anchors = [s - (b.num_drafts - a) for s, b, a in zip(seq_lens, batch, accepted, strict=True)]
+        lens = [p + k + 1 for p in anchors] + [0] * (p_reqs - rb)
+        common = CommonMetadata(
+            self.dflash.qsl, self.dflash.seq_lens, bufs.block_table, lens, p_reqs, q_rows, k + 1,
+            "dflash",
+        )  # fmt: skip
+        runner.run(desc, p_reqs, context_rows, self.build_metadata(self.draft_builder, common))
+        descriptors["draft_prefill"] = desc.label()
+        self._phase_done("draft_prefill")
 
     def _phase_done(self, phase: str) -> None:
         if self.phase_hook is not None:
@@ -404,5 +503,6 @@ class Rig:
 
 def _with_blocks(layout: KVLayout, num_blocks: int) -> KVLayout:
     return KVLayout(
-        num_blocks, layout.block_size, layout.num_kv_heads, layout.head_dim, layout.dtype
-    )
+        num_blocks, layout.block_size, layout.num_kv_heads, layout.head_dim, layout.dtype,
+        layout.latent,
+    )  # fmt: skip

@@ -397,3 +397,27 @@ def test_random_padded_batches(device: torch.device, seed: int) -> None:
     out = torch.full_like(q, SENTINEL)
     csr_paged_prefill(q, k_cache, v_cache, out, *meta, num_reqs, max_q, scale)
     torch.testing.assert_close(out.cpu(), expected.cpu(), **TOL[torch.float32])
+
+
+def test_non_causal_block_attends_whole_kv(device: torch.device, gen: torch.Generator) -> None:
+    """DFlash blocks: every query row attends every KV position of its request."""
+    reqs = make_batch(gen, [4, 3], [6, 9], 40, 4)
+    k_cache = randn((40, 4, 2, 16), gen, torch.float32, device)
+    v_cache = randn((40, 4, 2, 16), gen, torch.float32, device)
+    q = randn((7, 4, 16), gen, torch.float32, device)
+    out = torch.zeros_like(q)
+    bt = torch.zeros((2, 6), dtype=torch.int32)
+    for i, r in enumerate(reqs):
+        bt[i, : len(r.pages)] = torch.tensor(r.pages, dtype=torch.int32)
+    qsl = torch.tensor([0, 4, 7], dtype=torch.int32, device=device)
+    sl = torch.tensor([r.kv_len for r in reqs], dtype=torch.int32, device=device)
+    varlen_paged_attention(
+        q, k_cache, v_cache, out, qsl, sl, bt.to(device), 2, 4, scale_for(16), causal=False
+    )
+    # a non-causal request equals causal rows that all sit at the last position
+    want = torch.zeros_like(q)
+    for req in reqs:
+        for i in range(req.q_len):
+            row = Req(req.q_start + i, 1, req.kv_len, req.pages)
+            want = ref_attention(q, k_cache, v_cache, want, [row], scale_for(16))
+    torch.testing.assert_close(out.cpu(), want.cpu(), **TOL[torch.float32])

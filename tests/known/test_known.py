@@ -88,12 +88,13 @@ def test_each_engine_profiles_cover_every_release_once(engine: str) -> None:
 def test_seed_profiles_keep_their_semantics() -> None:
     """The named profiles reproduce the seed bugs: their flags must not drift."""
     want = {
-        "vllm-pre-39773": (False, False, False, True, True),
-        "vllm-0.20": (True, True, False, True, True),
-        "vllm-0.22": (True, True, True, True, True),
-        "vllm-current": (True, True, True, False, True),
-        "sglang-pre-10892": (True, True, True, False, False),
-        "sglang-current": (True, True, True, False, True),
+        "vllm-pre-39773": (False, False, False, True, True, True),
+        "vllm-0.20": (True, True, False, True, True, True),
+        "vllm-0.22": (True, True, True, True, True, True),
+        "vllm-pre-50065": (True, True, True, False, False, True),
+        "vllm-current": (True, True, True, False, True, True),
+        "sglang-pre-10892": (True, True, True, False, True, False),
+        "sglang-current": (True, True, True, False, True, True),
     }
     for name, flags in want.items():
         assert tuple(PROFILES[name].flags().values()) == flags, name

@@ -66,7 +66,8 @@ def dense_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.
     rep = nh // k.shape[1]
     # expand, not repeat_interleave: no host sync, so the callback is graph-capturable.
     k = k[:, :, None, :].expand(t, k.shape[1], rep, hd).reshape(t, nh, hd)
-    v = v[:, :, None, :].expand(t, v.shape[1], rep, hd).reshape(t, nh, hd)
+    vd = v.shape[-1]  # MLA: the value is the latent prefix, narrower than q/k
+    v = v[:, :, None, :].expand(t, v.shape[1], rep, vd).reshape(t, nh, vd)
     o = F.scaled_dot_product_attention(
         q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), is_causal=True
     )

@@ -44,7 +44,8 @@ def mutated_configs(draw: Any) -> dict[str, Any]:
     base = dict(
         draw(
             st.sampled_from(
-                [p.target for p in PRESETS.values()] + [p.draft for p in PRESETS.values()]
+                [p.target for p in PRESETS.values()]
+                + [p.draft for p in PRESETS.values() if p.draft is not None]
             )
         )
     )

@@ -237,6 +237,7 @@ def csr_paged_prefill(
     max_query_len: int,
     scale: float,
     guard: Guard | None = None,
+    causal: bool = True,
 ) -> None:
     """FlashInfer style causal prefill/verify over CSR page lists.
 
@@ -272,6 +273,7 @@ def csr_paged_prefill(
         kernel="csr_paged_prefill",
         roles=("qo_indptr", "last_page_len", "kv_indices", "kv_indptr"),
         guard=guard,
+        causal=causal,
     )
 
 

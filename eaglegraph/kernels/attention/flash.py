@@ -22,6 +22,7 @@ def varlen_paged_attention(
     max_query_len: int,
     scale: float,
     guard: Guard | None = None,
+    causal: bool = True,
 ) -> None:
     """Flash-attn style causal paged attention (varlen queries, block table).
 
@@ -58,4 +59,5 @@ def varlen_paged_attention(
         kernel="varlen_paged_attention",
         roles=("query_start_loc", "seq_lens", "block_table", ""),  # no kv_indptr
         guard=guard,
+        causal=causal,
     )

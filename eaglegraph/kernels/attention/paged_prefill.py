@@ -52,6 +52,7 @@ def _paged_prefill_kernel(
     pages_id,
     kv_indptr_id,
     CSR: tl.constexpr,
+    CAUSAL: tl.constexpr,  # False: every query row attends the request's whole KV (DFlash)
     PAGE_SIZE: tl.constexpr,
     GROUP: tl.constexpr,  # query heads per kv head
     GROUP_P2: tl.constexpr,  # next_pow2(GROUP)
@@ -161,7 +162,10 @@ def _paged_prefill_kernel(
         q = q.to(tl.float32)
     # Causal: query row i sits at position kv_len - q_len + i.
     q_pos = kv_len - q_len + offs_m
-    kv_hi = tl.minimum(kv_len, kv_len - q_len + m_start + BLOCK_M)
+    if CAUSAL:  # noqa: SIM108 (a Triton constexpr branch)
+        kv_hi = tl.minimum(kv_len, kv_len - q_len + m_start + BLOCK_M)
+    else:
+        kv_hi = kv_len
     kv_hi = tl.where(active & (m_start < q_len), kv_hi, 0)
     k_base = k_cache_ptr + kv_off[None, :]
     v_base = v_cache_ptr + vv_off[None, :]
@@ -195,7 +199,10 @@ def _paged_prefill_kernel(
             s = tl.dot(q, tl.trans(k.to(tl.float32)), input_precision="ieee")
         else:
             s = tl.dot(q, tl.trans(k))
-        allowed = n_ok[None, :] & (offs_n[None, :] <= q_pos[:, None])
+        if CAUSAL:
+            allowed = n_ok[None, :] & (offs_n[None, :] <= q_pos[:, None])
+        else:
+            allowed = n_ok[None, :] & (q_pos[:, None] * 0 == 0)
         s = tl.where(allowed, s * qk_scale, float("-inf"))
         m_new = tl.maximum(m_i, reduce_max(s, 1))
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
@@ -236,6 +243,7 @@ def launch_prefill(
     kernel: str,
     roles: tuple[str, str, str, str],
     guard: Guard | None,
+    causal: bool = True,
 ) -> None:
     num_heads, num_kv_heads, head_dim, block_size = check_attention_shapes(q, k_cache, v_cache, out)
     if num_reqs <= 0 or max_query_len <= 0:
@@ -266,6 +274,7 @@ def launch_prefill(
         head_dim,
         guard=g,
         CSR=csr,
+        CAUSAL=causal,
         PAGE_SIZE=block_size,
         GROUP=group,
         GROUP_P2=group_p2,

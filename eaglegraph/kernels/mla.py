@@ -1,0 +1,407 @@
+"""Paged Multi-head Latent Attention (DeepSeek-V2/V3, GLM-5) over a latent KV cache.
+
+MLA caches one row per token: the normed latent ``c`` (``kv_lora_rank`` wide) followed by the
+roped key part ``k_pe`` (``qk_rope_head_dim`` wide), shared by every head. With the key
+up-projection absorbed into the query (``q_lat = q_nope · W_UK``) attention is multi-query
+attention whose key is the whole row and whose value is its latent prefix:
+``softmax(q_lat·c + q_pe·k_pe) · c``; the caller applies ``W_UV`` to the latent output.
+That absorbed form is what vLLM's MLA decode backends run, and it is exact for every query
+length, so one kernel serves decode, verify and prefill here.
+
+Metadata styles are the ones of :mod:`eaglegraph.kernels.attention`:
+
+* flash-attn style (:func:`mla_varlen_attention`): ``query_start_loc``, ``seq_lens``, block
+  table (FlashMLA / Triton MLA); rows past ``query_start_loc[num_reqs]`` are never touched.
+* FlashInfer style (:func:`mla_csr_prefill`, :func:`mla_csr_decode`): CSR page lists; the
+  decode takes its batch size from the number of query rows, one token per row (FlashInfer
+  MLA), so padded rows read whatever ``kv_indptr``/``last_page_len`` hold there.
+
+Guards follow ``guard.py`` and the conventions of the standard attention kernels: every
+metadata entry and page id read is checked, logged once (by the first head block of the
+request; pages by the last query block) and a bad request is skipped, a bad page masked.
+The softmax scale is ``1/sqrt(kv_lora_rank + rope_dim)`` unless given: the MLA module folds
+the model's own scale into ``q`` so every attention callback can use the row width's.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from eaglegraph.kernels._triton import (
+    check_device,
+    interpreting,
+    next_pow2,
+    reduce_max,
+    reduce_sum,
+    tl,
+    triton,
+)
+from eaglegraph.kernels.guard import Guard, check_bounds_pair, guard_args, log_violation
+
+__all__ = ["mla_csr_decode", "mla_csr_prefill", "mla_scale", "mla_varlen_attention"]
+
+_LOG2E = 1.4426950408889634
+
+
+@triton.jit
+def _mla_kernel(
+    q_ptr,
+    cache_ptr,
+    out_ptr,
+    qo_ptr,  # query_start_loc / qo_indptr [R+1]; unused by DECODE
+    len_ptr,  # flash-attn: seq_lens [R]; CSR: last_page_len [R]
+    pages_ptr,  # flash-attn: block_table [R, n_cols]; CSR: kv_indices
+    kv_indptr_ptr,  # CSR only
+    num_q_rows,
+    num_heads,
+    num_blocks,
+    pages_extent,  # flash-attn: n_cols; CSR: kv_indices.numel()
+    bt_stride,
+    stride_qt,
+    stride_qh,
+    stride_ot,
+    stride_oh,
+    stride_cb,
+    stride_co,
+    qk_scale,
+    log_entries_ptr,
+    log_count_ptr,
+    log_capacity,
+    kernel_id,
+    qo_id,
+    len_id,
+    pages_id,
+    kv_indptr_id,
+    LATENT: tl.constexpr,  # kv_lora_rank (a power of two in every real model; masked anyway)
+    ROPE: tl.constexpr,
+    CSR: tl.constexpr,
+    DECODE: tl.constexpr,  # one query row per program id 0, batch = query rows
+    PAGE_SIZE: tl.constexpr,
+    BLOCK_H: tl.constexpr,  # heads per program
+    BLOCK_M: tl.constexpr,  # query tokens per program
+    BLOCK_N: tl.constexpr,
+    BLOCK_L: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    DOT_F32: tl.constexpr,
+    GUARD: tl.constexpr,
+):
+    r = tl.program_id(0)
+    hb = tl.program_id(1)
+    mb = tl.program_id(2)
+    if DECODE:
+        qs = r
+        qe = r + 1
+    else:
+        qs = tl.load(qo_ptr + r)
+        qe = tl.load(qo_ptr + r + 1)
+    q_len = qe - qs
+    if CSR:
+        ks = tl.load(kv_indptr_ptr + r)
+        ke = tl.load(kv_indptr_ptr + r + 1)
+        n_pages = ke - ks
+        lpl = tl.load(len_ptr + r)
+        kv_len = tl.where(n_pages > 0, (n_pages - 1) * PAGE_SIZE + lpl, 0)
+        page_base = pages_ptr + ks.to(tl.int64)
+    else:
+        kv_len = tl.load(len_ptr + r)
+        page_base = pages_ptr + r.to(tl.int64) * bt_stride
+    active = q_len > 0
+
+    if GUARD:
+        first = (hb == 0) & (mb == 0)
+        meta_ok = q_len >= 0
+        bad_qs = q_len < 0  # DECODE: never
+        bad_qe = q_len < 0
+        if not DECODE:
+            bad_qs, bad_qe = check_bounds_pair(qs, qe, num_q_rows)
+            meta_ok = ~bad_qs & ~bad_qe
+        if CSR:
+            bad_ks, bad_ke = check_bounds_pair(ks, ke, pages_extent)
+            kv_ok = ~bad_ks & ~bad_ke
+            bad_len = (lpl < 0) | (lpl > PAGE_SIZE) | (kv_ok & (n_pages > 0) & (lpl < 1))
+            len_value = lpl
+            meta_ok = meta_ok & kv_ok & ~bad_len
+        else:
+            bad_len = (
+                (kv_len < 0) | (kv_len > pages_extent * PAGE_SIZE) | (meta_ok & (kv_len < q_len))
+            )
+            len_value = kv_len
+            meta_ok = meta_ok & ~bad_len
+        if first & ~meta_ok:
+            if not DECODE:
+                log_violation(
+                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qo_id, r, qs,
+                    (r == 0) & bad_qs,
+                )  # fmt: skip
+                log_violation(
+                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qo_id, r + 1, qe,
+                    bad_qe,
+                )  # fmt: skip
+            log_violation(
+                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, len_id, r, len_value,
+                bad_len,
+            )  # fmt: skip
+            if CSR:
+                log_violation(
+                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, kv_indptr_id, r, ks,
+                    (r == 0) & bad_ks,
+                )  # fmt: skip
+                log_violation(
+                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, kv_indptr_id, r + 1,
+                    ke, bad_ke,
+                )  # fmt: skip
+        active = active & meta_ok
+        log_pages = (hb == 0) & (mb == (q_len - 1) // BLOCK_M)
+
+    # Rows are token-major: row i is token i // BLOCK_H, head hb*BLOCK_H + i % BLOCK_H.
+    m_start = mb * BLOCK_M
+    offs_r = tl.arange(0, BLOCK_M * BLOCK_H)
+    offs_m = m_start + offs_r // BLOCK_H
+    head = hb * BLOCK_H + offs_r % BLOCK_H
+    row_ok = (offs_m < tl.where(active, q_len, 0)) & (head < num_heads)
+    rows = (qs + offs_m).to(tl.int64)
+    offs_l = tl.arange(0, BLOCK_L)
+    offs_p = tl.arange(0, BLOCK_R)
+    l_ok = offs_l < LATENT
+    p_ok = offs_p < ROPE
+    q_row = q_ptr + rows[:, None] * stride_qt + head[:, None] * stride_qh
+    q_lat = tl.load(q_row + offs_l[None, :], mask=row_ok[:, None] & l_ok[None, :], other=0.0)
+    q_pe = tl.load(
+        q_row + LATENT + offs_p[None, :], mask=row_ok[:, None] & p_ok[None, :], other=0.0
+    )
+    if DOT_F32:
+        q_lat = q_lat.to(tl.float32)
+        q_pe = q_pe.to(tl.float32)
+    # Causal: query row i sits at position kv_len - q_len + i.
+    q_pos = kv_len - q_len + offs_m
+    kv_hi = tl.minimum(kv_len, kv_len - q_len + m_start + BLOCK_M)
+    kv_hi = tl.where(active & (m_start < q_len), kv_hi, 0)
+
+    m_i = tl.full([BLOCK_M * BLOCK_H], float("-inf"), tl.float32)
+    l_i = tl.full([BLOCK_M * BLOCK_H], 0.0, tl.float32)
+    acc = tl.full([BLOCK_M * BLOCK_H, BLOCK_L], 0.0, tl.float32)
+    for start in range(0, kv_hi, BLOCK_N):
+        offs_n = start + tl.arange(0, BLOCK_N)
+        n_ok = offs_n < kv_hi
+        page_idx = offs_n // PAGE_SIZE
+        page = tl.load(page_base + page_idx, mask=n_ok, other=0).to(tl.int64)
+        if GUARD:
+            bad_page = n_ok & ((page < 0) | (page >= num_blocks))
+            if log_pages & (reduce_max(bad_page.to(tl.int32), 0) > 0):
+                page_row = ks + page_idx if CSR else r * pages_extent + page_idx
+                log_violation(
+                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, pages_id, page_row,
+                    page, bad_page & (offs_n % PAGE_SIZE == 0),
+                )  # fmt: skip
+            n_ok = n_ok & ~bad_page
+        row_base = cache_ptr + page[:, None] * stride_cb + (offs_n % PAGE_SIZE)[:, None] * stride_co
+        c = tl.load(row_base + offs_l[None, :], mask=n_ok[:, None] & l_ok[None, :], other=0.0)
+        kpe = tl.load(
+            row_base + LATENT + offs_p[None, :], mask=n_ok[:, None] & p_ok[None, :], other=0.0
+        )
+        if DOT_F32:
+            c32 = c.to(tl.float32)
+            s = tl.dot(q_lat, tl.trans(c32), input_precision="ieee")
+            s += tl.dot(q_pe, tl.trans(kpe.to(tl.float32)), input_precision="ieee")
+        else:
+            s = tl.dot(q_lat, tl.trans(c))
+            s += tl.dot(q_pe, tl.trans(kpe))
+        allowed = n_ok[None, :] & (offs_n[None, :] <= q_pos[:, None])
+        s = tl.where(allowed, s * qk_scale, float("-inf"))
+        m_new = tl.maximum(m_i, reduce_max(s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        p = tl.exp2(s - m_safe[:, None])
+        alpha = tl.exp2(m_i - m_safe)
+        l_i = l_i * alpha + reduce_sum(p, 1)
+        if DOT_F32:  # noqa: SIM108 (c32 exists only in this branch)
+            pv = tl.dot(p, c32, input_precision="ieee")
+        else:
+            pv = tl.dot(p.to(c.dtype), c)
+        acc = acc * alpha[:, None] + pv
+        m_i = m_new
+
+    o = acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None]
+    tl.store(
+        out_ptr + rows[:, None] * stride_ot + head[:, None] * stride_oh + offs_l[None, :],
+        o.to(out_ptr.dtype.element_ty),
+        mask=row_ok[:, None] & l_ok[None, :],
+    )
+
+
+def mla_scale(latent: int, rope: int) -> float:
+    """The softmax scale the kernels use by default: 1/sqrt of the cached row width."""
+    return 1.0 / math.sqrt(latent + rope)
+
+
+def _check_shapes(q: torch.Tensor, cache: torch.Tensor, out: torch.Tensor) -> tuple[int, int, int]:
+    """(latent, rope, page size) from ``q [T, nh, L+R]``, ``out [T, nh, L]``, cache
+    ``[num_blocks, block_size, 1, L+R]``."""
+    if cache.dim() != 4 or cache.shape[2] != 1:
+        raise ValueError(f"MLA cache {tuple(cache.shape)} must be [num_blocks, block_size, 1, L+R]")
+    width = cache.shape[3]
+    if q.dim() != 3 or q.shape[2] != width:
+        raise ValueError(f"q {tuple(q.shape)} must be [T, nh, {width}] (latent + rope)")
+    latent = out.shape[-1]
+    if out.dim() != 3 or out.shape[:2] != q.shape[:2] or not 0 < latent < width:
+        raise ValueError(f"out {tuple(out.shape)} must be [T, nh, latent < {width}]")
+    for t in (q, out, cache):
+        if t.stride(-1) != 1:
+            raise ValueError("q, out and the cache need a contiguous last dimension")
+    return latent, width - latent, cache.shape[1]
+
+
+def _tiles(num_heads: int, max_query_len: int, max_kv_len: int, latent: int) -> tuple[int, ...]:
+    """(BLOCK_H, BLOCK_M, BLOCK_N): compiled, register-sized tiles; interpreted, one program
+    per request covering every head and the whole query (each program costs per operation)."""
+    heads = next_pow2(num_heads)
+    if interpreting():
+        block_m = next_pow2(max_query_len)
+        while block_m > 1 and block_m * heads > 256:
+            block_m //= 2
+        rows = block_m * heads
+        block_n = min(next_pow2(max_kv_len, 16), 256)
+        while block_n > 16 and rows * block_n * next_pow2(latent) > (1 << 18):
+            block_n //= 2
+        return heads, block_m, block_n
+    block_h = min(heads, 16)
+    rows_cap = 32 if latent >= 256 else 64
+    block_m = max(1, min(next_pow2(max_query_len), rows_cap // block_h))
+    if block_m * block_h < 16:
+        block_h = 16  # tl.dot needs >= 16 rows: pad heads (masked)
+    return block_h, block_m, 32 if latent >= 256 else 64
+
+
+def _launch(
+    *,
+    csr: bool,
+    decode: bool,
+    q: torch.Tensor,
+    cache: torch.Tensor,
+    out: torch.Tensor,
+    qo: torch.Tensor,
+    lens: torch.Tensor,
+    pages: torch.Tensor,
+    kv_indptr: torch.Tensor,
+    pages_extent: int,
+    bt_stride: int,
+    num_reqs: int,
+    max_query_len: int,
+    scale: float | None,
+    kernel: str,
+    roles: tuple[str, str, str, str],
+    guard: Guard | None,
+) -> None:
+    latent, rope, block_size = _check_shapes(q, cache, out)
+    if num_reqs <= 0 or max_query_len <= 0:
+        return
+    num_heads = q.shape[1]
+    block_h, block_m, block_n = _tiles(num_heads, max_query_len, pages_extent * block_size, latent)
+    g = guard_args(guard, kernel, roles, lens)
+    grid = (num_reqs, triton.cdiv(num_heads, block_h), triton.cdiv(max_query_len, block_m))
+    softmax_scale = mla_scale(latent, rope) if scale is None else scale
+    _mla_kernel[grid](
+        q, cache, out, qo, lens, pages, kv_indptr,
+        q.shape[0], num_heads, cache.shape[0], pages_extent, bt_stride,
+        q.stride(0), q.stride(1), out.stride(0), out.stride(1), cache.stride(0), cache.stride(1),
+        float(softmax_scale) * _LOG2E,
+        g.entries, g.count, g.capacity, g.kernel_id, *g.buffer_ids,
+        LATENT=latent, ROPE=rope, CSR=csr, DECODE=decode, PAGE_SIZE=block_size,
+        BLOCK_H=block_h, BLOCK_M=block_m, BLOCK_N=block_n,
+        BLOCK_L=next_pow2(latent, 16), BLOCK_R=next_pow2(rope, 16),
+        DOT_F32=q.dtype == torch.float32 or q.dtype != cache.dtype or interpreting(),
+        GUARD=g.enabled,
+        num_warps=8 if latent >= 256 else 4,
+    )  # fmt: skip
+
+
+def mla_varlen_attention(
+    q: torch.Tensor,
+    cache: torch.Tensor,
+    out: torch.Tensor,
+    query_start_loc: torch.Tensor,
+    seq_lens: torch.Tensor,
+    block_table: torch.Tensor,
+    num_reqs: int,
+    max_query_len: int,
+    scale: float | None = None,
+    guard: Guard | None = None,
+) -> None:
+    """Flash-attn style causal MLA over a block table (rules of ``varlen_paged_attention``).
+
+    Guard roles: ``"query_start_loc"``, ``"seq_lens"``, ``"block_table"``.
+    """
+    check_device(q, cache, out, query_start_loc, seq_lens, block_table)
+    if query_start_loc.numel() < num_reqs + 1 or seq_lens.numel() < num_reqs:
+        raise ValueError("query_start_loc needs num_reqs + 1 entries and seq_lens num_reqs")
+    if block_table.dim() != 2 or block_table.shape[0] < num_reqs or block_table.stride(1) != 1:
+        raise ValueError("block_table must be a row-major [>= num_reqs, n_cols] tensor")
+    _launch(
+        csr=False, decode=False, q=q, cache=cache, out=out, qo=query_start_loc, lens=seq_lens,
+        pages=block_table, kv_indptr=query_start_loc, pages_extent=block_table.shape[1],
+        bt_stride=block_table.stride(0), num_reqs=num_reqs, max_query_len=max_query_len,
+        scale=scale, kernel="mla_varlen_attention",
+        roles=("query_start_loc", "seq_lens", "block_table", ""), guard=guard,
+    )  # fmt: skip
+
+
+def mla_csr_prefill(
+    q: torch.Tensor,
+    cache: torch.Tensor,
+    out: torch.Tensor,
+    qo_indptr: torch.Tensor,
+    kv_indptr: torch.Tensor,
+    kv_indices: torch.Tensor,
+    last_page_len: torch.Tensor,
+    num_reqs: int,
+    max_query_len: int,
+    scale: float | None = None,
+    guard: Guard | None = None,
+) -> None:
+    """FlashInfer style causal MLA prefill/verify over CSR page lists.
+
+    Guard roles: ``"qo_indptr"``, ``"kv_indptr"``, ``"last_page_len"``, ``"kv_indices"``.
+    """
+    check_device(q, cache, out, qo_indptr, kv_indptr, kv_indices, last_page_len)
+    if qo_indptr.numel() < num_reqs + 1 or kv_indptr.numel() < num_reqs + 1:
+        raise ValueError("qo_indptr and kv_indptr need num_reqs + 1 entries")
+    if last_page_len.numel() < num_reqs or kv_indices.dim() != 1:
+        raise ValueError("last_page_len needs num_reqs entries; kv_indices must be 1-D")
+    _launch(
+        csr=True, decode=False, q=q, cache=cache, out=out, qo=qo_indptr, lens=last_page_len,
+        pages=kv_indices, kv_indptr=kv_indptr, pages_extent=kv_indices.numel(), bt_stride=0,
+        num_reqs=num_reqs, max_query_len=max_query_len, scale=scale, kernel="mla_csr_prefill",
+        roles=("qo_indptr", "last_page_len", "kv_indices", "kv_indptr"), guard=guard,
+    )  # fmt: skip
+
+
+def mla_csr_decode(
+    q: torch.Tensor,
+    cache: torch.Tensor,
+    out: torch.Tensor,
+    kv_indptr: torch.Tensor,
+    kv_indices: torch.Tensor,
+    last_page_len: torch.Tensor,
+    batch_size: int,
+    scale: float | None = None,
+    guard: Guard | None = None,
+) -> None:
+    """FlashInfer style MLA decode: one query row per request, ``batch_size`` = query rows,
+    so padded rows read the CSR entries past the real requests (as ``csr_paged_decode``).
+
+    Guard roles: ``"kv_indptr"``, ``"last_page_len"``, ``"kv_indices"``.
+    """
+    check_device(q, cache, out, kv_indptr, kv_indices, last_page_len)
+    if batch_size > q.shape[0]:
+        raise ValueError(f"batch_size {batch_size} exceeds q rows {q.shape[0]}")
+    if kv_indptr.numel() < batch_size + 1 or last_page_len.numel() < batch_size:
+        raise ValueError("kv_indptr needs batch_size + 1 entries and last_page_len batch_size")
+    if kv_indices.dim() != 1:
+        raise ValueError("kv_indices must be 1-D")
+    _launch(
+        csr=True, decode=True, q=q, cache=cache, out=out, qo=kv_indptr, lens=last_page_len,
+        pages=kv_indices, kv_indptr=kv_indptr, pages_extent=kv_indices.numel(), bt_stride=0,
+        num_reqs=batch_size, max_query_len=1, scale=scale, kernel="mla_csr_decode",
+        roles=("", "last_page_len", "kv_indices", "kv_indptr"), guard=guard,
+    )  # fmt: skip

@@ -1,0 +1,311 @@
+"""DeepSeek-style targets: Multi-head Latent Attention, dense or routed-expert MLPs.
+
+Attention runs in the absorbed form vLLM's MLA backends use: the key up-projection is folded
+into the query (`q_lat = q_nope · W_UK`), the KV cache holds one row per token (the normed
+latent `c` then the roped `k_pe`), and the value up-projection is applied to the latent
+output. The attention callback therefore sees multi-query attention with q `[T, nh, L+R]`,
+k `[T, 1, L+R]` and v = the latent prefix `[T, 1, L]`, writing `out [T, nh, L]`; callbacks
+scale scores by `1/sqrt(L+R)`, so the model folds its own softmax scale (qk_head_dim and
+YaRN's mscale) into q. Checkpoints store the rope dims interleaved (`rope_interleave`); the
+loader permutes those rows to the rotate-half order the RoPE kernel applies, which changes
+no dot product.
+
+The routed-expert MLP computes every expert for every token and weights the outputs by the
+routing (zero for unrouted experts): no data-dependent shapes, so it captures in a graph.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from eaglegraph.errors import BadInput
+from eaglegraph.kernels.rope import apply_rotary
+from eaglegraph.models.layers import (
+    AttentionFn,
+    GatedMLP,
+    LayerSpec,
+    RMSNorm,
+    VocabEmbedding,
+    new_param,
+)
+from eaglegraph.models.rope import build_cos_sin_cache, cache_length
+from eaglegraph.pair.geometry import Geometry
+from eaglegraph.pair.mla import MLADims, MoEDims
+
+
+def _yarn_mscale(scale: float, mscale: float) -> float:
+    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
+
+
+def mla_softmax_scale(geometry: Geometry, mla: MLADims, extras: Mapping[str, Any]) -> float:
+    """`qk_head_dim^-0.5`, times YaRN's `mscale(factor, mscale_all_dim)^2` (DeepSeek-V3)."""
+    scale = mla.qk_head_dim**-0.5
+    rope = geometry.rope
+    mscale_all_dim = extras.get("mscale_all_dim")
+    if rope.rope_type != "default" and mscale_all_dim and rope.factor:
+        scale *= _yarn_mscale(rope.factor, float(mscale_all_dim)) ** 2
+    return scale
+
+
+class MLAAttention(nn.Module):
+    """Latent attention: (q_a → norm → q_b | q_proj), kv_a → (norm, rope), absorbed kv_b."""
+
+    def __init__(
+        self,
+        hidden_size: int,
+        num_heads: int,
+        mla: MLADims,
+        eps: float,
+        softmax_scale: float,
+        dtype: torch.dtype,
+        device: torch.device,
+    ) -> None:
+        super().__init__()
+        self.mla = mla
+        self.num_heads = num_heads
+        latent, rope = mla.kv_lora_rank, mla.qk_rope_head_dim
+        q_rows = num_heads * mla.qk_head_dim
+        if mla.q_lora_rank:
+            self.q_a_weight: nn.Parameter | None = new_param(
+                (mla.q_lora_rank, hidden_size), dtype, device
+            )
+            self.q_a_norm: RMSNorm | None = RMSNorm(mla.q_lora_rank, eps, dtype, device)
+            self.q_b_weight = new_param((q_rows, mla.q_lora_rank), dtype, device)
+        else:
+            self.q_a_weight = None
+            self.q_a_norm = None
+            self.q_b_weight = new_param((q_rows, hidden_size), dtype, device)
+        self.kv_a_weight = new_param((latent + rope, hidden_size), dtype, device)
+        self.kv_a_norm = RMSNorm(latent, eps, dtype, device)
+        self.kv_b_weight = new_param(
+            (num_heads * (mla.qk_nope_head_dim + mla.v_head_dim), latent), dtype, device
+        )
+        self.o_weight = new_param((hidden_size, num_heads * mla.v_head_dim), dtype, device)
+        # callbacks scale by 1/sqrt(L+R): fold the model's scale into q
+        self.q_scale = softmax_scale * math.sqrt(latent + rope)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        cos_sin_cache: torch.Tensor,
+        attention: AttentionFn,
+        layer_index: int,
+    ) -> torch.Tensor:
+        m, nh, t = self.mla, self.num_heads, x.shape[0]
+        latent, nope = m.kv_lora_rank, m.qk_nope_head_dim
+        if self.q_a_weight is not None and self.q_a_norm is not None:
+            q = F.linear(self.q_a_norm(F.linear(x, self.q_a_weight)), self.q_b_weight)
+        else:
+            q = F.linear(x, self.q_b_weight)
+        q = q.view(t, nh, m.qk_head_dim)
+        kv_a = F.linear(x, self.kv_a_weight)
+        row = torch.empty((t, 1, latent + m.qk_rope_head_dim), dtype=x.dtype, device=x.device)
+        row[:, 0, :latent] = self.kv_a_norm(kv_a[:, :latent])
+        row[:, 0, latent:] = kv_a[:, latent:]
+        q_pe = q[:, :, nope:]
+        apply_rotary(q_pe, row[:, :, latent:], positions, cos_sin_cache, t)
+        w = self.kv_b_weight.view(nh, nope + m.v_head_dim, latent)
+        q_full = torch.empty((t, nh, latent + m.qk_rope_head_dim), dtype=x.dtype, device=x.device)
+        q_full[:, :, :latent] = torch.einsum("thd,hdl->thl", q[:, :, :nope], w[:, :nope])
+        q_full[:, :, latent:] = q_pe
+        q_full.mul_(self.q_scale)
+        out = torch.empty((t, nh, latent), dtype=x.dtype, device=x.device)
+        attention(layer_index, q_full, row, row[:, :, :latent], out)
+        o = torch.einsum("thl,hvl->thv", out, w[:, nope:])
+        return F.linear(o.reshape(t, nh * m.v_head_dim), self.o_weight)
+
+
+class RoutedMoE(nn.Module):
+    """DeepSeek-V3 MoE: grouped top-k routing over sigmoid (or softmax) scores, shared experts."""
+
+    def __init__(
+        self, hidden_size: int, moe: MoEDims, eps: float, dtype: torch.dtype, device: torch.device
+    ) -> None:
+        super().__init__()
+        self.moe = moe
+        e, inter = moe.n_routed_experts, moe.moe_intermediate_size
+        self.gate_weight = new_param((e, hidden_size), dtype, device)
+        self.register_buffer(
+            "e_score_correction_bias", torch.zeros(e, dtype=torch.float32, device=device)
+        )
+        self.gate_up = new_param((e, 2 * inter, hidden_size), dtype, device)
+        self.down = new_param((e, hidden_size, inter), dtype, device)
+        shared = LayerSpec(hidden_size, inter * max(moe.n_shared_experts, 1), 1, 1, 1, eps)
+        self.shared = GatedMLP(shared, dtype, device) if moe.n_shared_experts else None
+
+    def routing(self, x: torch.Tensor) -> torch.Tensor:
+        """`[T, E]` fp32 weights, zero outside each token's chosen experts."""
+        m = self.moe
+        logits = F.linear(x.float(), self.gate_weight.float())
+        scores = logits.sigmoid() if m.scoring_func == "sigmoid" else logits.softmax(-1)
+        choice = scores + self.e_score_correction_bias
+        t, e = scores.shape
+        per_group = e // m.n_group
+        grouped = choice.view(t, m.n_group, per_group)
+        if m.scoring_func == "sigmoid":
+            group_scores = grouped.topk(min(2, per_group), dim=-1)[0].sum(-1)
+        else:
+            group_scores = grouped.max(-1).values
+        group_idx = group_scores.topk(m.topk_group, dim=-1, sorted=False)[1]
+        group_mask = torch.zeros_like(group_scores).scatter_(1, group_idx, 1.0)
+        keep = group_mask[:, :, None].expand(t, m.n_group, per_group).reshape(t, e) > 0
+        idx = choice.masked_fill(~keep, float("-inf")).topk(m.num_experts_per_tok, -1)[1]
+        weights = scores.gather(1, idx)
+        if m.norm_topk_prob and m.num_experts_per_tok > 1:
+            weights = weights / (weights.sum(-1, keepdim=True) + 1e-20)
+        weights = weights * m.routed_scaling_factor
+        return torch.zeros_like(scores).scatter_(1, idx, weights)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        route = self.routing(x)
+        out = torch.zeros(x.shape, dtype=torch.float32, device=x.device)
+        for expert in range(self.moe.n_routed_experts):
+            gate, up = F.linear(x, self.gate_up[expert]).chunk(2, dim=-1)
+            y = F.linear(F.silu(gate) * up, self.down[expert])
+            out += y.float() * route[:, expert : expert + 1]
+        out = out.to(x.dtype)
+        return out if self.shared is None else out + self.shared(x)
+
+
+class MLADecoderLayer(nn.Module):
+    """Pre-norm layer: MLA, then a dense gated MLP or the routed-expert MLP."""
+
+    def __init__(
+        self,
+        geometry: Geometry,
+        mla: MLADims,
+        moe: MoEDims | None,
+        softmax_scale: float,
+        dtype: torch.dtype,
+        device: torch.device,
+    ) -> None:
+        super().__init__()
+        eps, hidden = geometry.rms_norm_eps, geometry.hidden_size
+        self.input_layernorm = RMSNorm(hidden, eps, dtype, device)
+        self.self_attn = MLAAttention(
+            hidden, geometry.num_attention_heads, mla, eps, softmax_scale, dtype, device
+        )
+        self.post_attention_layernorm = RMSNorm(hidden, eps, dtype, device)
+        dense = LayerSpec(hidden, geometry.intermediate_size, 1, 1, 1, eps)
+        self.mlp: nn.Module = (
+            RoutedMoE(hidden, moe, eps, dtype, device)
+            if moe is not None
+            else GatedMLP(dense, dtype, device)
+        )
+
+    def forward(
+        self,
+        h: torch.Tensor,
+        positions: torch.Tensor,
+        cos_sin_cache: torch.Tensor,
+        attention: AttentionFn,
+        layer_index: int,
+    ) -> torch.Tensor:
+        h = h + self.self_attn(
+            self.input_layernorm(h), positions, cos_sin_cache, attention, layer_index
+        )
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+class MLATarget(nn.Module):
+    """DeepSeek-V2/V3-style target with the interface of `TargetModel`.
+
+    `moe` None builds every layer dense; otherwise `MoEDims.is_moe_layer` decides per layer.
+    """
+
+    family = "deepseek"
+
+    def __init__(
+        self,
+        geometry: Geometry,
+        mla: MLADims,
+        moe: MoEDims | None,
+        dtype: torch.dtype,
+        device: torch.device | str,
+        *,
+        max_positions: int | None = None,
+        rope_extras: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        dev = torch.device(device)
+        extras = dict(rope_extras or {})
+        self.geometry = geometry
+        self.mla = mla
+        self.moe = moe
+        self.hidden_size = geometry.hidden_size
+        self.vocab_size = geometry.vocab_size
+        self.num_layers = geometry.num_hidden_layers
+        self.max_positions = max_positions or cache_length(
+            geometry.rope, geometry.max_position_embeddings
+        )
+        self.softmax_scale = mla_softmax_scale(geometry, mla, extras)
+        self.extra_tensors: tuple[str, ...] = ()
+        self.embed_tokens = VocabEmbedding(geometry.vocab_size, geometry.hidden_size, dtype, dev)
+        self.layers = nn.ModuleList(
+            MLADecoderLayer(
+                geometry,
+                mla,
+                moe if moe is not None and moe.is_moe_layer(i) else None,
+                self.softmax_scale,
+                dtype,
+                dev,
+            )
+            for i in range(geometry.num_hidden_layers)
+        )
+        self.norm = RMSNorm(geometry.hidden_size, geometry.rms_norm_eps, dtype, dev)
+        self.lm_head = (
+            None
+            if geometry.tie_word_embeddings
+            else new_param((geometry.vocab_size, geometry.hidden_size), dtype, dev)
+        )
+        cache = build_cos_sin_cache(
+            geometry.rope,
+            mla.qk_rope_head_dim,
+            geometry.max_position_embeddings,
+            self.max_positions,
+            dev,
+            extras,
+        )
+        self.register_buffer("cos_sin_cache", cache, persistent=False)
+
+    @property
+    def lm_head_weight(self) -> torch.Tensor:
+        return self.embed_tokens.weight if self.lm_head is None else self.lm_head
+
+    def check_aux_layer_ids(self, aux_layer_ids: Sequence[int]) -> tuple[int, ...]:
+        ids = tuple(int(i) for i in aux_layer_ids)
+        bad = [i for i in ids if not 0 <= i < self.num_layers]
+        if bad:
+            raise BadInput(
+                f"aux hidden-state layer id(s) {bad} out of range for a {self.num_layers}-layer "
+                f"target (valid: 0..{self.num_layers - 1})"
+            )
+        return ids
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        attention: AttentionFn,
+        aux_layer_ids: Sequence[int] = (),
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(final-normed hidden [T, H], aux states or None), as `TargetModel.forward`."""
+        ids = self.check_aux_layer_ids(aux_layer_ids)
+        h = self.embed_tokens(input_ids)
+        taps: dict[int, torch.Tensor] = {}
+        for index, layer in enumerate(self.layers):
+            if index in ids:
+                taps[index] = h
+            h = layer(h, positions, self.cos_sin_cache, attention, index)
+        aux = torch.cat([taps[i] for i in ids], dim=-1) if ids else None
+        return self.norm(h), aux
+
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return F.linear(hidden, self.lm_head_weight).float()

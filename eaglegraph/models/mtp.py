@@ -1,0 +1,295 @@
+"""Multi-Token-Prediction drafts: DeepSeek-style in-checkpoint modules and Qwen-style drafts.
+
+One MTP module (vLLM `DeepSeekMultiTokenPredictorLayer`, SpecForge `Qwen3_5MTPModel`):
+
+    h = eh_proj(cat(enorm(embed(token_{i+1})), hnorm(hidden_i)))      # [T, 2H] -> [T, H]
+    h = block(h)                                                      # one decoder layer
+    logits = head(shared_norm(h));  hidden for the next step = shared_norm(h)
+
+The hidden fed in is the target's final-normed hidden state at the previous position (draft
+prefill, as EAGLE-1) or the module's own recycled `shared_norm(h)` (later steps). vLLM zeroes
+the token embedding at position 0. With several modules (`num_nextn_predict_layers` > 1),
+draft step k uses module `k % n` (vLLM `spec_step_idx % num_mtp_layers`); `step` selects it.
+Embedding and head are the target's unless the draft carries its own (`own_head`).
+
+DeepSeek/GLM checkpoints store module i at `model.layers.{L+i}` with an MLA block (routed
+experts from `first_k_dense_replace` on); Qwen-style drafts (`mtp.fc`, `mtp.pre_fc_norm_*`,
+`mtp.layers.0`, `mtp.norm`) use a standard-attention block with Gemma-style `(1 + w)` norms
+and an optional sigmoid output gate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from eaglegraph.kernels.rope import apply_rotary
+from eaglegraph.models.layers import (
+    AttentionFn,
+    GatedMLP,
+    LayerSpec,
+    RMSNorm,
+    VocabEmbedding,
+    new_param,
+)
+from eaglegraph.models.mla import MLADecoderLayer, MLATarget
+from eaglegraph.models.rope import build_cos_sin_cache
+from eaglegraph.models.target import TargetModel
+from eaglegraph.pair.geometry import Geometry
+from eaglegraph.pair.mla import MLADims, MoEDims
+
+Target = TargetModel | MLATarget
+
+
+@dataclass(frozen=True)
+class MTPArch:
+    """What an MTP draft looks like beyond its geometry.
+
+    `style` "deepseek": MLA blocks in the target checkpoint; "qwen": a separate draft with
+    standard attention. `gemma_norm`: norms scale by `1 + w`. `output_gate`: q_proj also
+    produces a sigmoid gate over the attention output (Qwen3.5 `attn_output_gate`).
+    `rotary_dim`: rotated dims per head (`partial_rotary_factor`); 0 means all.
+    """
+
+    style: str
+    num_modules: int
+    own_head: bool = False
+    gemma_norm: bool = False
+    output_gate: bool = False
+    rotary_dim: int = 0
+    mask_position_zero: bool = True
+
+
+class GemmaRMSNorm(RMSNorm):
+    """RMSNorm scaling by `1 + weight` (Qwen3.5 / vLLM GemmaRMSNorm); weight 0 is identity."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        xf = x.float()
+        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (xf * (1.0 + self.weight.float())).to(x.dtype)
+
+
+def _norm(gemma: bool, size: int, eps: float, dtype: torch.dtype, dev: torch.device) -> RMSNorm:
+    norm = (GemmaRMSNorm if gemma else RMSNorm)(size, eps, dtype, dev)
+    if gemma:
+        with torch.no_grad():
+            norm.weight.zero_()
+    return norm
+
+
+class GatedAttention(nn.Module):
+    """q/k/v with per-head q/k norm, partial RoPE and an optional sigmoid output gate."""
+
+    def __init__(
+        self, spec: LayerSpec, arch: MTPArch, dtype: torch.dtype, device: torch.device
+    ) -> None:
+        super().__init__()
+        self.spec = spec
+        self.gate = arch.output_gate
+        q_rows = spec.q_width * (2 if arch.output_gate else 1)
+        self.qkv_weight = new_param((q_rows + 2 * spec.kv_width, spec.hidden_size), dtype, device)
+        self.o_weight = new_param((spec.hidden_size, spec.q_width), dtype, device)
+        eps = spec.rms_norm_eps
+        self.q_norm = _norm(arch.gemma_norm, spec.head_dim, eps, dtype, device)
+        self.k_norm = _norm(arch.gemma_norm, spec.head_dim, eps, dtype, device)
+        self.rotary_dim = arch.rotary_dim or spec.head_dim
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        cos_sin_cache: torch.Tensor,
+        attention: AttentionFn,
+        layer_index: int,
+    ) -> torch.Tensor:
+        s, t = self.spec, x.shape[0]
+        q_rows = s.q_width * (2 if self.gate else 1)
+        qkv = F.linear(x, self.qkv_weight)
+        q, k, v = qkv.split([q_rows, s.kv_width, s.kv_width], dim=-1)
+        gate = None
+        if self.gate:
+            # per head: [query | gate], as Qwen3.5 lays q_proj out
+            qg = q.reshape(t, s.num_heads, 2 * s.head_dim)
+            q, gate = qg[..., : s.head_dim], qg[..., s.head_dim :].reshape(t, s.q_width)
+        q = self.q_norm(q.reshape(t, s.num_heads, s.head_dim))
+        k = self.k_norm(k.reshape(t, s.num_kv_heads, s.head_dim))
+        rot = self.rotary_dim
+        apply_rotary(q[..., :rot], k[..., :rot], positions, cos_sin_cache, t)
+        out = torch.empty((t, s.num_heads, s.head_dim), dtype=x.dtype, device=x.device)
+        attention(layer_index, q, k, v.reshape(t, s.num_kv_heads, s.head_dim), out)
+        o = out.view(t, s.q_width)
+        if gate is not None:
+            o = o * torch.sigmoid(gate)
+        return F.linear(o, self.o_weight)
+
+
+class StandardBlock(nn.Module):
+    """Pre-norm decoder block with `GatedAttention` and a dense gated MLP (Qwen-style MTP)."""
+
+    def __init__(
+        self, spec: LayerSpec, arch: MTPArch, dtype: torch.dtype, device: torch.device
+    ) -> None:
+        super().__init__()
+        eps, hidden = spec.rms_norm_eps, spec.hidden_size
+        self.input_layernorm = _norm(arch.gemma_norm, hidden, eps, dtype, device)
+        self.self_attn = GatedAttention(spec, arch, dtype, device)
+        self.post_attention_layernorm = _norm(arch.gemma_norm, hidden, eps, dtype, device)
+        self.mlp = GatedMLP(spec, dtype, device)
+
+    def forward(
+        self,
+        h: torch.Tensor,
+        positions: torch.Tensor,
+        cos_sin_cache: torch.Tensor,
+        attention: AttentionFn,
+        layer_index: int,
+    ) -> torch.Tensor:
+        h = h + self.self_attn(
+            self.input_layernorm(h), positions, cos_sin_cache, attention, layer_index
+        )
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+class MTPModule(nn.Module):
+    """enorm, hnorm, eh_proj `[H, 2H]`, one block, the shared-head norm (and head if own)."""
+
+    def __init__(
+        self,
+        hidden: int,
+        vocab: int,
+        eps: float,
+        block: nn.Module,
+        arch: MTPArch,
+        dtype: torch.dtype,
+        device: torch.device,
+    ) -> None:
+        super().__init__()
+        self.enorm = _norm(arch.gemma_norm, hidden, eps, dtype, device)
+        self.hnorm = _norm(arch.gemma_norm, hidden, eps, dtype, device)
+        self.eh_proj = new_param((hidden, 2 * hidden), dtype, device)
+        self.block = block
+        self.shared_norm = _norm(arch.gemma_norm, hidden, eps, dtype, device)
+        self.head = new_param((vocab, hidden), dtype, device) if arch.own_head else None
+
+
+class MTPDraft(nn.Module):
+    """`num_modules` MTP modules sharing the target's embedding (and head unless own).
+
+    The draft interface of the rig: `forward(ids, positions, hidden_in, attention)` returns
+    (pre-norm hidden for logits, post-norm hidden for the next step), `compute_logits`
+    applies the module's shared-head norm and head. `step` picks the module (k % n).
+    """
+
+    kind = "mtp"
+
+    def __init__(
+        self,
+        geometry: Geometry,
+        arch: MTPArch,
+        target: Target,
+        *,
+        layer_offset: int,
+        dtype: torch.dtype,
+        device: torch.device | str,
+        mla: MLADims | None = None,
+        moe: MoEDims | None = None,
+        max_positions: int | None = None,
+        rope_extras: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        dev = torch.device(device)
+        self.geometry = geometry
+        self.arch = arch
+        self.layer_offset = layer_offset
+        self.hidden_size = geometry.hidden_size
+        self.vocab_size = target.vocab_size
+        self.extra_tensors: tuple[str, ...] = ()
+        self._target = (target,)
+        self.step = 0
+        eps = geometry.rms_norm_eps
+        blocks: list[nn.Module] = []
+        if arch.style == "deepseek":
+            if mla is None:
+                raise ValueError("a DeepSeek-style MTP draft needs the MLA dims")
+            scale = target.softmax_scale if isinstance(target, MLATarget) else mla.qk_head_dim**-0.5
+            for i in range(arch.num_modules):
+                layer_moe = moe if moe is not None and moe.is_moe_layer(layer_offset + i) else None
+                blocks.append(MLADecoderLayer(geometry, mla, layer_moe, scale, dtype, dev))
+            cache = target.cos_sin_cache
+        else:
+            spec = LayerSpec(
+                geometry.hidden_size,
+                geometry.intermediate_size,
+                geometry.num_attention_heads,
+                geometry.num_key_value_heads,
+                geometry.head_dim,
+                eps,
+                qk_norm=True,
+            )
+            blocks = [StandardBlock(spec, arch, dtype, dev) for _ in range(arch.num_modules)]
+            rows = max(target.max_positions, 1)
+            cache = build_cos_sin_cache(
+                geometry.rope,
+                arch.rotary_dim or geometry.head_dim,
+                max(geometry.max_position_embeddings, target.geometry.max_position_embeddings),
+                max_positions or rows,
+                dev,
+                rope_extras,
+            )
+        self.modules_ = nn.ModuleList(
+            MTPModule(geometry.hidden_size, target.vocab_size, eps, b, arch, dtype, dev)
+            for b in blocks
+        )
+        self.register_buffer("cos_sin_cache", cache, persistent=False)
+        self.max_positions = cache.shape[0]
+
+    @property
+    def target(self) -> Target:
+        return self._target[0]
+
+    @property
+    def embed(self) -> VocabEmbedding:
+        return self.target.embed_tokens
+
+    @property
+    def num_modules(self) -> int:
+        return len(self.modules_)
+
+    def module_for(self, step: int) -> MTPModule:
+        return self.modules_[step % len(self.modules_)]  # type: ignore[return-value]
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        hidden_in: torch.Tensor,
+        attention: AttentionFn,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        index = self.step % self.num_modules
+        module = self.module_for(index)
+        emb = self.embed(input_ids)
+        if self.arch.mask_position_zero:
+            emb = torch.where(positions[:, None] == 0, torch.zeros_like(emb), emb)
+        x = torch.cat([module.enorm(emb), module.hnorm(hidden_in)], dim=-1)
+        h = F.linear(x, module.eh_proj)
+        h = module.block(h, positions, self.cos_sin_cache, attention, self.layer_offset + index)
+        return h, module.shared_norm(h)
+
+    def prefill_feature(self, hidden: torch.Tensor, aux: torch.Tensor | None) -> torch.Tensor:
+        """MTP consumes the target's final (normed) hidden state, as EAGLE-1 does."""
+        return hidden
+
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """fp32 `[T, V]` logits of the current step's module: head(shared_norm(h))."""
+        module = self.module_for(self.step)
+        head = module.head if module.head is not None else self.target.lm_head_weight
+        return F.linear(module.shared_norm(hidden), head).float()
+
+    def draft_to_target(self, ids: torch.Tensor) -> torch.Tensor:
+        """MTP drafts over the target vocabulary: the identity."""
+        return ids

@@ -1,0 +1,46 @@
+"""The graph plan of a DFlash speculator: one manager holding context step, query forward
+and sampling; FULL_DECODE_ONLY when the draft attention supports uniform batches, else eager.
+
+Uniform descriptors hold K+1 tokens per request, for capture sizes up to max_num_seqs·(K+1);
+a batch between two sizes replays the larger graph with padded requests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from eaglegraph.rig.descriptors import BatchDescriptor
+from eaglegraph.rig.modes import Mode
+from eaglegraph.rig.plan import CapturePlan, PhasePlan
+
+UNIFORM_BATCH_BACKENDS = ("flash_attn", "triton")
+
+
+def dflash_plan(plan: CapturePlan) -> CapturePlan:
+    """`plan` with the draft phases of a DFlash speculator."""
+    k1 = plan.num_speculative_tokens + 1
+    full = plan.resolved_mode.decode_mode() is Mode.FULL
+    supported = plan.attention_backend in UNIFORM_BATCH_BACKENDS
+    mode = Mode.FULL_DECODE_ONLY if full and supported else Mode.NONE
+    descs: list[BatchDescriptor] = []
+    if mode is Mode.FULL_DECODE_ONLY:
+        limit = plan.max_num_seqs * k1
+        sizes = [n for n in sorted(plan.capture_sizes) if n % k1 == 0 and k1 <= n <= limit]
+        descs = [BatchDescriptor(Mode.FULL, n, n // k1, k1) for n in sizes]
+    if mode is Mode.FULL_DECODE_ONLY:
+        note = (
+            f"one graph per size: context step, {k1}-token non-causal query blocks and sampling "
+            f"(FULL_DECODE_ONLY up to {descs[-1].num_reqs if descs else 0} requests)"
+        )
+    elif full:
+        note = (
+            f"eager: {plan.attention_backend} attention lacks uniform-batch graphs for the "
+            "draft's non-causal blocks"
+        )
+    else:
+        note = f"eager: {plan.resolved_mode.name} has no FULL decode graphs"
+    rule = f"FULL: uniform {k1} tokens/request, reqs → tokens/{k1}" if descs else "eager"
+    prefill = PhasePlan("draft_prefill", mode, k1, descs, rule, [note])
+    decode = PhasePlan("draft_decode", Mode.NONE, 1, [], "no draft decodes (one parallel block)")
+    phases = [p for p in plan.phases if p.phase == "target"] + [prefill, decode]
+    return replace(plan, phases=phases)

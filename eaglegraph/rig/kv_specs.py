@@ -1,0 +1,50 @@
+"""The KV-cache layout of every attention layer of a pair: target layers, then draft layers.
+
+MLA layers (DeepSeek-style targets and their MTP modules) cache one latent row of
+`kv_lora_rank + qk_rope_head_dim` per token; standard layers cache k and v heads. An MTP
+draft has one layer per module, whatever its config's `num_hidden_layers` says (for
+in-checkpoint MTP that config is the target's).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from eaglegraph.pair.geometry import Geometry
+from eaglegraph.pair.kinds import DraftKind
+from eaglegraph.pair.mla import mla_dims
+from eaglegraph.pair.model import ModelSide, Pair
+from eaglegraph.pair.mtp_layout import in_target_mtp, separate_mtp_draft
+from eaglegraph.rig.kv_cache import KVLayout
+
+
+def _standard(g: Geometry, block_size: int, dtype: torch.dtype) -> KVLayout:
+    return KVLayout(0, block_size, g.num_key_value_heads, g.head_dim, dtype)
+
+
+def _side_layout(side: ModelSide, block_size: int, dtype: torch.dtype) -> KVLayout:
+    mla = mla_dims(side.config)
+    if mla is not None:
+        return KVLayout(0, block_size, 1, mla.cache_width, dtype, latent=True)
+    return _standard(side.geometry, block_size, dtype)
+
+
+def draft_layer_count(pair: Pair) -> int:
+    """Attention layers of the draft: MTP modules for MTP, the config's layers otherwise."""
+    assert pair.draft is not None and pair.draft_facts is not None
+    if pair.draft_facts.kind is DraftKind.MTP:
+        cfg, index = pair.draft.config, pair.draft.checkpoint
+        if pair.target is not None and pair.draft.path == pair.target.path:
+            layout = in_target_mtp(cfg, index)
+        else:
+            layout = separate_mtp_draft(cfg, set(index.tensors))
+        return (layout.modules if layout else None) or 1
+    return pair.draft.geometry.num_hidden_layers
+
+
+def kv_layouts(pair: Pair, block_size: int, dtype: torch.dtype) -> list[KVLayout]:
+    """One layout per attention layer, target first (num_blocks 0: sized later)."""
+    assert pair.target is not None and pair.draft is not None
+    target = [_side_layout(pair.target, block_size, dtype)] * pair.target.geometry.num_hidden_layers
+    draft = [_side_layout(pair.draft, block_size, dtype)] * draft_layer_count(pair)
+    return target + draft
