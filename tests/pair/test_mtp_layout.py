@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
+import pytest
 import torch
 from safetensors.torch import save_file
 
+from eaglegraph.pair import load_pair
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.mla import mla_dims, moe_dims
 from eaglegraph.pair.mtp_layout import dflash_layout, in_target_mtp, separate_mtp_draft
@@ -84,3 +87,22 @@ def test_in_target_mtp_from_headers(tmp_path: Path) -> None:
 
 def test_no_mtp_in_a_plain_target() -> None:
     assert in_target_mtp(Config.read(SHARED / "qwen3-8b-target.json"), None) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "evidence"),
+    [
+        ("deepseek-r1-target.json", "mtp", "num_nextn_predict_layers = 1"),
+        ("glm-5.1-target.json", "mtp", "num_nextn_predict_layers = 1"),
+        ("specforge-qwen3.5-4b-mtp-draft.json", "mtp", "Qwen3_5MTPDraftModel"),
+        ("specforge-qwen3.5-122b-a10b-mtp-draft.json", "mtp", "Qwen3MoeForCausalLMMTP"),
+        ("specforge-qwen3-4b-dflash-draft.json", "dflash", "DFlashDraftModel"),
+    ],
+)
+def test_inspect_never_calls_mtp_or_dflash_eagle(
+    name: str, kind: str, evidence: str, tmp_path: Path
+) -> None:
+    shutil.copy(MTP_CONFIGS / name, tmp_path / "config.json")
+    pair = load_pair(tmp_path)
+    assert pair.kind == kind
+    assert pair.draft_facts is not None and any(evidence in e for e in pair.draft_facts.evidence)

@@ -16,6 +16,7 @@ from eaglegraph.pair.drafts.base import (
     KindVerdict,
     Recogniser,
 )
+from eaglegraph.pair.mtp_layout import separate_mtp_draft
 from eaglegraph.pair.tensors import CheckpointIndex
 
 MTP_COUNT_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
@@ -56,10 +57,20 @@ def _target_with_mtp(ev: Evidence) -> KindVerdict | None:
     return None
 
 
+def _separate_draft(ev: Evidence) -> KindVerdict | None:
+    """A separate MTP draft folder (SpecForge `Qwen3_5MTPDraftModel`, `*ForCausalLMMTP`,
+    `mtp_config`, `mtp.fc` weights): asked before the EAGLE rules, which would otherwise call
+    its one-layer config with a `draft_vocab_size` EAGLE-3, or without one EAGLE-1."""
+    layout = separate_mtp_draft(ev.cfg, set(ev.index.tensors) if ev.index else set())
+    if layout is None:
+        return None
+    return KindVerdict(DraftKind.MTP, layout.style, layout.evidence)
+
+
 class MTPSpec(KindSpec):
     kind = DraftKind.MTP
     title = "MTP"
-    recognisers = (Recogniser(80, _target_with_mtp),)
+    recognisers = (Recogniser(22, _separate_draft), Recogniser(80, _target_with_mtp))
 
     def in_target(self, cfg: Config, index: CheckpointIndex) -> InTarget | None:
         count, key = mtp_layer_count(cfg)
