@@ -336,7 +336,9 @@ class Rig:
         if self.dflash is not None or self.mtp_window is not None:
             drafts = self._dflash_drafts if self.dflash is not None else self._window_drafts
             drafts(batch, seq_lens, accepted, tb, max_q, descriptors)
-            return StepOutput(next_tokens, accepted, bufs.draft_tokens[:rb, :k].tolist(), descriptors)
+            return StepOutput(
+                next_tokens, accepted, bufs.draft_tokens[:rb, :k].tolist(), descriptors
+            )
 
         # --- draft prefill (position 0 over the target's token layout)
         aux = bufs.target_aux[:tok_pad] if bufs.target_aux is not None else None
@@ -421,7 +423,9 @@ class Rig:
             q_rows, self.block_size, self.allocator.num_blocks,
             self.guard(query_start_loc="dflash.query_start_loc", positions="dflash.positions", block_table="block_table"),
         )  # fmt: skip
-        anchors = [s - (b.num_drafts - a) for s, b, a in zip(seq_lens, batch, accepted, strict=True)]
+        anchors = [
+            s - (b.num_drafts - a) for s, b, a in zip(seq_lens, batch, accepted, strict=True)
+        ]
         lens = [p + k + 1 for p in anchors] + [0] * (p_reqs - rb)
         common = CommonMetadata(
             self.dflash.qsl, self.dflash.seq_lens, bufs.block_table, lens, p_reqs, q_rows, k + 1,
