@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -37,11 +38,11 @@ def test_unsupported_draft_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     _no_allocation(monkeypatch)
     shutil.copytree(materialize("tiny-llama-eagle3") / "target", tmp_path / "target")
     (tmp_path / "draft").mkdir()
-    shutil.copy(
-        CONFIGS / "specforge-qwen3-8b-dflash-draft-not-eagle.json",
-        tmp_path / "draft" / "config.json",
-    )
-    with pytest.raises(BadInput, match="dflash is recognised but not supported"):
+    # a DSpark block drafter: recognised (as "other"), not built by the rig
+    cfg = json.loads((CONFIGS / "specforge-qwen3-8b-dflash-draft-not-eagle.json").read_text())
+    cfg["architectures"] = ["DSparkDraftModel"]
+    (tmp_path / "draft" / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(BadInput, match="other is recognised but not supported"):
         Rig(load_pair(tmp_path), _config(random_weights=True))
 
 
