@@ -42,7 +42,7 @@ def rig_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "compile_model",
             default=None,
             help="Run the target through torch.compile/Inductor as vLLM does, so its graph "
-            "pool holds the compiled pieces' buffers [default: on with CUDA, off on CPU].",
+            "pool holds the compiled pieces' buffers (experimental) [default: off].",
         ),
     ]
     for option in reversed(options):

@@ -43,7 +43,7 @@ class RunSpec:
     random_weights: bool = False
     seed: int = 0
     pool: str | None = None
-    compile_model: bool | None = None  # the target through torch.compile; None: on CUDA
+    compile_model: bool | None = None  # the target through torch.compile; None: off
 
     @property
     def backend(self) -> str:

@@ -22,7 +22,7 @@ class RigConfig:
     guard: bool = False
     guard_capacity: int = 1 << 14
     backend: str = "auto"
-    compile: bool | None = None  # the target through torch.compile/Inductor; None: on CUDA
+    compile: bool | None = None  # the target through torch.compile/Inductor; None: off
 
     @property
     def max_num_seqs(self) -> int:
@@ -34,9 +34,10 @@ class RigConfig:
 
     @property
     def compiled(self) -> bool:
-        """vLLM runs its target compiled; so does the rig on CUDA unless told otherwise (on
-        CPU Inductor's C++ compile is slow and the emulated backend measures no memory)."""
-        return self.device.type == "cuda" if self.compile is None else self.compile
+        """Opt-in: the compiled target failed on the GPU machine (dynamo recompile limit with
+        fullgraph=True on CUDA), so the uncompiled target, which replays correctly, is the
+        default until the compiled path passes there."""
+        return bool(self.compile)
 
     @property
     def graph_backend(self) -> str:

@@ -25,10 +25,11 @@ def _rig(mode: str, compile_model: bool | None) -> Rig:
     return Rig(load_pair(materialize("tiny-llama-eagle1")), config)
 
 
-def test_compile_is_on_for_cuda_only_by_default() -> None:
+def test_compile_is_opt_in() -> None:
     opts = resolve_plan_options(max_num_seqs=4)
     assert not RigConfig(opts, torch.device("cpu")).compiled
-    assert RigConfig(opts, torch.device("cuda")).compiled
+    assert not RigConfig(opts, torch.device("cuda")).compiled  # opt-in until it passes on GPU
+    assert RigConfig(opts, torch.device("cuda"), compile=True).compiled
     assert not RigConfig(opts, torch.device("cuda"), compile=False).compiled
 
 
