@@ -22,6 +22,7 @@ _COMMANDS = {
     "memdiff": "eaglegraph.cli.memdiff_cmd",
     "probe": "eaglegraph.cli.probe_cmd",
     "report": "eaglegraph.cli.report_cmd",
+    "explore": "eaglegraph.cli.explore_cmd",
     "triage": "eaglegraph.cli.triage_cmd",
     "stacks": "eaglegraph.cli.stacks_cmd",
     "env": "eaglegraph.cli.env_cmd",

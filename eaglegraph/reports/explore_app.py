@@ -1,0 +1,396 @@
+"""`eaglegraph explore` in the terminal: a Textual app over the explorer model.
+
+Keyboard only, readable at 80 columns: a tree of sections (findings, phases, graphs, pools,
+buffers, cases, evidence, hazards) on the left, the selected node's detail and its links on the
+right. Links are walked with Tab + Enter and walked back with `b`. The app renders what
+`explore_model.build` arranged; runs started from inside (capture, probe) are built by the
+caller's functions in a worker thread, so the app itself never computes a result.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Header, Input, OptionList, ProgressBar, Static, Tree
+from textual.widgets.option_list import Option
+
+from eaglegraph.reports.explore_model import Explorer, Node, build
+from eaglegraph.reports.format import SEVERITY_STYLE
+from eaglegraph.serial import atomic_write
+
+# A run started from inside: called in a worker thread with a progress callback
+# (description, fraction or None); returns the finished run.
+Action = Callable[[Callable[[str, float | None], None]], Any]
+
+HELP = """\
+[b]eaglegraph explore[/b] — keys
+
+  ↑ ↓ / Enter   move in the tree; Enter opens a section
+  Tab           to the links of the selected item; Enter follows a link
+  b             back to where you came from
+  /             search (label, rule, buffer, detail); Esc clears
+  p  s  k       cycle the phase / severity / kind filter
+  t             capture timeline (+ − zoom, ← → pan, Esc closes)
+  x             export the view (SVG) and the selection (JSON)
+  c  r          start a capture / a probe (explore MODEL_DIR only)
+  ?             this help        q  quit
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close")]
+
+    def compose(self) -> ComposeResult:
+        yield Static(HELP, id="help")
+
+
+class TimelineScreen(ModalScreen[None]):
+    """Capture events as bars on one time axis; zoom and pan change the window."""
+
+    BINDINGS = [
+        Binding("escape,q,t", "dismiss", "close"),
+        Binding("plus,equals_sign", "zoom(2)", "zoom in"),
+        Binding("minus", "zoom(0.5)", "zoom out"),
+        Binding("right", "pan(1)", "later"),
+        Binding("left", "pan(-1)", "earlier"),
+    ]
+
+    def __init__(self, events: list[Node]) -> None:
+        super().__init__()
+        self.events = events
+        self.scale = 1.0
+        self.window_start = 0.0
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="timeline"):
+            yield Static(id="bars")
+
+    def on_mount(self) -> None:
+        self.redraw()
+
+    def action_zoom(self, factor: float) -> None:
+        self.scale = max(1.0, min(self.scale * factor, 1024.0))
+        self.redraw()
+
+    def action_pan(self, step: int) -> None:
+        last = 1.0 - 1.0 / self.scale
+        self.window_start = max(0.0, min(last, self.window_start + step * 0.25 / self.scale))
+        self.redraw()
+
+    def redraw(self) -> None:
+        bars = self.query_one("#bars", Static)
+        if not self.events:
+            bars.update("no capture timeline in this run")
+            return
+        end = max((n.start_s or 0) + (n.duration_s or 0) for n in self.events) or 1.0
+        span = end / self.scale
+        lo = self.window_start * end
+        width = max(20, self.size.width - 34)
+        text = Text(
+            f"zoom ×{self.scale:g}  window {lo:.3f}–{lo + span:.3f} s  (+ − zoom, ← → pan)\n"
+        )
+        for n in self.events:
+            start = ((n.start_s or 0) - lo) / span * width
+            cols = max(1, round((n.duration_s or 0) / span * width))
+            first = max(0, round(start))
+            shown = max(0, min(width, round(start) + cols) - first)
+            text.append(f"{n.label[:30]:<31} ", style="bold" if n.severity else "")
+            style = "red" if n.severity else _PHASE_STYLE.get(n.phase or "", "white")
+            if shown and first < width:
+                text.append(" " * first + "█" * shown, style=style)
+            text.append("\n")
+        bars.update(text)
+
+
+_PHASE_STYLE = {"target": "green", "draft_prefill": "cyan", "draft_decode": "magenta"}
+
+
+class ExploreApp(App[None]):
+    """The explorer. `run` is any saved run; `actions` start new runs (MODEL_DIR mode)."""
+
+    TITLE = "eaglegraph explore"
+    CSS = """
+    #nav { width: 36%; min-width: 28; border-right: solid $primary; }
+    #right { width: 1fr; }
+    #detail { height: 1fr; }
+    #links { height: auto; max-height: 9; border-top: solid $primary; }
+    #search { display: none; }
+    #search.shown { display: block; }
+    #status { height: 1; background: $boost; }
+    #work { display: none; height: 1; }
+    #work.shown { display: block; }
+    #help { width: 72; height: auto; border: solid $primary; padding: 1 2; background: $panel; }
+    HelpScreen, TimelineScreen { align: center middle; }
+    #timeline { width: 100%; height: 100%; background: $panel; }
+    """
+    BINDINGS = [
+        Binding("q", "quit", "quit"),
+        Binding("question_mark", "help", "help"),
+        Binding("slash", "search", "search"),
+        Binding("escape", "clear", "clear", show=False),
+        Binding("p", "cycle('phase')", "phase"),
+        Binding("s", "cycle('severity')", "severity"),
+        Binding("k", "cycle('kind')", "kind"),
+        Binding("t", "timeline", "timeline"),
+        Binding("b", "back", "back"),
+        Binding("x", "export", "export"),
+        Binding("c", "start('capture')", "capture", show=False),
+        Binding("r", "start('probe')", "probe", show=False),
+    ]
+
+    def __init__(
+        self,
+        run: Any,
+        *,
+        actions: dict[str, Action] | None = None,
+        export_dir: Path | str = ".",
+    ) -> None:
+        super().__init__()
+        self.explorer: Explorer = build(run)
+        self.actions = actions or {}
+        self.export_dir = Path(export_dir)
+        self.filters: dict[str, str | None] = {"phase": None, "severity": None, "kind": None}
+        self.query_text = ""
+        self.selected: str | None = None
+        self.history: list[str] = []
+        self.exported: list[Path] = []
+
+    # --- layout ---------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal():
+            yield Tree("run", id="nav")
+            with Vertical(id="right"):
+                with VerticalScroll(id="detail", can_focus=False):
+                    yield Static(id="body")
+                yield OptionList(id="links")
+        yield Input(placeholder="search…", id="search")
+        yield ProgressBar(id="work", show_eta=False)
+        yield Static(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = self.explorer.title
+        self.refresh_tree()
+        self.query_one("#nav", Tree).focus()
+
+    # --- tree and filters -----------------------------------------------------------------
+
+    def visible(self, node: Node) -> bool:
+        for attr, want in self.filters.items():
+            if want is not None and getattr(node, attr) != want:
+                return False
+        return not self.query_text or self.query_text in node.text()
+
+    def refresh_tree(self) -> None:
+        tree = self.query_one("#nav", Tree)
+        tree.clear()
+        tree.root.set_label(self.explorer.schema)
+        first: str | None = None
+        for section, nodes in self.explorer.sections():
+            shown = [n for n in nodes if self.visible(n)]
+            if not shown:
+                continue
+            branch = tree.root.add(f"{section} ({len(shown)})", expand=section != "Graphs")
+            for n in shown:
+                branch.add_leaf(_label(n), data=n.id)
+                first = first or n.id
+        tree.root.expand()
+        self.update_status()
+        if self.selected is None or not self.visible(self.explorer.nodes[self.selected]):
+            self.show(first)
+
+    def update_status(self) -> None:
+        parts = [f"{k}={v}" for k, v in self.filters.items() if v]
+        if self.query_text:
+            parts.append(f"/{self.query_text}")
+        shown = sum(self.visible(n) for n in self.explorer.nodes.values())
+        self.query_one("#status", Static).update(
+            f" {shown}/{len(self.explorer.nodes)} shown  "
+            + ("filters: " + " ".join(parts) if parts else "no filter")
+            + "  ? help"
+        )
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
+        if event.node.data is not None:
+            self.show(event.node.data)
+
+    def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
+        if event.node.data is not None:
+            self.show(event.node.data)
+
+    # --- detail ---------------------------------------------------------------------------
+
+    def show(self, node_id: str | None, remember: bool = False) -> None:
+        body = self.query_one("#body", Static)
+        links = self.query_one("#links", OptionList)
+        links.clear_options()
+        if node_id is None:
+            self.selected = None
+            body.update("nothing matches the filters")
+            return
+        if remember and self.selected and self.selected != node_id:
+            self.history.append(self.selected)
+        self.selected = node_id
+        node = self.explorer.nodes[node_id]
+        body.update(_detail(node))
+        for target in node.links:
+            other = self.explorer.nodes[target]
+            links.add_option(Option(f"→ {other.section[:-1].lower()}: {other.label}", id=target))
+        if node.links:
+            links.highlighted = 0
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id:
+            self.follow(event.option.id)
+
+    def follow(self, node_id: str) -> None:
+        """Show a linked node and move the tree cursor to it (clearing filters that hide it)."""
+        if not self.visible(self.explorer.nodes[node_id]):
+            self.filters = dict.fromkeys(self.filters)
+            self.query_text = ""
+            self.refresh_tree()
+        self.show(node_id, remember=True)
+        self._select_in_tree(node_id)
+
+    def _select_in_tree(self, node_id: str) -> None:
+        tree = self.query_one("#nav", Tree)
+        for branch in tree.root.children:
+            for leaf in branch.children:
+                if leaf.data == node_id:
+                    branch.expand()
+                    self.call_after_refresh(tree.move_cursor, leaf)
+                    return
+
+    def action_back(self) -> None:
+        if self.history:
+            target = self.history.pop()
+            self.show(target)
+            self._select_in_tree(target)
+
+    # --- actions --------------------------------------------------------------------------
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_timeline(self) -> None:
+        self.push_screen(TimelineScreen(self.explorer.timeline()))
+
+    def action_search(self) -> None:
+        box = self.query_one("#search", Input)
+        box.add_class("shown")
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.query_text = event.value.strip().lower()
+        self.refresh_tree()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.query_one("#nav", Tree).focus()
+
+    def action_clear(self) -> None:
+        box = self.query_one("#search", Input)
+        box.value = ""
+        box.remove_class("shown")
+        self.query_text = ""
+        self.refresh_tree()
+        self.query_one("#nav", Tree).focus()
+
+    def action_cycle(self, attr: str) -> None:
+        choices = [None, *self.explorer.values(attr)]
+        now = choices.index(self.filters[attr]) if self.filters[attr] in choices else 0
+        self.filters[attr] = choices[(now + 1) % len(choices)]
+        self.refresh_tree()
+
+    def action_export(self) -> None:
+        """The screen as SVG and the selected node (with its linked nodes) as JSON."""
+        stem = f"eaglegraph-explore-{(self.selected or 'view').replace(':', '-')}"
+        svg = self.save_screenshot(filename=f"{stem}.svg", path=str(self.export_dir))
+        nodes = self.explorer.nodes
+        picked = [self.selected, *nodes[self.selected].links] if self.selected else []
+        data = {
+            "schema": self.explorer.schema,
+            "selected": self.selected,
+            "filters": self.filters,
+            "search": self.query_text,
+            "nodes": [nodes[i].to_json() for i in picked],
+        }
+        out = atomic_write(
+            self.export_dir / f"{stem}.json", json.dumps(data, indent=2) + "\n", overwrite=True
+        )
+        self.exported = [Path(svg), out]
+        self.notify(f"wrote {svg} and {out}")
+
+    def action_start(self, name: str) -> None:
+        if name not in self.actions:
+            self.notify(f"{name}: start explore on a MODEL_DIR to run one", severity="warning")
+            return
+        bar = self.query_one("#work", ProgressBar)
+        bar.add_class("shown")
+        bar.update(total=None, progress=0)
+        self.notify(f"{name} started")
+
+        def progress(text: str, fraction: float | None) -> None:
+            def apply() -> None:
+                self.query_one("#status", Static).update(f" {name}: {text}")
+                if fraction is not None:
+                    bar.update(total=100, progress=100 * fraction)
+
+            self.call_from_thread(apply)
+
+        def work() -> Any:
+            return self.actions[name](progress)
+
+        self.run_worker(work, name=name, thread=True, exclusive=True)
+
+    def on_worker_state_changed(self, event: Any) -> None:
+        from textual.worker import WorkerState
+
+        worker = event.worker
+        if event.state == WorkerState.SUCCESS:
+            self.query_one("#work", ProgressBar).remove_class("shown")
+            self.explorer = build(worker.result)
+            self.sub_title = self.explorer.title
+            self.selected = None
+            self.history.clear()
+            self.refresh_tree()
+            self.notify(f"{worker.name} done")
+        elif event.state == WorkerState.ERROR:
+            self.query_one("#work", ProgressBar).remove_class("shown")
+            self.notify(f"{worker.name} failed: {worker.error}", severity="error")
+
+
+def _label(n: Node) -> Text:
+    text = Text()
+    if n.severity:
+        text.append("● ", style=SEVERITY_STYLE.get(n.severity, ""))
+    text.append(n.label)
+    return text
+
+
+def _detail(n: Node) -> Table:
+    table = Table(
+        title=Text(n.label, style="bold"),
+        title_justify="left",
+        show_header=False,
+        box=None,
+        expand=True,
+        padding=(0, 1),
+    )
+    table.add_column(style="bold cyan", no_wrap=True, max_width=24)
+    table.add_column(overflow="fold", ratio=1)
+    table.add_row("section", f"{n.section} · {n.kind}")
+    for key, value in n.detail:
+        style = SEVERITY_STYLE.get(value, "") if key == "severity" else ""
+        table.add_row(key, Text(value, style=style))
+    return table
