@@ -30,6 +30,8 @@ tr.row{cursor:pointer}tr.row:hover{background:#eef4ff}tr.sel{background:#dde8ff}
 .error{color:#b3261e;font-weight:600}.warning{color:#a86400}.info{color:#0b6e99}
 #detail{background:#fff;padding:.6em 1em;border:1px solid #e3e6ea}
 #detail h2{font-size:1.05em;margin:.2em 0 .5em}#detail dt{font-weight:600;color:#0b6e99}
+#report{margin:1em;background:#fff;border:1px solid #e3e6ea;padding:.5em}
+#report pre{font-family:Menlo,'DejaVu Sans Mono',consolas,monospace;font-size:12px}
 #detail dd{margin:0 0 .4em 0;white-space:pre-wrap;word-break:break-word}
 #links a{display:block;margin:.15em 0}.bars{background:#fff;border:1px solid #e3e6ea;
 padding:.4em .6em;margin-top:1em}.bars div.r{display:flex;align-items:center;gap:.5em;
@@ -125,22 +127,28 @@ _PAGE = """<!DOCTYPE html>
 <th data-key="kind">kind</th></tr></thead><tbody id="rows"></tbody></table>
 <div class="bars" id="timeline"><b>capture timeline</b></div>
 <div class="bars" id="pools"><b>pool bytes</b></div></div>
-<div id="right"><div id="detail"></div></div></main>
+<div id="right"><div id="detail"></div></div></main>{report}
 <script type="application/json" id="model">{model}</script>
 <script>{js}</script></body></html>
 """
 
 
-def render_explorer_html(run: Any) -> str:
-    """The explorer page for a run; the model JSON is escaped so no `</script>` can close it."""
+def render_explorer_html(run: Any, *, title: str | None = None, report: str = "") -> str:
+    """The explorer page for a run; `<` in the model JSON is escaped so no run text is markup.
+
+    `report` is the terminal report as recorded HTML, shown under the explorer.
+    """
     model = build(run)
-    data = json.dumps(model.to_json(), ensure_ascii=False).replace("</", "<\\/")
+    data = json.dumps(model.to_json(), ensure_ascii=False).replace("<", "\\u003c")
     return _PAGE.format(
-        title=html.escape(f"eaglegraph — {model.title}"),
+        title=html.escape(title or f"eaglegraph — {model.title}"),
         schema=html.escape(model.schema),
         css=_CSS,
         js=_JS,
         model=data,
+        report=f'<details open id="report"><summary>terminal report</summary>{report}</details>'
+        if report
+        else "",
     )
 
 

@@ -1,8 +1,8 @@
-"""HTML export: the terminal report, recorded and written as one self-contained page.
+"""HTML export: the explorer page of a run, with the terminal report recorded under it.
 
-Rendering the same rich views into a recording console (instead of keeping an HTML template)
-means the HTML can never drift from what the terminal shows; inline styles keep the page a
-single file that can be attached to a ticket.
+A run's page is the browser explorer (`explore_html`: tables, filters, drill-down links); the
+same rich view the terminal prints is recorded into it, so the HTML never drifts from the
+terminal. Inline styles and script keep the page a single file that can be attached to a ticket.
 """
 
 from __future__ import annotations
@@ -44,6 +44,12 @@ body {{{{
 """
 
 
+_REPORT = (
+    "<pre style=\"font-family:Menlo,'DejaVu Sans Mono',consolas,'Courier New',monospace\">"
+    '<code style="font-family:inherit">{code}</code></pre>'
+)
+
+
 def render_html(
     source: Run | RenderFn, *, title: str | None = None, width: int = HTML_WIDTH
 ) -> str:
@@ -59,12 +65,14 @@ def render_html(
     )
     if callable(source):
         source(console)
-        default_title = "eaglegraph report"
-    else:
-        render_run(source, console)
-        default_title = f"eaglegraph report — {schema_of(source)}"
-    page = _PAGE.format(title=html.escape(title or default_title))
-    return console.export_html(inline_styles=True, code_format=page)
+        page = _PAGE.format(title=html.escape(title or "eaglegraph report"))
+        return console.export_html(inline_styles=True, code_format=page)
+    from eaglegraph.reports.explore_html import render_explorer_html
+
+    render_run(source, console)
+    report = console.export_html(inline_styles=True, code_format=_REPORT)
+    title = title or f"eaglegraph report — {schema_of(source)}"
+    return render_explorer_html(source, title=title, report=report)
 
 
 def write_html(

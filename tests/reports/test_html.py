@@ -35,7 +35,8 @@ def test_html_holds_the_terminal_report(run: CaptureRun | MemdiffRun, tmp_path: 
     path = write_html(run, tmp_path / "report.html")
     page = path.read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and "<title>eaglegraph report — " in page
-    assert "<script" not in page and "<link" not in page  # self-contained
+    assert " src=" not in page and "<link" not in page and "@import" not in page  # one file
+    assert 'id="model"' in page  # the explorer's model travels inside the page
     assert 'style="' in page  # inline styles, colours kept
     assert page_text(page).rstrip() == terminal_text(run).rstrip()
 
@@ -45,7 +46,8 @@ def test_html_escapes_run_text(tmp_path: Path) -> None:
     assert run.failed is not None
     run.failed.error = "<script>alert(1)</script> & [bold]not markup[/bold]"
     page = write_html(run, tmp_path / "r.html").read_text(encoding="utf-8")
-    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "<script>alert" not in page and "&lt;script&gt;" in page
+    assert "\\u003cscript>alert" in page  # in the explorer's JSON model, escaped
     assert "[bold]not markup[/bold]" in page_text(page)
 
 
