@@ -65,7 +65,9 @@ def command(
         from eaglegraph.reports.explore_model import build
         from eaglegraph.serial import dumps
 
-        click.echo(dumps({"schema": EXPLORE_SCHEMA, **build(run).to_json()}))
+        model = build(run).to_json()
+        model["run_schema"] = model.pop("schema")
+        click.echo(dumps({"schema": EXPLORE_SCHEMA, **model}))
     if html_path or app.json_output:
         return
     if not (sys.stdin.isatty() and sys.stdout.isatty()):

@@ -192,7 +192,7 @@ def _finding(b: _Builder, f: Finding, i: int) -> Node:
         Node(
             f"finding:{i}",
             "Findings",
-            f"{f.severity.value[:4]} {f.id}",
+            f.id,
             f.kind or "finding",
             phase=f.phase,
             severity=f.severity.value,

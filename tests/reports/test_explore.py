@@ -1,0 +1,177 @@
+"""`eaglegraph explore` driven headless through Textual's pilot, at 80 columns, keys only."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from eaglegraph.cli import cli
+from eaglegraph.reports.explore_app import ExploreApp
+from eaglegraph.results import load_run
+from tests.reports.explore_runs import make_runs
+
+SIZE = (80, 30)
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return make_runs(tmp_path_factory.mktemp("explore-runs"))
+
+
+def screen_text(app: ExploreApp) -> str:
+    """What the terminal shows now, as plain text (the SVG export's text, tags removed)."""
+    svg = app.export_screenshot()
+    body = svg[svg.index("<g class=") :]
+    return html.unescape(re.sub(r"<[^>]+>", "", body)).replace("\xa0", " ")
+
+
+def drive(run: Any, steps: Any, tmp_path: Path) -> Any:
+    async def main() -> Any:
+        app = ExploreApp(run, export_dir=tmp_path)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            return await steps(app, pilot)
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("kind", "expect"),
+    [
+        ("probe", ["Findings", "stale-read:draft.kv_indptr", "Buffers"]),
+        ("capture", ["Graphs", "Pools", "global"]),
+        ("memdiff", ["Pools", "eagle", "dedicated"]),
+        ("inspect", ["Phases", "draft_decode", "capture plan"]),
+        ("triage", ["Evidence", "triage.stale-buffer-read"]),
+    ],
+)
+def test_opens_every_kind_of_saved_run(
+    saved: dict[str, Path], tmp_path: Path, kind: str, expect: list[str]
+) -> None:
+    async def steps(app: ExploreApp, pilot: Any) -> str:
+        # open every section so the leaves are on screen
+        return "\n".join(_leaf_labels(app)) + screen_text(app)
+
+    shown = drive(load_run(saved[kind]), steps, tmp_path)
+    for text in expect:
+        assert text in shown, f"{kind}: {text!r} not shown"
+
+
+def _leaf_labels(app: ExploreApp) -> list[str]:
+    from textual.widgets import Tree
+
+    tree = app.query_one("#nav", Tree)
+    return [str(b.label) for b in tree.root.children] + [
+        str(leaf.label) for b in tree.root.children for leaf in b.children
+    ]
+
+
+def test_probe_finding_drills_down_to_its_pr_and_back(
+    saved: dict[str, Path], tmp_path: Path
+) -> None:
+    async def steps(app: ExploreApp, pilot: Any) -> list[str]:
+        seen = [app.selected or ""]
+        first = screen_text(app)
+        await pilot.press("tab")  # to the links of the selected finding
+        await pilot.press("enter")  # its first link: the hazard
+        await pilot.pause()
+        seen.append(app.selected or "")
+        hazard = screen_text(app)
+        await pilot.press("shift+tab", "b")  # back to the tree, then back to the finding
+        await pilot.pause()
+        seen.append(app.selected or "")
+        return [first, hazard, *seen]
+
+    first, hazard, *seen = drive(load_run(saved["probe"]), steps, tmp_path)
+    assert seen[0].startswith("finding:") and "draft.kv_indptr" in first
+    assert "csr_paged_decode" in first  # the kernel the guard caught
+    assert seen[1] == "hazard:piecewise-draft-decode"
+    assert "PR #39773" in hazard and "(vllm-project/vllm#39773)" in hazard
+    assert seen[2] == seen[0]
+
+
+def test_hazard_detail_has_fix_and_affected_versions(saved: dict[str, Path]) -> None:
+    from eaglegraph.reports.explore_model import build
+
+    detail = dict(build(load_run(saved["probe"])).nodes["hazard:piecewise-draft-decode"].detail)
+    assert detail["fixed in"] == "vLLM ≥ 0.20" and detail["affected"] == "vllm < 0.20"
+    assert detail["fix"].startswith("use vLLM ≥ 0.20 (PR #39773)")
+
+
+def test_search_and_filters(saved: dict[str, Path], tmp_path: Path) -> None:
+    async def steps(app: ExploreApp, pilot: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"all": _leaf_labels(app)}
+        await pilot.press("slash", *"last_page_len")
+        await pilot.pause()
+        out["search"] = _leaf_labels(app)
+        out["status"] = screen_text(app)
+        await pilot.press("escape")
+        await pilot.press("s")  # severity filter: the first severity present (error)
+        await pilot.pause()
+        out["severity"] = (app.filters["severity"], _leaf_labels(app))
+        await pilot.press("s", "s")  # back to no filter
+        await pilot.press("p")  # phase filter
+        await pilot.pause()
+        out["phase"] = (app.filters["phase"], _leaf_labels(app))
+        return out
+
+    out = drive(load_run(saved["probe"]), steps, tmp_path)
+    assert "Buffers (29)" in out["all"] or any(x.startswith("Buffers") for x in out["all"])
+    assert any("last_page_len" in x for x in out["search"])
+    assert not any("kv_indptr" == x for x in out["search"])
+    assert "/last_page_len" in out["status"]
+    severity, labels = out["severity"]
+    assert severity == "error" and not any(x.startswith("Buffers") for x in labels)
+    phase, labels = out["phase"]
+    assert phase is not None and labels and all(not x.startswith("Run") for x in labels)
+
+
+def test_help_timeline_and_export(saved: dict[str, Path], tmp_path: Path) -> None:
+    async def steps(app: ExploreApp, pilot: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        await pilot.press("question_mark")
+        await pilot.pause()
+        out["help"] = screen_text(app)
+        await pilot.press("escape", "t")
+        await pilot.pause()
+        out["timeline"] = screen_text(app)
+        await pilot.press("plus", "plus", "right")
+        await pilot.pause()
+        out["zoomed"] = screen_text(app)
+        await pilot.press("escape", "x")
+        await pilot.pause()
+        out["files"] = app.exported
+        return out
+
+    out = drive(load_run(saved["capture"]), steps, tmp_path)
+    assert "search" in out["help"] and "timeline" in out["help"]
+    assert "zoom ×1" in out["timeline"] and "#0 target PIECEWISE" in out["timeline"]
+    assert "zoom ×4" in out["zoomed"]
+    svg, data = out["files"]
+    assert svg.suffix == ".svg" and svg.read_text().startswith("<svg")
+    exported = json.loads(data.read_text())
+    assert exported["schema"] == "eaglegraph.capture/1" and exported["nodes"]
+
+
+def test_command_exports_without_a_terminal(saved: dict[str, Path], tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "x.html"
+    result = runner.invoke(cli, ["explore", str(saved["probe"]), "--html", str(out)])
+    assert result.exit_code == 0, result.output
+    assert 'id="model"' in out.read_text()
+    result = runner.invoke(cli, ["--json", "explore", str(saved["triage"])])
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == "eaglegraph.explore/1"
+    evidence = [n for n in doc["nodes"].values() if n["section"] == "Evidence"]
+    assert any(n["links"] for n in evidence)  # a log line links to the rule that used it
+    result = runner.invoke(cli, ["explore", str(saved["probe"])])
+    assert result.exit_code == 2 and "needs a terminal" in result.output
+    result = runner.invoke(cli, ["explore", str(tmp_path / "missing.json")])
+    assert result.exit_code == 2
