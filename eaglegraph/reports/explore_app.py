@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import App, ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Header, Input, OptionList, ProgressBar, Static, Tree
@@ -47,7 +47,7 @@ HELP = """\
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "dismiss", "close")]
 
     def compose(self) -> ComposeResult:
         yield Static(HELP, id="help")
@@ -56,7 +56,7 @@ class HelpScreen(ModalScreen[None]):
 class TimelineScreen(ModalScreen[None]):
     """Capture events as bars on one time axis; zoom and pan change the window."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,t", "dismiss", "close"),
         Binding("plus,equals_sign", "zoom(2)", "zoom in"),
         Binding("minus", "zoom(0.5)", "zoom out"),
@@ -132,7 +132,7 @@ class ExploreApp(App[None]):
     HelpScreen, TimelineScreen { align: center middle; }
     #timeline { width: 100%; height: 100%; background: $panel; }
     """
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "quit"),
         Binding("question_mark", "help", "help"),
         Binding("slash", "search", "search"),

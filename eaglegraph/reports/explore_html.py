@@ -107,7 +107,8 @@ document.querySelectorAll('th[data-key]').forEach(th => th.addEventListener('cli
   document.querySelectorAll('th').forEach(t => t.className = '');
   th.className = sortDir > 0 ? 'asc' : 'desc'; rows();
 }));
-['q', 'f-section', 'f-phase', 'f-severity', 'f-kind'].forEach(id => $(id).addEventListener('input', rows));
+['q', 'f-section', 'f-phase', 'f-severity', 'f-kind'].forEach(id => {
+  $(id).addEventListener('input', rows); $(id).addEventListener('change', rows); });
 window.addEventListener('hashchange', () => show(decodeURIComponent(location.hash.slice(1)), false));
 const start = decodeURIComponent(location.hash.slice(1));
 show(N[start] ? start : order[0], false);

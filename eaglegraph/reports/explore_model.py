@@ -435,9 +435,9 @@ def _probe(b: _Builder, run: ProbeRun) -> None:
         if f.phase:
             b.link(node.id, f"phase:{f.phase}")
         for case in run.cases:
-            if f.buffer and any(v.buffer == f.buffer for v in case.violations):
-                b.link(node.id, f"case:{case.name}")
-            elif f.buffer and f.buffer in case.differential + case.nan_outputs:
+            if (f.buffer and any(v.buffer == f.buffer for v in case.violations)) or (
+                f.buffer and f.buffer in case.differential + case.nan_outputs
+            ):
                 b.link(node.id, f"case:{case.name}")
 
 

@@ -123,9 +123,10 @@ def test_search_and_filters(saved: dict[str, Path], tmp_path: Path) -> None:
         return out
 
     out = drive(load_run(saved["probe"]), steps, tmp_path)
-    assert "Buffers (29)" in out["all"] or any(x.startswith("Buffers") for x in out["all"])
+    assert any(x.startswith("Buffers (") for x in out["all"])
     assert any("last_page_len" in x for x in out["search"])
-    assert not any("kv_indptr" == x for x in out["search"])
+    assert not any(x.endswith("kv_indptr") for x in out["search"])
+    assert any(x.endswith("kv_indptr") for x in out["all"])
     assert "/last_page_len" in out["status"]
     severity, labels = out["severity"]
     assert severity == "error" and not any(x.startswith("Buffers") for x in labels)
