@@ -176,3 +176,30 @@ def test_command_exports_without_a_terminal(saved: dict[str, Path], tmp_path: Pa
     assert result.exit_code == 2 and "needs a terminal" in result.output
     result = runner.invoke(cli, ["explore", str(tmp_path / "missing.json")])
     assert result.exit_code == 2
+
+
+def test_a_run_started_from_inside_replaces_the_view(
+    saved: dict[str, Path], tmp_path: Path
+) -> None:
+    from tests.reports.runs import cuda_run
+
+    calls: list[str] = []
+
+    def capture(progress: Any) -> Any:
+        progress("target FULL(tokens=4, reqs=1)", 0.5)
+        calls.append("capture")
+        return cuda_run()
+
+    async def main() -> tuple[str, str]:
+        app = ExploreApp(load_run(saved["inspect"]), actions={"capture": capture})
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            before = app.explorer.schema
+            await pilot.press("c")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            return before, app.explorer.schema
+
+    before, after = asyncio.run(main())
+    assert calls == ["capture"]
+    assert (before, after) == ("eaglegraph.inspect/1", "eaglegraph.capture/1")
