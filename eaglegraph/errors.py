@@ -7,6 +7,9 @@ without a traceback; every other exception is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+# what `--json` prints on stdout when a command fails: schema, error, hint, exit_code
+ERROR_SCHEMA = "eaglegraph.error/1"
+
 
 class EagleGraphError(Exception):
     """Base of the errors the CLI reports as one line."""

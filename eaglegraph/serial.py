@@ -62,8 +62,19 @@ def dumps(doc: Any) -> str:
     return json.dumps(to_jsonable(doc), indent=2, allow_nan=False)
 
 
+def default_file_mode() -> int:
+    """The mode `open` gives a new file: 0666 less the umask (mkstemp would give 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write(path: Path | str, data: str | bytes, *, overwrite: bool = False) -> Path:
-    """Write a file atomically. Refuses to replace an existing file unless `overwrite`."""
+    """Write a file atomically. Refuses to replace an existing file unless `overwrite`.
+
+    The file gets the mode a plain `open` would give it (0666 less the umask), not the 0600 of
+    the temporary file it is written through; OS errors are one-line `BadInput`s with the path.
+    """
     path = Path(path)
     if path.is_dir():
         raise BadInput(f"{path} is a directory, expected a file path")
@@ -73,11 +84,18 @@ def atomic_write(path: Path | str, data: str | bytes, *, overwrite: bool = False
     if not parent.is_dir():
         raise BadInput(f"cannot write {path}: folder {parent} does not exist")
     mode = "wb" if isinstance(data, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        raise BadInput(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        os.fchmod(fd, default_file_mode())
         with os.fdopen(fd, mode, **({} if mode == "wb" else {"encoding": "utf-8"})) as fh:
             fh.write(data)
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise BadInput(f"cannot write {path}: {exc.strerror or exc}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from eaglegraph import __version__
-from eaglegraph.errors import EagleGraphError
+from eaglegraph.errors import ERROR_SCHEMA, EagleGraphError
 
 _COMMANDS = {
     "inspect": "eaglegraph.cli.inspect_cmd",
@@ -53,15 +53,54 @@ class EagleGraphGroup(click.Group):
                 return None
             raise
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["eaglegraph.argv"] = list(args)
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except EagleGraphError as exc:
-            click.echo(f"eaglegraph: error: {exc}", err=True)
-            ctx.exit(exc.exit_code)
+            _fail(ctx, str(exc), exc.exit_code, exc.hint)
+        except click.exceptions.Exit:
+            raise
+        except click.ClickException as exc:
+            # usage errors too end as one line; the command's --help is named for the rest
+            where = exc.ctx.command_path if getattr(exc, "ctx", None) else "eaglegraph"
+            message = exc.format_message()
+            if isinstance(exc, click.UsageError):
+                message += f" (see `{where} --help`)"
+            _fail(ctx, message, exc.exit_code)
+        except OSError as exc:
+            # a path the checks above missed: still one line with the path and the OS's reason
+            _fail(ctx, _os_message(exc), 2)
         except KeyboardInterrupt:
             click.echo("eaglegraph: interrupted", err=True)
             ctx.exit(130)
+
+
+def _os_message(exc: OSError) -> str:
+    reason = exc.strerror or str(exc)
+    return f"{exc.filename}: {reason}" if exc.filename is not None else reason
+
+
+def _fail(ctx: click.Context, message: str, code: int, hint: str | None = None) -> None:
+    """One line on stderr; with --json also an error document on stdout, so scripts see why."""
+    line = message if not hint or hint in message else f"{message} ({hint})"
+    click.echo(f"eaglegraph: error: {line}", err=True)
+    argv = ctx.meta.get("eaglegraph.argv", [])
+    if (ctx.obj or {}).get("json") or "--json" in argv:
+        import json
+
+        doc = {
+            "schema": ERROR_SCHEMA,
+            "eaglegraph_version": __version__,
+            "error": message,
+            "hint": hint,
+            "exit_code": code,
+        }
+        click.echo(json.dumps(doc, indent=2))
+    ctx.exit(code)
 
 
 @click.group(

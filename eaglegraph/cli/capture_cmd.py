@@ -9,6 +9,7 @@ import click
 
 from eaglegraph.cli.app import make_app, output_options
 from eaglegraph.cli.options import pair_arguments, plan_options
+from eaglegraph.cli.outputs import Writes, check_outputs
 from eaglegraph.cli.rig_options import build_spec, rig_options
 
 
@@ -87,10 +88,8 @@ def command(
     from eaglegraph.rig.plan import build_plan
     from eaglegraph.serial import atomic_write, document, dumps
 
-    outputs = [Path(p) for p in (save, html, trace, snapshot) if p]
-    for out in outputs:
-        if out.exists() and not force:
-            raise click.UsageError(f"{out} already exists; pass --force to replace it")
+    outputs = {"--save": save, "--html": html, "--trace": trace, "--snapshot": snapshot}
+    check_outputs(outputs, force=force, inputs=(model_dir, target_dir, draft_dir))
     spec = build_spec(model_dir, kwargs, target_dir=target_dir, draft_dir=draft_dir, pool=pool)
     pair = spec.open_pair()
     request = CaptureRequest.from_spec(
@@ -108,11 +107,15 @@ def command(
             on_event=lambda e: progress(f"{e.phase} {e.descriptor}", advance=1),
             on_stage=lambda s: progress(s),
         )
+    writes = Writes()
     if save:
-        atomic_write(save, dumps(document(CAPTURE_SCHEMA, run)) + "\n", overwrite=force)
+        text = dumps(document(CAPTURE_SCHEMA, run)) + "\n"
+        writes.write("--save", save, lambda: atomic_write(save, text, overwrite=force))
     if html:
-        write_html(run, html, overwrite=force)
+        writes.write("--html", html, lambda: write_html(run, html, overwrite=force))
     if trace:
-        write_trace(run, trace, overwrite=force)
+        writes.write("--trace", trace, lambda: write_trace(run, trace, overwrite=force))
+    if snapshot and Path(snapshot).exists():
+        click.echo(f"wrote {snapshot}", err=True)
     app.emit(CAPTURE_SCHEMA, run, render_capture)
-    ctx.exit(0 if run.ok else 1)
+    writes.finish(ctx, 0 if run.ok else 1)

@@ -7,7 +7,8 @@ from typing import Any
 import click
 
 from eaglegraph.cli.app import make_app, output_options
-from eaglegraph.cli.options import plan_options
+from eaglegraph.cli.options import Seconds, plan_options
+from eaglegraph.cli.outputs import Writes, check_outputs
 from eaglegraph.cli.rig_options import build_spec, rig_options
 
 
@@ -18,12 +19,14 @@ from eaglegraph.cli.rig_options import build_spec, rig_options
     type=click.Choice(["shared", "dedicated", "per-graph"]),
     default="shared",
     show_default=True,
+    help="Pool policy of the first capture.",
 )
 @click.option(
     "--against",
     type=click.Choice(["shared", "dedicated", "per-graph"]),
     default="dedicated",
     show_default=True,
+    help="Pool policy to compare with (must differ from --pool).",
 )
 @plan_options
 @rig_options
@@ -33,11 +36,22 @@ from eaglegraph.cli.rig_options import build_spec, rig_options
     default=None,
     help="Write the run (eaglegraph.memdiff/1).",
 )
-@click.option("--html", type=click.Path(dir_okay=False), default=None)
-@click.option("--trace", type=click.Path(dir_okay=False), default=None)
+@click.option(
+    "--html", type=click.Path(dir_okay=False), default=None, help="Write the report as HTML."
+)
+@click.option(
+    "--trace",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write a Chrome trace of both captures (Perfetto).",
+)
 @click.option("--force", is_flag=True, help="Replace existing output files.")
 @click.option(
-    "--timeout", type=float, default=1800.0, show_default=True, help="Seconds per capture."
+    "--timeout",
+    type=Seconds(),
+    default=1800.0,
+    show_default=True,
+    help="Seconds per capture.",
 )
 @click.option(
     "--predict/--no-predict",
@@ -65,8 +79,6 @@ def command(
     """Capture under --pool and --against (each in a fresh process) and diff pool memory per
     pool, per phase and per graph; check both produce identical draft tokens. Needs CUDA."""
     app = make_app(ctx, json_output, no_color)
-    from pathlib import Path
-
     from eaglegraph.probes.memdiff import memdiff
     from eaglegraph.reports.html import write_html
     from eaglegraph.reports.memdiff_view import render_memdiff
@@ -74,16 +86,19 @@ def command(
     from eaglegraph.results.memdiff import MEMDIFF_SCHEMA
     from eaglegraph.serial import atomic_write, document, dumps
 
-    for out in (save, html, trace):
-        if out and Path(out).exists() and not force:
-            raise click.UsageError(f"{out} already exists; pass --force to replace it")
+    check_outputs(
+        {"--save": save, "--html": html, "--trace": trace}, force=force, inputs=(model_dir,)
+    )
     spec = build_spec(model_dir, kwargs, pool=pool)
     with app.progress("memdiff") as progress:
         run = memdiff(spec, against, timeout, on_stage=lambda s: progress(s), predict=predict)
+    writes = Writes()
     if save:
-        atomic_write(save, dumps(document(MEMDIFF_SCHEMA, run)) + "\n", overwrite=force)
+        text = dumps(document(MEMDIFF_SCHEMA, run)) + "\n"
+        writes.write("--save", save, lambda: atomic_write(save, text, overwrite=force))
     if html:
-        write_html(run, html, overwrite=force)
+        writes.write("--html", html, lambda: write_html(run, html, overwrite=force))
     if trace:
-        write_trace(run, trace, overwrite=force)
+        writes.write("--trace", trace, lambda: write_trace(run, trace, overwrite=force))
     app.emit(MEMDIFF_SCHEMA, run, render_memdiff)
+    writes.finish(ctx, 0)

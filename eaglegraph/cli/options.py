@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -113,6 +114,27 @@ def pop_plan_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
             raise BadInput("give --engine or --behavior, not both")
         plan["behavior"] = profile_for_engine(engine).name
     return plan
+
+
+class Seconds(click.ParamType):
+    """A finite number of seconds in (low, high]: `nan`, `inf`, 0 and negatives are refused."""
+
+    name = "seconds"
+
+    def __init__(self, low: float = 0.0, high: float = math.inf) -> None:
+        self.low, self.high = low, high
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not math.isfinite(seconds) or not self.low < seconds <= self.high:
+            upper = "" if math.isinf(self.high) else f" and at most {self.high:g}"
+            self.fail(f"{value} is not a number above {self.low:g}{upper}", param, ctx)
+        return seconds
 
 
 def pair_arguments(func: Callable[..., Any]) -> Callable[..., Any]:

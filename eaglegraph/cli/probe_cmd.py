@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
 
 from eaglegraph.cli.app import make_app, output_options
-from eaglegraph.cli.options import fail_on_option, plan_options_without_mode
+from eaglegraph.cli.options import Seconds, fail_on_option, plan_options_without_mode
+from eaglegraph.cli.outputs import Writes, check_outputs
 from eaglegraph.cli.rig_options import build_spec, rig_options
 
 
@@ -75,7 +75,13 @@ def _list_behaviors(app: Any) -> None:
 @click.option(
     "--no-isolation", is_flag=True, help="Run cases in this process (faster; a crash ends the run)."
 )
-@click.option("--timeout", type=float, default=900.0, show_default=True, help="Seconds per case.")
+@click.option(
+    "--timeout",
+    type=Seconds(),
+    default=900.0,
+    show_default=True,
+    help="Seconds per case (a case still running then is reported as a hang).",
+)
 @click.option("--list-behaviors", is_flag=True, help="Explain each --behavior and exit.")
 @click.option(
     "--save",
@@ -123,8 +129,7 @@ def command(
 
     if model_dir is None:
         raise BadInput("give a MODEL_DIR or a preset name (or --list-behaviors)")
-    if save and Path(save).exists() and not force:
-        raise BadInput(f"{save} already exists", "pass --force to replace it")
+    check_outputs({"--save": save}, force=force, inputs=(model_dir,))
     selected = [m for value in modes or ("all",) for m in value.split(",") if m]
     wanted = None
     if batches:
@@ -150,7 +155,9 @@ def command(
                 advance=0 if result is None else 1,
             ),
         )
+    writes = Writes()
     if save:
-        atomic_write(save, dumps(document(PROBE_SCHEMA, run)) + "\n", overwrite=force)
+        text = dumps(document(PROBE_SCHEMA, run)) + "\n"
+        writes.write("--save", save, lambda: atomic_write(save, text, overwrite=force))
     app.emit(PROBE_SCHEMA, run, render_probe)
-    ctx.exit(1 if reaches(run.findings, fail_on) else 0)
+    writes.finish(ctx, 1 if reaches(run.findings, fail_on) else 0)

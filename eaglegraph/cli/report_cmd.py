@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from eaglegraph.cli.app import make_app, output_options
+from eaglegraph.cli.outputs import Writes, check_outputs
 from eaglegraph.errors import BadInput
 
 
@@ -43,39 +42,24 @@ def command(
     from eaglegraph.reports.runfile import has_timeline, render_run
     from eaglegraph.results import load_run, schema_of
 
-    outputs = [p for p in (html_path, trace_path) if p is not None]
-    _check_outputs(Path(run_file), outputs, force)
+    outputs = check_outputs(
+        {"--html": html_path, "--trace": trace_path}, force=force, inputs=(run_file,)
+    )
     run = load_run(run_file)
     if trace_path is not None and not has_timeline(run):
         raise BadInput(
             f"{run_file} is a {schema_of(run)} run: it has no capture timeline to trace",
             "--trace works for capture and memdiff runs; use --html or --json",
         )
+    writes = Writes()
     if html_path is not None:
         from eaglegraph.reports.html import write_html
 
-        _wrote(write_html(run, html_path, overwrite=force))
+        writes.write("--html", html_path, lambda: write_html(run, html_path, overwrite=force))
     if trace_path is not None:
         from eaglegraph.reports.trace import write_trace
 
-        _wrote(write_trace(run, trace_path, overwrite=force))
-    if app.json_output or not outputs:
+        writes.write("--trace", trace_path, lambda: write_trace(run, trace_path, overwrite=force))
+    if app.json_output or not outputs or writes.failures:
         app.emit(schema_of(run), run, render_run)
-
-
-def _wrote(path: Path) -> None:
-    """On stderr and unwrapped, so `--json` stdout stays clean and paths stay copyable."""
-    click.echo(f"wrote {path}", err=True)
-
-
-def _check_outputs(run_file: Path, outputs: list[str], force: bool) -> None:
-    """Refuse before writing anything, so a bad second path never leaves a half-done export."""
-    if len(outputs) == 2 and Path(outputs[0]).resolve() == Path(outputs[1]).resolve():
-        raise BadInput("--html and --trace name the same file")
-    for out in map(Path, outputs):
-        if out.is_dir():
-            raise BadInput(f"{out} is a directory, expected a file path")
-        if out.exists() and run_file.exists() and out.resolve() == run_file.resolve():
-            raise BadInput(f"{out} is the run file itself; choose another output path")
-        if out.exists() and not force:
-            raise BadInput(f"{out} already exists", "pass --force to replace it")
+    writes.finish(ctx, 0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from eaglegraph.cli.app import make_app, output_options
+from eaglegraph.cli.options import Seconds
 
 
 @click.command("stacks")
@@ -15,7 +16,7 @@ from eaglegraph.cli.app import make_app, output_options
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(1, 600),
+    type=Seconds(0, 600),
     default=60.0,
     show_default=True,
     help="Seconds to wait for py-spy.",

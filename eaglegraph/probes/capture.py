@@ -31,7 +31,7 @@ from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.driver import run_workload
 from eaglegraph.rig.step import CaptureFailed, Rig
 from eaglegraph.rig.workload import Schedule
-from eaglegraph.serial import to_jsonable
+from eaglegraph.serial import default_file_mode, to_jsonable
 
 
 @dataclass
@@ -94,6 +94,7 @@ def _write_snapshot(path: Path, overwrite: bool) -> None:
     os.close(fd)
     try:
         torch.cuda.memory._dump_snapshot(tmp)
+        os.chmod(tmp, default_file_mode())
         os.replace(tmp, path)
     finally:
         Path(tmp).unlink(missing_ok=True)

@@ -18,6 +18,7 @@ from eaglegraph.probes.runner import run_task
 from eaglegraph.probes.spec import RunSpec
 from eaglegraph.probes.stale_read import SGLANG_MODES, VLLM_MODES, build_findings, build_matrix
 from eaglegraph.results.probe import CaseResult, ProbeRun
+from eaglegraph.rig.model_setup import check_buildable
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.plan import CapturePlan, build_plan
 
@@ -115,7 +116,14 @@ def probe(
     on_plan: Callable[[list[ProbeCase]], None] | None = None,
     on_case: Callable[[str, CaseResult | None], None] | None = None,
 ) -> ProbeRun:
-    """Probe every (mode, padded batch) of `spec`; `on_plan` sees the cases before any runs."""
+    """Probe every (mode, padded batch) of `spec`; `on_plan` sees the cases before any runs.
+
+    Input that cannot be built (no weights without random_weights, an unsupported draft kind)
+    and a non-positive timeout are refused here, before any worker starts, so they never turn
+    into "crash" findings."""
+    if not timeout > 0:
+        raise BadInput(f"timeout must be a positive number of seconds, got {timeout}")
+    check_buildable(spec.open_pair(), spec.random_weights)
     start = time.perf_counter()
     cases = plan_cases(spec, modes, batches)
     if on_plan is not None:

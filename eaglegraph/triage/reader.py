@@ -17,6 +17,7 @@ import gzip
 import io
 import lzma
 import os
+import re
 import sys
 import zlib
 from collections.abc import Iterator
@@ -28,6 +29,13 @@ from eaglegraph.errors import BadInput
 
 BLOCK = 256 * 1024
 MAX_LINE = 64 * 1024
+# An endless input (/dev/zero, `yes |`) must end: past this many decoded bytes the rest is
+# left unread and a note says so. Real crash logs are far smaller.
+MAX_INPUT = int(os.environ.get("EAGLEGRAPH_TRIAGE_MAX_BYTES", 512 * 1024 * 1024))
+# The head decides whether the input is text at all: noise is refused, not diagnosed.
+_TEXT_HEAD = 64 * 1024
+_NOT_TEXT_SHARE = 0.3
+_TEXT_CONTROLS = frozenset(b"\t\n\r\x0b\x0c\x08\x1b")
 
 _GZIP = b"\x1f\x8b"
 _BZ2 = b"BZh"
@@ -168,7 +176,10 @@ def open_log(path: str | os.PathLike[str], stdin: BinaryIO | None = None) -> Ite
         stream = stdin if stdin is not None else getattr(sys.stdin, "buffer", None)
         if stream is None:
             raise BadInput("LOG is '-' but there is no standard input to read")
-        yield stream
+        try:
+            yield _checked(stream)
+        except InputRejected as exc:
+            raise BadInput(f"standard input {exc.message}", exc.hint) from None
         return
     p = Path(path)
     if not p.exists():
@@ -182,9 +193,52 @@ def open_log(path: str | os.PathLike[str], stdin: BinaryIO | None = None) -> Ite
     except OSError as exc:
         raise BadInput(f"cannot read {p}: {exc.strerror or exc}") from None
     try:
-        yield fh
+        yield _checked(fh)
+    except InputRejected as exc:
+        raise BadInput(f"{p} {exc.message}", exc.hint) from None
     finally:
         fh.close()
+
+
+class InputRejected(BadInput):
+    """The input opened fine but holds nothing to diagnose (empty, or not text)."""
+
+
+_PRINTABLE_RUN = re.compile(rb"[\x20-\x7e\t]{40}")
+
+
+def check_text(head: bytes) -> None:
+    """Refuse an empty input, or one whose head is binary noise rather than a log.
+
+    Compressed and UTF-16 heads pass (the sniffer decodes them). A head counts as noise when
+    most of it is NULs or invalid UTF-8 and no run of 40 printable characters appears, so a
+    log with a crashed process's junk before its text is still read.
+    """
+    if not head:
+        raise InputRejected("is empty", "nothing to diagnose")
+    if head.startswith((_GZIP, _BZ2, _XZ, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return
+    if _utf16_without_bom(head[:8192]):
+        return
+    if not head.strip(b" \t\r\n\x0b\x0c\x00"):
+        raise InputRejected("holds only whitespace and NUL bytes", "nothing to diagnose")
+    text = head.decode("utf-8", errors="replace")
+    odd = sum(
+        1 for ch in text if ch == "\ufffd" or (ord(ch) < 32 and ord(ch) not in _TEXT_CONTROLS)
+    )
+    if odd > _NOT_TEXT_SHARE * len(text) and not _PRINTABLE_RUN.search(head):
+        raise InputRejected(
+            f"is not a text log ({odd * 100 // len(text)}% of its first "
+            f"{max(len(head) // 1024, 1)} KiB is binary)",
+            "give the server's log as text; gzip, bzip2, xz and UTF-16 are decoded",
+        )
+
+
+def _checked(stream: BinaryIO) -> BinaryIO:
+    """The stream with its head checked by `check_text` and put back in front of the rest."""
+    head = _Reader(stream, []).read(_TEXT_HEAD)
+    check_text(head)
+    return io.BufferedReader(_Chain(head, stream), buffer_size=BLOCK)  # type: ignore[return-value]
 
 
 def iter_blocks(
@@ -197,9 +251,17 @@ def iter_blocks(
     long_head: bytes | None = None  # head of an over-long line being skipped
     long_tail = b""
     shortened = 0
+    total = 0
     while True:
         data = reader.read(block_size)
         if not data:
+            break
+        total += len(data)
+        if total > MAX_INPUT:
+            notes.append(
+                f"input is longer than {MAX_INPUT // 2**20} MiB (endless?): "
+                "read only its first part"
+            )
             break
         if long_head is not None:
             nl = data.find(b"\n")

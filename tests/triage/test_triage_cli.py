@@ -78,9 +78,9 @@ def test_bad_input_is_one_line_exit_two(tmp_path: Path) -> None:
 
 
 def test_empty_stdin() -> None:
-    res = _run("triage", "--json", "-", input=b"")
-    doc = json.loads(res.output)
-    assert res.exit_code == 0 and doc["category"] == "other" and doc["lines"] == 0
+    """An empty input is refused as such, not diagnosed as "other"."""
+    res = _run("triage", "-", input=b"")
+    assert res.exit_code == 2 and "standard input is empty" in res.stderr
 
 
 def test_help_mentions_fail_on_default() -> None:

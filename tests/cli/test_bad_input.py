@@ -1,0 +1,307 @@
+"""Every class of bad input, fed to every command that takes it: exit 2, one line, no traceback.
+
+Each case runs in-process (click's CliRunner) and is refused before any work starts, so the
+module stays fast. The line must name the input it refuses, so a user knows what to fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from eaglegraph.cli import cli
+from eaglegraph.errors import ERROR_SCHEMA
+
+PRESET = "tiny-llama-eagle3"
+CONFIG_ONLY = "llama3.1-8b-eagle3"
+PAIR_COMMANDS = ("inspect", "capture", "probe")  # memdiff needs CUDA first: see below
+RIG_COMMANDS = ("capture", "probe")
+
+
+def run(*args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), input=stdin)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"traceback for {args}: {result.exception!r}")
+    return result.exit_code, result.stdout, result.stderr
+
+
+def refused(args: list[str], names: str, code: int = 2, stdin: bytes | None = None) -> str:
+    """Run, then assert: the exit code, one stderr line, naming `names`, nothing on stdout."""
+    exit_code, out, err = run(*args, stdin=stdin)
+    lines = err.strip().splitlines()
+    assert exit_code == code, (args, exit_code, err)
+    assert len(lines) == 1, (args, err)
+    assert lines[0].startswith("eaglegraph: error: "), (args, err)
+    assert names in lines[0], (args, names, lines[0])
+    assert "Traceback" not in err and out == "", (args, out)
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("bad")
+    (root / "empty.txt").write_bytes(b"")
+    (root / "binary.bin").write_bytes(random.Random(0).randbytes(16384))
+    (root / "bad.json").write_text("{not json")
+    (root / "list.json").write_text("[1, 2]")
+    (root / "foreign.json").write_text('{"schema": "someone.else/1"}')
+    (root / "exists.txt").write_text("keep me")
+    (root / "emptydir").mkdir()
+    (root / "badconfig").mkdir()
+    (root / "badconfig" / "config.json").write_text("{")
+    (root / "wrongtype").mkdir()
+    (root / "wrongtype" / "config.json").write_text('{"hidden_size": "large"}')
+    return {p.name: p for p in root.iterdir()} | {"root": root}
+
+
+# -- model inputs: every command that takes MODEL_DIR ------------------------------------------
+
+MODEL_CASES: dict[str, Callable[[dict[str, Path]], tuple[str, str]]] = {
+    "missing": lambda d: (str(d["root"] / "absent"), "absent"),
+    "empty dir": lambda d: (str(d["emptydir"]), "emptydir"),
+    "file not dir": lambda d: (str(d["empty.txt"]), "empty.txt"),
+    "malformed config": lambda d: (str(d["badconfig"]), "config.json"),
+    "path through a file": lambda d: (str(d["exists.txt"] / "model"), "exists.txt"),
+    "unknown preset": lambda d: ("no-such-preset", "no-such-preset"),
+}
+
+
+@pytest.mark.parametrize("command", PAIR_COMMANDS)
+@pytest.mark.parametrize("case", sorted(MODEL_CASES))
+def test_bad_model_dir(command: str, case: str, inputs: dict[str, Path]) -> None:
+    path, names = MODEL_CASES[case](inputs)
+    refused([command, path], names)
+
+
+@pytest.mark.parametrize("command", PAIR_COMMANDS)
+def test_missing_target_option(command: str, inputs: dict[str, Path]) -> None:
+    missing = str(inputs["root"] / "nowhere")
+    args = [command, "--target", missing] if command != "probe" else [command, missing]
+    refused(args, "nowhere")
+
+
+# -- numbers and choices ----------------------------------------------------------------------
+
+NUMBER_CASES = [
+    (["--max-num-seqs", "0"], "max_num_seqs"),
+    (["--max-num-seqs", "-3"], "max_num_seqs"),
+    (["-K", "0"], "num_speculative_tokens"),
+    (["-K", "-1"], "num_speculative_tokens"),
+    (["--max-num-seqs", "many"], "--max-num-seqs"),
+    (["--capture-sizes", "a,b"], "--capture-sizes"),
+    (["--capture-sizes", "0,-1"], "capture sizes"),
+    (["--speculative-config", "{bad"], "--speculative-config"),
+    (["--speculative-config", "[]"], "--speculative-config"),
+    (["--compilation-config", '{"cudagraph_mode": 5}'], "5"),
+    (["--behavior", "nope"], "nope"),
+    (["--engine", "garbage"], "garbage"),
+    (["--engine", "vllm==0.24.0", "--behavior", "vllm-current"], "--engine"),
+    (["--framework", "trtllm"], "--framework"),
+    (["--attention-backend", "xformers"], "--attention-backend"),
+    (["--no-such-option"], "--no-such-option"),
+]
+
+
+@pytest.mark.parametrize("command", PAIR_COMMANDS)
+@pytest.mark.parametrize(("extra", "names"), NUMBER_CASES, ids=lambda v: str(v))
+def test_bad_plan_option(command: str, extra: list[str], names: str) -> None:
+    refused([command, PRESET, *extra], names)
+
+
+@pytest.mark.parametrize("command", PAIR_COMMANDS)
+def test_bad_mode(command: str) -> None:
+    refused([command, PRESET, "--mode", "bogus"], "bogus")
+
+
+@pytest.mark.parametrize("command", RIG_COMMANDS)
+@pytest.mark.parametrize(
+    ("extra", "names"),
+    [
+        (["--dtype", "int3"], "--dtype"),
+        (["--device", "tpu"], "--device"),
+        (["--seed", "x"], "--seed"),
+        (["--pool", "everywhere"], "--pool"),
+    ],
+    ids=lambda v: str(v),
+)
+def test_bad_rig_option(command: str, extra: list[str], names: str) -> None:
+    refused([command, PRESET, *extra], names)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "soon"])
+@pytest.mark.parametrize("command", ["probe", "memdiff"])
+def test_timeout_must_be_positive(command: str, value: str) -> None:
+    refused([command, PRESET, "--timeout", value], "--timeout")
+
+
+@pytest.mark.parametrize("value", ["a", "0", "1,,x"])
+def test_probe_batches(value: str) -> None:
+    refused(["probe", PRESET, "--batches", value], "--batches")
+
+
+# -- input that cannot be built: refused before any worker, never a "crash" finding -----------
+
+
+@pytest.mark.parametrize("command", RIG_COMMANDS)
+def test_config_only_pair_needs_random_weights(command: str) -> None:
+    line = refused([command, CONFIG_ONLY], "--random-weights")
+    assert "no weights" in line
+
+
+# -- output paths: checked before the work ----------------------------------------------------
+
+OUTPUT_CASES: dict[str, Callable[[dict[str, Path]], tuple[list[str], str]]] = {
+    "missing folder": lambda d: (["--save", str(d["root"] / "no" / "x.json")], "does not exist"),
+    "through a file": lambda d: (["--save", str(d["exists.txt"] / "x.json")], "not a folder"),
+    "existing file": lambda d: (["--save", str(d["exists.txt"])], "already exists"),
+    "a folder": lambda d: (["--save", str(d["emptydir"])], "directory"),
+}
+SAVE_COMMANDS = ("capture", "probe", "memdiff")
+
+
+@pytest.mark.parametrize("command", SAVE_COMMANDS)
+@pytest.mark.parametrize("case", sorted(OUTPUT_CASES))
+def test_bad_output_path(command: str, case: str, inputs: dict[str, Path]) -> None:
+    extra, names = OUTPUT_CASES[case](inputs)
+    refused([command, PRESET, *extra], names)
+    assert inputs["exists.txt"].read_text() == "keep me"
+
+
+@pytest.mark.parametrize(
+    ("command", "options"),
+    [
+        ("capture", ("--save", "--trace")),
+        ("capture", ("--html", "--snapshot")),
+        ("memdiff", ("--save", "--html")),
+    ],
+)
+def test_two_outputs_one_file(
+    command: str, options: tuple[str, str], inputs: dict[str, Path]
+) -> None:
+    same = str(inputs["root"] / "same.json")
+    line = refused([command, PRESET, options[0], same, options[1], same], "both name")
+    assert options[0] in line and options[1] in line
+    assert not Path(same).exists()
+
+
+# -- report: run files ------------------------------------------------------------------------
+
+REPORT_CASES = {
+    "missing": ("absent.json", "absent.json"),
+    "empty": ("empty.txt", "empty.txt"),
+    "binary": ("binary.bin", "binary.bin"),
+    "malformed": ("bad.json", "bad.json"),
+    "not an object": ("list.json", "list.json"),
+    "foreign schema": ("foreign.json", "someone.else/1"),
+    "a folder": ("emptydir", "emptydir"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REPORT_CASES))
+def test_bad_run_file(case: str, inputs: dict[str, Path]) -> None:
+    name, names = REPORT_CASES[case]
+    refused(["report", str(inputs["root"] / name)], names)
+
+
+def test_report_output_is_the_input(inputs: dict[str, Path]) -> None:
+    run_file = str(inputs["foreign.json"])
+    refused(["report", run_file, "--html", run_file, "--force"], "input")
+
+
+# -- triage: logs -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "names", "why"),
+    [
+        ("absent.log", "absent.log", "does not exist"),
+        ("emptydir", "emptydir", "directory"),
+        ("empty.txt", "empty.txt", "is empty"),
+        ("binary.bin", "binary.bin", "not a text log"),
+    ],
+)
+def test_bad_log(name: str, names: str, why: str, inputs: dict[str, Path]) -> None:
+    line = refused(["triage", str(inputs["root"] / name)], names)
+    assert why in line
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")
+def test_endless_log_ends() -> None:
+    line = refused(["triage", "/dev/zero"], "/dev/zero")
+    assert "NUL" in line
+
+
+def test_empty_and_binary_stdin() -> None:
+    refused(["triage", "-"], "standard input is empty", stdin=b"")
+    refused(["triage", "-"], "not a text log", stdin=random.Random(1).randbytes(4096))
+
+
+# -- stacks, scaffold -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("pid", "names"), [("abc", "abc"), ("0", "0")])
+def test_bad_pid(pid: str, names: str) -> None:
+    refused(["stacks", pid], names)
+
+
+def test_stacks_no_such_process() -> None:
+    pid = 2**22 + 7  # above the default pid_max, so never a live process
+    refused(["stacks", str(pid)], str(pid))
+
+
+@pytest.mark.parametrize("timeout", ["0", "-5", "1000", "nan", "inf"])
+def test_stacks_timeout_range(timeout: str) -> None:
+    refused(["stacks", "1", "--timeout", timeout], "--timeout")
+
+
+def test_scaffold_bad_inputs(inputs: dict[str, Path]) -> None:
+    refused(["scaffold", str(inputs["root"] / "new"), "--preset", "nope"], "nope")
+    refused(["scaffold", str(inputs["exists.txt"]), "--preset", PRESET], "exists.txt")
+    refused(["scaffold", str(inputs["root"] / "new")], "--preset")
+
+
+# -- --json: a failed command prints an error document on stdout ------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["inspect", "/no/such/model", "--json"],
+        ["--json", "inspect", "/no/such/model"],
+        ["probe", PRESET, "--timeout", "0", "--json"],
+        ["report", "/no/such/run.json", "--json"],
+    ],
+    ids=str,
+)
+def test_json_error_document(args: list[str]) -> None:
+    code, out, err = run(*args)
+    doc = json.loads(out)
+    assert code == 2 and doc["schema"] == ERROR_SCHEMA and doc["exit_code"] == 2
+    assert doc["error"] and doc["error"] in err
+
+
+# -- files written: umask respected, one `wrote PATH` line each ------------------------------
+
+
+def test_written_files_follow_umask_and_are_named(tmp_path: Path) -> None:
+    from eaglegraph.cli.outputs import Writes
+    from eaglegraph.serial import atomic_write
+
+    old = os.umask(0o022)
+    try:
+        path = tmp_path / "out.json"
+        writes = Writes()
+        writes.write("--save", path, lambda: atomic_write(path, "{}\n"))
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644
+        failing = tmp_path / "gone" / "x.json"
+        writes.write("--html", failing, lambda: atomic_write(failing, "x"))
+        assert len(writes.failures) == 1 and "gone" in writes.failures[0]
+    finally:
+        os.umask(old)
