@@ -30,7 +30,7 @@ def check_outputs(
             raise BadInput(f"{seen[key]} and {name} both name {path}", "give each its own file")
         seen[key] = name
         if path.is_dir():
-            raise BadInput(f"{name} {path} is a folder, expected a file path")
+            raise BadInput(f"{name} {path} is a directory, expected a file path")
         parent = path.parent
         if not parent.is_dir():
             if parent.exists():

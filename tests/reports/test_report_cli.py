@@ -99,14 +99,14 @@ def test_existing_outputs_need_force(tmp_path: Path) -> None:
 def test_never_writes_over_the_run_file(tmp_path: Path) -> None:
     path = save(oom_run(), tmp_path / "run.json")
     before = path.read_text(encoding="utf-8")
-    assert_one_line_error(invoke(str(path), "--html", str(path), "--force"), "the run file itself")
+    assert_one_line_error(invoke(str(path), "--html", str(path), "--force"), "is an input of this command")
     assert path.read_text(encoding="utf-8") == before
 
 
 def test_same_file_for_both_exports(tmp_path: Path) -> None:
     path = save(oom_run(), tmp_path / "run.json")
     out = str(tmp_path / "x")
-    assert_one_line_error(invoke(str(path), "--html", out, "--trace", out), "same file")
+    assert_one_line_error(invoke(str(path), "--html", out, "--trace", out), "both name")
 
 
 def test_corrupt_json_names_line_and_column(tmp_path: Path) -> None:
