@@ -76,12 +76,23 @@ _IDLE_FILE = re.compile(
 )
 
 
+# Package roots whose module paths mean something; words elsewhere in a path (a user's
+# `work/drafts/server.py`, eaglegraph's own modules) say nothing about the engine's phase.
+_ENGINE_ROOT = re.compile(r"(?:^|[/\\])((?:vllm|sglang|tensorrt_llm|torch)[/\\].*)$")
+
+
+def module_path(file: str) -> str:
+    """The part of `file` inside an engine or torch package ('' for any other file)."""
+    found = _ENGINE_ROOT.search(file or "")
+    return found.group(1) if found else ""
+
+
 def classify(func: str, file: str = "", code: str | None = None) -> tuple[str, ...]:
     """Tags for one frame, most specific first; empty when the frame means nothing special."""
     tags: list[str] = []
     code = code or ""
     name = func or ""
-    where = f"{file} {name}"
+    where = f"{module_path(file)} {name}"
     if (
         (_CAPTURE_FUNC.search(name) and not _CAPTURE_EXCLUDE.search(name))
         or _CAPTURE_CODE.search(code)

@@ -45,11 +45,69 @@ PHASE_NAMES = {
     fr.IDLE: "idle",
 }
 
-PTRACE_HINT = (
-    'run as root (sudo env "PATH=$PATH" eaglegraph stacks PID), or allow ptrace with '
-    "`sysctl kernel.yama.ptrace_scope=0`; in Docker start the container with "
-    "--cap-add SYS_PTRACE, in Kubernetes add securityContext.capabilities.add: [SYS_PTRACE]"
+_CONTAINER_FIX = (
+    "in Docker start the container with --cap-add SYS_PTRACE, in Kubernetes add "
+    "securityContext.capabilities.add: [SYS_PTRACE]"
 )
+_CAP_SYS_PTRACE = 19
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return None
+
+
+def _cap_eff() -> int | None:
+    status = _read("/proc/self/status") or ""
+    for line in status.splitlines():
+        if line.startswith("CapEff:"):
+            return int(line.split()[1], 16)
+    return None
+
+
+def _owner(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
+def ptrace_hint(
+    pid: int,
+    *,
+    euid: int | None = None,
+    scope: int | None = None,
+    cap_eff: int | None = None,
+    owner: int | None = None,
+) -> str:
+    """Why ptrace was refused on this machine, and the one fix that applies (never "run as
+    root" to root). The facts default to this machine's; tests pass their own."""
+    euid = os.geteuid() if euid is None else euid
+    if scope is None:
+        text = _read("/proc/sys/kernel/yama/ptrace_scope")
+        scope = int(text) if text and text.strip().isdigit() else None
+    cap_eff = _cap_eff() if cap_eff is None else cap_eff
+    owner = _owner(pid) if owner is None else owner
+    has_cap = cap_eff is not None and bool(cap_eff >> _CAP_SYS_PTRACE & 1)
+    if cap_eff is not None and not has_cap and euid == 0:
+        return f"this process lacks the SYS_PTRACE capability (a container?): {_CONTAINER_FIX}"
+    if scope == 3:
+        return "kernel.yama.ptrace_scope=3 forbids ptrace until reboot"
+    if scope == 2 and not has_cap:
+        return "kernel.yama.ptrace_scope=2 lets only CAP_SYS_PTRACE holders attach: run as root"
+    if euid != 0 and owner is not None and owner != euid:
+        return f'process {pid} belongs to uid {owner}: run as that user or root (sudo env "PATH=$PATH")'
+    if scope == 1 and euid != 0:
+        return (
+            "kernel.yama.ptrace_scope=1 lets you attach only to your own child processes: run as "
+            'root (sudo env "PATH=$PATH"), or `sysctl kernel.yama.ptrace_scope=0`'
+        )
+    return (
+        "ptrace_scope and capabilities allow it here, so a seccomp profile or an LSM "
+        f"(AppArmor, SELinux) blocks ptrace; {_CONTAINER_FIX}, or --security-opt seccomp=unconfined"
+    )
 
 
 def find_pyspy() -> str:
@@ -91,7 +149,7 @@ def interpret_failure(pid: int, returncode: int, stderr: str) -> Exception:
         or "sys_ptrace" in low
     ):
         return MissingEnvironment(
-            f"not allowed to read process {pid}'s memory (ptrace)", PTRACE_HINT
+            f"not allowed to read process {pid}'s memory (ptrace)", ptrace_hint(pid)
         )
     if (
         "os error 2)" in low
@@ -237,6 +295,14 @@ def _busy(group: StackGroup) -> float:
     return (3.0 if meaningful else 0.0) + (0.0 if idle else 1.0) + 2.0 * active + 0.1 * group.count
 
 
+def _activity(group: StackGroup) -> str:
+    """Sleeping or stuck, from py-spy's per-thread `active` flag (on CPU when sampled)."""
+    running = sum(1 for t in group.threads if t.active)
+    if running == 0:
+        return "all sleeping (py-spy: idle): blocked in a wait, not computing"
+    return f"{running} of {group.count} running (py-spy: active): busy, not waiting"
+
+
 def build_report(
     pid: int, traces: list[dict[str, Any]], native: bool, subprocesses: bool, exe: str
 ) -> StacksReport:
@@ -262,6 +328,7 @@ def build_report(
             detail = f"{f.name} ({f.short_filename}:{f.line}) in {g.count} thread(s)"
         else:
             detail = f"{g.count} thread(s) share this stack"
+        detail += "; " + _activity(g)
         if len(groups) > 1 and groups[1].count > g.count and _busy(groups[1]) < _busy(g):
             notes.append(
                 f"{groups[1].count} threads share another stack ({groups[1].phase}); "

@@ -177,7 +177,8 @@ def open_log(path: str | os.PathLike[str], stdin: BinaryIO | None = None) -> Ite
         if stream is None:
             raise BadInput("LOG is '-' but there is no standard input to read")
         try:
-            yield _checked(stream)
+            # a stream a library caller hands in is theirs to judge; the user's stdin is checked
+            yield _checked(stream) if stdin is None else stream
         except InputRejected as exc:
             raise BadInput(f"standard input {exc.message}", exc.hint) from None
         return

@@ -99,7 +99,9 @@ def test_existing_outputs_need_force(tmp_path: Path) -> None:
 def test_never_writes_over_the_run_file(tmp_path: Path) -> None:
     path = save(oom_run(), tmp_path / "run.json")
     before = path.read_text(encoding="utf-8")
-    assert_one_line_error(invoke(str(path), "--html", str(path), "--force"), "is an input of this command")
+    assert_one_line_error(
+        invoke(str(path), "--html", str(path), "--force"), "is an input of this command"
+    )
     assert path.read_text(encoding="utf-8") == before
 
 
