@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -19,14 +21,31 @@ import numpy as np
 import torch
 
 from eaglegraph.kernels.poison import poison, scan
-from eaglegraph.probes.poisoning import canary_regions, padding_regions, table
+from eaglegraph.probes.invariants import StepView, check_phase
+from eaglegraph.probes.poisoning import (
+    Canary,
+    canary_regions,
+    null_block_regions,
+    padding_regions,
+    table,
+    unmapped_buffer,
+)
+from eaglegraph.probes.reference_diff import Divergence, compare_step, reference_for
 from eaglegraph.probes.spec import RunSpec
 from eaglegraph.results.codec import decode
-from eaglegraph.results.probe import CanaryHit, CaseResult, GuardViolation, PaddingRegion
+from eaglegraph.results.probe import (
+    CanaryHit,
+    CaseResult,
+    GuardViolation,
+    InvariantViolation,
+    PaddingRegion,
+    ReferenceDivergence,
+)
 from eaglegraph.rig.buffers import StepCounts
 from eaglegraph.rig.driver import Session
 from eaglegraph.rig.kv_cache import NULL_BLOCK
 from eaglegraph.rig.modes import Mode
+from eaglegraph.rig.reference import ReferenceEngine
 from eaglegraph.rig.step import Rig
 
 
@@ -69,13 +88,19 @@ class _Snapshot:
     def __init__(self, rig: Rig) -> None:
         self.tensors = [b.tensor for b in rig.registry] + [c for kv in rig.kv_caches for c in kv]
         self.saved = [t.clone() for t in self.tensors]
+        self.rig = rig
+        self.table_dirty = rig._bt_dirty  # runs A and B both upload the host table, or neither
 
     def restore(self) -> None:
         for t, s in zip(self.tensors, self.saved, strict=True):
             t.copy_(s)
+        self.rig._bt_dirty = self.table_dirty
 
 
-def _prompts(count: int, vocab: int, seed: int = 7) -> list[list[int]]:
+PROMPT_SEED = 7
+
+
+def _prompts(count: int, vocab: int, seed: int = PROMPT_SEED) -> list[list[int]]:
     rng = np.random.default_rng(seed)
     return [rng.integers(3, vocab, size=5 + i % 4).tolist() for i in range(count)]
 
@@ -105,13 +130,21 @@ def _execute(case: ProbeCase, start: float) -> CaseResult:
         rig.capture(case.spec.pool)
     assert rig.guard_log is not None
     session = Session(rig)
+    ref = reference_for(rig)
+    ref_session = Session(ref)
     for rid, prompt in enumerate(_prompts(case.large, rig.vocab_size)):
         session.admit(rid, prompt, max_new_tokens=64)
-    session.step()  # prefill at the large batch
-    session.step()  # a verify step at the large batch: every buffer now holds its values
-    for request in list(session.running[case.batch :]):
-        session.finish(request)  # the batch shrinks right after the large one
+        ref_session.admit(rid, prompt, max_new_tokens=64)
+    divergence = None
+    timer = _Timer()
+    for step in range(2):  # prefill, then a verify step, at the large batch
+        divergence = divergence or _lockstep(step, rig, session, ref, ref_session, timer)
+    for s in (session, ref_session):
+        for request in list(s.running[case.batch :]):
+            s.finish(request)  # the batch shrinks right after the large one
     batch = session.batch()
+    with timer("reference"):
+        ref_out = ref.step(ref_session.batch())
     k = rig.num_speculative_tokens
     tokens = sum(len(b.query) for b in batch)
     counts = {
@@ -121,42 +154,46 @@ def _execute(case: ProbeCase, start: float) -> CaseResult:
     }
     snapshot = _Snapshot(rig)
     owned = sorted({blk for r in session.running for blk in r.blocks})
+    owned_rows = {"state.block_table": {r.slot for r in session.running}}
     unowned = [b for b in rig.allocator.unowned_blocks() if b != NULL_BLOCK]
     result = CaseResult(
         case.name, mode.name, case.batch, case.large, "ok", 0.0,
         counts={p: [c.num_reqs, c.num_tokens] for p, c in counts.items()},
+        reproduction={"mode": mode.name, "large": case.large, "batch": case.batch,
+                      "num_speculative_tokens": k, "prompt_seed": PROMPT_SEED,
+                      "seed": config.seed, "steps": 3},
     )  # fmt: skip
+    if divergence is not None:
+        result.divergence = _typed(divergence)
     outputs: dict[str, dict[str, torch.Tensor | list[Any]]] = {}
     scans: dict[str, list[int]] = {}
-    regions_a = padding_regions(list(rig.registry), counts, "A")
+    regions_a = padding_regions(list(rig.registry), counts, "A", owned_rows)
     for run in ("A", "B"):
         snapshot.restore()
-        regions = padding_regions(list(rig.registry), counts, run)
-        canaries = canary_regions(rig.kv_caches, unowned)
-        tab = table([r.region for r in regions] + [c for _, c in canaries], config.device)
+        regions = padding_regions(list(rig.registry), counts, run, owned_rows)
+        canaries = canary_regions(rig.kv_caches, unowned) + null_block_regions(rig.kv_caches)
+        tab = table([r.region for r in regions] + [c.region for c in canaries], config.device)
+        canary_tab = table([c.region for c in canaries], config.device)
         poison(tab)
         rig.guard_log.reset()
-
-        def collect(phase: str, run: str = run) -> None:
-            for v in rig.guard_log.read():  # type: ignore[union-attr]
-                buf = rig.registry.by_id(v.buffer_id)
-                result.violations.append(
-                    GuardViolation(
-                        run=run, phase=phase, kernel=v.kernel,
-                        buffer=buf.name if buf else f"id {v.buffer_id}",
-                        row=int(v.row), value=int(v.value),
-                    )
-                )  # fmt: skip
-            rig.guard_log.reset()  # type: ignore[union-attr]
-
+        collect = _PhaseCollector(
+            rig, result, run, StepView(rig, batch), canaries, canary_tab, timer
+        )
         rig.phase_hook = collect
+        t0 = time.perf_counter()
         try:
             out = rig.step(batch)
         finally:
             rig.phase_hook = None
+        if run == "B":  # the second sentinel run is what the sentinel differential costs
+            timer.add("sentinel differential (run B)", time.perf_counter() - t0)
         remaining = scan(tab).tolist()
         scans[run] = remaining
         result.descriptors = dict(out.descriptors)
+        if run == "A" and result.divergence is None:
+            with timer("reference"):
+                hit = compare_step(2, rig, ref, batch, out, ref_out)
+            result.divergence = _typed(hit) if hit is not None else None
         valid_kv = [torch.stack([c[owned] for c in kv]) for kv in rig.kv_caches] if owned else []
         outputs[run] = {
             "next tokens": out.next_tokens,
@@ -176,16 +213,6 @@ def _execute(case: ProbeCase, start: float) -> CaseResult:
                     and bool(torch.isnan(value).any())
                 ):
                     result.nan_outputs.append(name)
-            n_regions = len(regions)
-            for (first_block, region), left in zip(canaries, remaining[n_regions:], strict=True):
-                if left < region.length:
-                    result.canaries.append(
-                        CanaryHit(
-                            first_block=first_block,
-                            elements=region.length,
-                            written=region.length - left,
-                        )
-                    )
     for name, a in outputs["A"].items():
         b = outputs["B"][name]
         same = bool(torch.equal(_bits(a), _bits(b))) if isinstance(a, torch.Tensor) else a == b
@@ -200,8 +227,96 @@ def _execute(case: ProbeCase, start: float) -> CaseResult:
                 poisoned_after_a=scans["A"][i], poisoned_after_b=scans["B"][i],
             )
         )  # fmt: skip
+    result.signal_s = timer.totals
     result.duration_s = time.perf_counter() - start
     return result
+
+
+class _PhaseCollector:
+    """The rig's phase hook during one probed run: guard log, invariants, canaries per phase."""
+
+    def __init__(
+        self,
+        rig: Rig,
+        result: CaseResult,
+        run: str,
+        view: StepView,
+        canaries: list[Canary],
+        canary_tab: torch.Tensor,
+        timer: _Timer,
+    ) -> None:
+        self.rig, self.result, self.run, self.view = rig, result, run, view
+        self.canaries, self.canary_tab, self.timer = canaries, canary_tab, timer
+        self.written = [0] * len(canaries)
+
+    def __call__(self, phase: str) -> None:
+        rig, result, log = self.rig, self.result, self.rig.guard_log
+        assert log is not None
+        for v in log.read():
+            buf = rig.registry.by_id(v.buffer_id)
+            result.violations.append(
+                GuardViolation(
+                    run=self.run, phase=phase, kernel=v.kernel,
+                    buffer=buf.name if buf else unmapped_buffer(v.kernel),
+                    row=int(v.row), value=int(v.value),
+                )
+            )  # fmt: skip
+        log.reset()
+        if self.run != "A":
+            return
+        with self.timer("invariants"):
+            result.invariants.extend(
+                InvariantViolation(**hit) for hit in check_phase(self.view, phase)
+            )
+        with self.timer("canaries"):
+            left = scan(self.canary_tab).tolist() if self.canaries else []
+        for i, (c, n) in enumerate(zip(self.canaries, left, strict=True)):
+            if c.region.length - n > self.written[i]:
+                result.canaries.append(
+                    CanaryHit(
+                        first_block=c.first_block, elements=c.region.length,
+                        written=c.region.length - n - self.written[i], phase=phase,
+                        kernel="write_kv", null_block=c.null_block,
+                    )
+                )  # fmt: skip
+                self.written[i] = c.region.length - n
+
+
+class _Timer:
+    """Seconds per signal, summed over a case."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, float] = {}
+
+    def add(self, name: str, seconds: float) -> None:
+        self.totals[name] = self.totals.get(name, 0.0) + seconds
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(name, time.perf_counter() - t0)
+
+
+def _lockstep(
+    step: int,
+    rig: Rig,
+    session: Session,
+    ref: ReferenceEngine,
+    ref_session: Session,
+    timer: _Timer,
+) -> Divergence | None:
+    """One step of the rig and of the reference over the same requests, compared."""
+    batch = session.batch()
+    out = rig.step(batch)
+    session.apply(batch, out)
+    with timer("reference"):
+        ref_batch = ref_session.batch()
+        want = ref.step(ref_batch)
+        ref_session.apply(ref_batch, want)
+        return compare_step(step, rig, ref, batch, out, want)
 
 
 def result_to_json(result: CaseResult) -> dict[str, Any]:
@@ -210,3 +325,7 @@ def result_to_json(result: CaseResult) -> dict[str, Any]:
 
 def result_from_json(data: dict[str, Any]) -> CaseResult:
     return decode(CaseResult, data, "probe worker result")
+
+
+def _typed(d: Divergence) -> ReferenceDivergence:
+    return ReferenceDivergence(**d.to_json())

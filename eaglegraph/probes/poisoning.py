@@ -1,9 +1,11 @@
 """Poison plans for one probed step: which elements of which buffer, with which sentinel.
 
 The padding region of a buffer is everything past its valid extent for the step's real
-counts. Integers get a value outside every index range (+2^30+17 in run A, its negative in run
-B); floats get NaN (run A) or a large negative value (run B). KV blocks owned by no request
-(except the reserved null block) are canaries filled with NaN in both runs.
+counts; for state registered with extent "all" it is every row no running request owns.
+Integers get a value outside every index range (+2^30+17 in run A, its negative in run B);
+floats get NaN (run A) or a large negative value (run B). KV blocks owned by no request are
+canaries filled with NaN in both runs, and so is the reserved null block except its first
+slot (the pad slot SGLang's padded rows write by design).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import torch
 
 from eaglegraph.kernels.poison import Region, float_pattern, region_table
 from eaglegraph.rig.buffers import PersistentBuffer, StepCounts
+from eaglegraph.rig.kv_cache import NULL_BLOCK
 
 SENTINEL = (1 << 30) + 17
 
@@ -33,18 +36,45 @@ class PaddingRegion:
     buffer: PersistentBuffer
     first_row: int
     region: Region
+    end_row: int | None = None
 
     @property
     def rows(self) -> int:
-        return self.buffer.capacity - self.first_row
+        return (self.end_row or self.buffer.capacity) - self.first_row
+
+
+def _runs(rows: list[int]) -> list[tuple[int, int]]:
+    """Contiguous [start, end) runs of sorted row numbers."""
+    runs: list[tuple[int, int]] = []
+    for row in sorted(rows):
+        if runs and runs[-1][1] == row:
+            runs[-1] = (runs[-1][0], row + 1)
+        else:
+            runs.append((row, row + 1))
+    return runs
 
 
 def padding_regions(
-    buffers: list[PersistentBuffer], counts: dict[str, StepCounts], run: str
+    buffers: list[PersistentBuffer],
+    counts: dict[str, StepCounts],
+    run: str,
+    owned_rows: dict[str, set[int]] | None = None,
 ) -> list[PaddingRegion]:
+    """`owned_rows`: for extent-"all" state, the rows running requests own (by name)."""
     out = []
     for buf in buffers:
-        if buf.extent == "all" or buf.phase not in counts:
+        if buf.phase not in counts:
+            continue
+        if buf.extent == "all":
+            owned = (owned_rows or {}).get(buf.name)
+            if owned is None:
+                continue  # ownership unknown (e.g. a step counter): all of it is valid
+            t = buf.tensor
+            row = t[0].numel() if t.dim() > 1 else 1
+            free = [i for i in range(buf.capacity) if i not in owned]
+            for start, end in _runs(free):
+                region = Region(t, start * row, end * row, sentinel_for(t.dtype, run))
+                out.append(PaddingRegion(buf, start, region, end))
             continue
         valid = buf.valid_rows(counts[buf.phase])
         if valid >= buf.capacity:
@@ -56,24 +86,46 @@ def padding_regions(
     return out
 
 
+@dataclass(frozen=True)
+class Canary:
+    first_block: int
+    region: Region
+    null_block: bool = False
+
+
 def canary_regions(
     kv_caches: list[tuple[torch.Tensor, torch.Tensor]], unowned: list[int]
-) -> list[tuple[int, Region]]:
-    """Contiguous runs of unowned blocks, per cache tensor: (first block, region)."""
-    runs: list[tuple[int, int]] = []
-    for block in sorted(unowned):
-        if runs and runs[-1][1] == block:
-            runs[-1] = (runs[-1][0], block + 1)
-        else:
-            runs.append((block, block + 1))
+) -> list[Canary]:
+    """Contiguous runs of unowned blocks, per cache tensor."""
     out = []
     for k_cache, v_cache in kv_caches:
         for cache in (k_cache,) if v_cache is k_cache else (k_cache, v_cache):  # MLA: one
             per_block = cache[0].numel()
             pattern = float_pattern(cache.dtype, nan=True)
-            for start, end in runs:
-                out.append((start, Region(cache, start * per_block, end * per_block, pattern)))
+            for start, end in _runs(unowned):
+                out.append(
+                    Canary(start, Region(cache, start * per_block, end * per_block, pattern))
+                )
     return out
+
+
+def null_block_regions(kv_caches: list[tuple[torch.Tensor, torch.Tensor]]) -> list[Canary]:
+    """The null block past its first slot, per cache tensor: no request may write there."""
+    out = []
+    for k_cache, v_cache in kv_caches:
+        for cache in (k_cache, v_cache):
+            per_block, per_slot = cache[0].numel(), cache[0, 0].numel()
+            base = NULL_BLOCK * per_block
+            pattern = float_pattern(cache.dtype, nan=True)
+            out.append(
+                Canary(NULL_BLOCK, Region(cache, base + per_slot, base + per_block, pattern), True)
+            )
+    return out
+
+
+def unmapped_buffer(kernel: str) -> str:
+    """A guard role no caller mapped to a registered buffer: name what the kernel reads."""
+    return f"{kernel} (unmapped input)"
 
 
 def table(regions: list[Region], device: torch.device) -> torch.Tensor:

@@ -9,12 +9,19 @@ and to the known hazard it is.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any
 
 from eaglegraph.known.hazards import hazard_for_buffer
 from eaglegraph.probes.poisoning import is_sentinel
 from eaglegraph.results.findings import Finding, Severity
-from eaglegraph.results.probe import CaseResult, GuardViolation, MatrixRow
+from eaglegraph.results.probe import (
+    CanaryHit,
+    CaseResult,
+    GuardViolation,
+    MatrixRow,
+    ReferenceDivergence,
+)
 
 VLLM_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE", "BREAKABLE")
 SGLANG_MODES = ("NONE", "FULL", "BREAKABLE")
@@ -87,11 +94,15 @@ def build_findings(cases: list[CaseResult]) -> list[Finding]:
                 )
             )
         if case.differential:
+            buffer, phase = OUTPUT_BUFFERS[case.differential[0]]
             findings.append(
                 Finding(
                     id=f"stale-read:differential:{case.name}",
                     severity=Severity.ERROR,
                     kind="stale-read",
+                    phase=phase,
+                    buffer=buffer,
+                    kernel="unguarded read (ATen op)",
                     mode=case.mode,
                     descriptor=", ".join(f"{p}={d}" for p, d in case.descriptors.items()),
                     message=f"{label}: valid outputs changed with the sentinel ({', '.join(case.differential)}): "
@@ -100,31 +111,130 @@ def build_findings(cases: list[CaseResult]) -> list[Finding]:
                 )
             )
         if case.nan_outputs:
+            buffer, phase = OUTPUT_BUFFERS[case.nan_outputs[0]]
             findings.append(
                 Finding(
                     id=f"nan-read:{case.name}",
                     severity=Severity.ERROR,
                     kind="nan-read",
+                    phase=phase,
+                    buffer=buffer,
+                    kernel="unguarded read (ATen op)",
                     mode=case.mode,
                     message=f"{label}: NaN poison reached valid outputs ({', '.join(case.nan_outputs)})",
                     evidence="float padding is NaN in run A",
                 )
             )
-        if case.canaries:
-            blocks = [c.first_block for c in case.canaries]
+        by_phase: dict[tuple[str, bool], list[CanaryHit]] = defaultdict(list)
+        for c in case.canaries:
+            by_phase[(c.phase, c.null_block)].append(c)
+        for (phase, null), hits in by_phase.items():
+            blocks = sorted({c.first_block for c in hits})
+            whose = (
+                "the reserved null block (past its pad slot)"
+                if null
+                else "KV blocks owned by no request"
+            )
             findings.append(
                 Finding(
-                    id=f"kv-canary:{case.name}",
+                    id=f"kv-canary:{'null-block' if null else 'unowned'}:{case.name}",
                     severity=Severity.ERROR,
                     kind="kv-canary",
+                    phase=phase,
                     buffer="kv_cache",
+                    kernel=hits[0].kernel,
                     mode=case.mode,
-                    message=f"{label}: KV blocks owned by no request were written (runs starting at "
-                    f"blocks {blocks[:6]})",
-                    evidence=f"{sum(c.written for c in case.canaries)} canary elements overwritten",
+                    descriptor=case.descriptors.get(phase),
+                    message=f"{label}: {phase} wrote {whose} (runs starting at blocks {blocks[:6]})",
+                    evidence=f"{sum(c.written for c in hits)} canary elements overwritten",
                 )
             )
-    return findings
+        findings.extend(_invariant_findings(case, label))
+        if case.divergence:
+            findings.append(_divergence_finding(case, label, case.divergence))
+    return _merge_repeats(findings)
+
+
+def _merge_repeats(findings: list[Finding]) -> list[Finding]:
+    """One finding per invariant or first-divergence buffer, however many cases showed it."""
+    order: list[str | int] = []
+    seen: dict[str, tuple[Finding, set[str]]] = {}
+    kept: list[Finding] = []
+    for f in findings:
+        if f.kind not in ("invariant", "reference-divergence"):
+            order.append(len(kept))
+            kept.append(f)
+        elif f.id in seen:
+            seen[f.id][1].add(f.mode or "")
+        else:
+            seen[f.id] = (f, {f.mode or ""})
+            order.append(f.id)
+    out = []
+    for key in order:
+        if isinstance(key, int):
+            out.append(kept[key])
+        else:
+            first, modes = seen[key]
+            out.append(replace(first, mode=", ".join(sorted(modes))))
+    return out
+
+
+# valid outputs the sentinel differential compares → (buffer, phase that produced it)
+OUTPUT_BUFFERS = {
+    "next tokens": ("verify.next_tokens", "target"),
+    "accepted counts": ("verify.num_accepted", "target"),
+    "draft tokens": ("eagle.draft_tokens", "draft_decode"),
+    "target hidden rows": ("target.hidden", "target"),
+    "draft hidden rows": ("eagle.hidden", "draft_decode"),
+    "KV of owned blocks": ("kv_cache", "target"),
+}
+
+
+def _invariant_findings(case: CaseResult, label: str) -> list[Finding]:
+    out = []
+    for inv in case.invariants:
+        expected = "" if inv.expected is None else f", expected {inv.expected}"
+        out.append(
+            Finding(
+                id=f"invariant:{inv.invariant}",
+                severity=Severity.ERROR,
+                kind="invariant",
+                phase=inv.phase,
+                buffer=inv.buffer,
+                kernel=inv.kernel,
+                mode=case.mode,
+                descriptor=case.descriptors.get(inv.phase),
+                message=f"{label}: {inv.buffer} breaks '{inv.what}' after {inv.phase}: "
+                f"element {inv.element} holds {inv.value}{expected} "
+                f"({inv.violations} element(s))",
+                evidence=f"invariant {inv.invariant} checked on device after the phase",
+                fix=f"check what {inv.kernel} writes into {inv.buffer} for this batch",
+            )
+        )
+    return out
+
+
+def _divergence_finding(case: CaseResult, label: str, d: ReferenceDivergence) -> Finding:
+    r = case.reproduction
+    repro = (
+        f"--mode {r.get('mode')} --batches {r.get('batch')} -K {r.get('num_speculative_tokens')} "
+        f"(dirtied at {r.get('large')} requests, prompt seed {r.get('prompt_seed')}, "
+        f"weights seed {r.get('seed')}, step {d.step} of {r.get('steps')})"
+    )
+    return Finding(
+        id=f"reference:{d.buffer}",
+        severity=Severity.ERROR,
+        kind="reference-divergence",
+        phase=d.phase,
+        buffer=d.buffer,
+        kernel=d.kernel,
+        mode=case.mode,
+        descriptor=case.descriptors.get(d.phase),
+        message=f"{label}: step {d.step}, request {d.request}, {d.index}: the rig gives "
+        f"{d.got}, the dense reference {d.want}",
+        evidence=f"first divergence from the plain-torch reference; reproduce with {repro}",
+        fix=f"look at what {d.kernel} reads for request {d.request} in {d.phase}",
+    )
 
 
 _SHORT = {"num_reqs": "reqs", "num_reqs+1": "reqs+1", "num_tokens": "tokens", "num_pages": "pages"}

@@ -44,11 +44,44 @@ class PaddingRegion:
 
 @dataclass
 class CanaryHit:
-    """A run of KV blocks no request owns that the step wrote into."""
+    """A run of KV blocks no request owns (or the null block past its pad slot) that a phase
+    of the step wrote into."""
 
     first_block: int
     elements: int
     written: int
+    phase: str = "step"
+    kernel: str = "write_kv"
+    null_block: bool = False
+
+
+@dataclass
+class InvariantViolation:
+    """A metadata invariant that did not hold after a phase: the first element that broke it."""
+
+    invariant: str
+    phase: str
+    buffer: str
+    kernel: str
+    what: str
+    violations: int
+    element: int
+    value: int
+    expected: int | None = None
+
+
+@dataclass
+class ReferenceDivergence:
+    """The first value in which the rig differed from the dense plain-torch reference."""
+
+    step: int
+    phase: str
+    request: int
+    buffer: str
+    kernel: str
+    index: str
+    got: str
+    want: str
 
 
 @dataclass
@@ -66,15 +99,22 @@ class CaseResult:
     differential: list[str] = field(default_factory=list)
     nan_outputs: list[str] = field(default_factory=list)
     canaries: list[CanaryHit] = field(default_factory=list)
+    invariants: list[InvariantViolation] = field(default_factory=list)
+    divergence: ReferenceDivergence | None = None
+    # how to rerun the case: mode, batches, K, prompt and weight seeds, steps
+    reproduction: dict[str, Any] = field(default_factory=dict)
+    # seconds spent on each signal beyond the probed step itself
+    signal_s: dict[str, float] = field(default_factory=dict)
     error: str | None = None
     stderr: str | None = None
 
     @property
     def hits(self) -> int:
-        """Everything this case caught: guard violations, differential changes, NaN, canaries."""
+        """Everything this case caught: guard violations, differential changes, NaN, canaries,
+        broken invariants and a divergence from the reference."""
         return (
             len(self.violations) + len(self.differential) + len(self.nan_outputs)
-            + len(self.canaries)
+            + len(self.canaries) + len(self.invariants) + (self.divergence is not None)
         )  # fmt: skip
 
 

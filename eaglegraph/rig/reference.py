@@ -9,12 +9,22 @@ step must produce exactly the same draft and accepted tokens.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 
 from eaglegraph.rig.driver import StepOutput
 from eaglegraph.rig.model_setup import LoadedPair
 from eaglegraph.rig.workload import Request, ScheduledRequest
+
+
+@dataclass
+class Trace:
+    """One request's target pass in the reference: hidden rows and K/V per layer, by position."""
+
+    hidden: torch.Tensor
+    kv: dict[int, tuple[torch.Tensor, torch.Tensor]]
 
 
 def dense_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor) -> None:
@@ -42,6 +52,9 @@ class ReferenceEngine:
         self.max_model_len = max_model_len
         self.vocab_size = models.vocab_size
         self.history: dict[int, list[int]] = {}
+        # rid -> what the last step computed for it (target hidden rows and per-layer K/V over
+        # the whole context), kept for the probe's step-by-step comparison
+        self.last: dict[int, Trace] = {}
 
     def allocate(self, request: Request, num_tokens: int) -> None:
         return None
@@ -70,7 +83,16 @@ class ReferenceEngine:
         m, k = self.models, self.num_speculative_tokens
         context = self.history.get(req.rid, [])[: req.start_pos] + req.query
         ids, pos = self._tensor(context)
-        hidden, aux = m.target(ids, pos, _attn, m.aux_layer_ids)
+        kv: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+        def attn(
+            layer: int, q: torch.Tensor, k_: torch.Tensor, v: torch.Tensor, out: torch.Tensor
+        ) -> None:
+            kv[layer] = (k_.clone(), v.clone())
+            _attn(layer, q, k_, v, out)
+
+        hidden, aux = m.target(ids, pos, attn, m.aux_layer_ids)
+        self.last[req.rid] = Trace(hidden.clone(), kv)
         logits = m.target.compute_logits(hidden)
         verdict = logits[req.start_pos :].argmax(-1).tolist()
         n = 0

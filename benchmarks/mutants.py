@@ -1,0 +1,256 @@
+"""Planted bugs for the mutation benchmark: small, realistic mistakes in the rig, one at a time.
+
+Each mutant wraps one kernel wrapper or host routine the rig calls (monkeypatch level, so the
+rig's code is untouched) and leaves a wrong but plausible value where the real bug would: a
+row one off inside the batch, a length carried over from the previous draft position, a CSR
+offset left from the previous build, a device table not refreshed from the host, a padded row
+writing a real request's slot. `phase` and `buffer` say where a finding must point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+from unittest import mock
+
+import torch
+
+from eaglegraph.rig import attention as rig_attention
+from eaglegraph.rig import routines as rig_routines
+from eaglegraph.rig import step as rig_step
+from eaglegraph.rig.attention import FlashInferBuilder
+from eaglegraph.rig.step import Rig
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    phase: str
+    buffers: tuple[str, ...]  # a finding naming any of these (in `phase`) points at the bug
+    backend: str
+    what: str
+    patch: Callable[[], contextlib.AbstractContextManager[Any]]
+
+
+def _wrap(
+    module: Any, name: str, after: Callable[..., None], before: Callable[..., Any] | None = None
+) -> Any:
+    """Patch `module.name` so `after(state, *args)` runs after the original (`state` from
+    `before(*args)`)."""
+    orig = getattr(module, name)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        state = before(*args) if before is not None else None
+        out = orig(*args, **kwargs)
+        after(state, *args)
+        return out
+
+    return mock.patch.object(module, name, wrapper)
+
+
+def _block_table_row_off() -> Any:
+    def after(_: Any, src: Any, idx: Any, dst: torch.Tensor, n: int, *rest: Any) -> None:
+        if n > 1:
+            dst[:n].copy_(dst[:n].roll(1, 0))
+
+    return _wrap(rig_step, "gather_block_tables", after)
+
+
+def _slot_one_off() -> Any:
+    def after(_: Any, bt: Any, qsl: torch.Tensor, pos: Any, slots: torch.Tensor, n: int, *r: Any) -> None:  # fmt: skip
+        end = int(qsl[n])
+        slots[:end] += 1
+
+    return _wrap(rig_step, "compute_slot_mappings", after)
+
+
+def _pad_row_writes_real_slot() -> Any:
+    def after(_: Any, bt: Any, qsl: torch.Tensor, pos: Any, slots: torch.Tensor, n: int, pad_until: int, *r: Any) -> None:  # fmt: skip
+        end = int(qsl[n])
+        if pad_until > end and end > 0:
+            slots[end:pad_until] = slots[0].clone()
+
+    return _wrap(rig_step, "compute_slot_mappings", after)
+
+
+def _last_token_one_off() -> Any:
+    def after(_: Any, *args: Any) -> None:
+        lti, n = args[10], args[12]
+        lti[:n] = (lti[:n] - 1).clamp(min=0)
+
+    return _wrap(rig_step, "prepare_eagle_inputs", after)
+
+
+def _rejected_not_counted() -> Any:
+    def after(_: Any, *args: Any) -> None:
+        args[6][: args[3]] = 0  # num_rejected: as if every draft were kept
+
+    return _wrap(rig_step, "greedy_verify", after)
+
+
+def _full_acceptance_one_short() -> Any:
+    def after(_: Any, *args: Any) -> None:
+        n, num_spec, acc, rej = args[3], args[4], args[5], args[6]
+        full = (acc[:n] == num_spec[:n]) & (num_spec[:n] > 0)
+        acc[:n] -= full.to(acc.dtype)
+        rej[:n] += full.to(rej.dtype)
+
+    return _wrap(rig_step, "greedy_verify", after)
+
+
+def _draft_seq_len_carried() -> Any:
+    def before(*args: Any) -> torch.Tensor:
+        return args[6].clone()  # eagle seq_lens before the update
+
+    def after(saved: torch.Tensor, *args: Any) -> None:
+        args[6].copy_(saved)
+
+    return _wrap(rig_routines, "update_eagle_draft_inputs", after, before)
+
+
+def _draft_position_carried() -> Any:
+    def before(*args: Any) -> torch.Tensor:
+        return args[5].clone()  # positions before the update
+
+    def after(saved: torch.Tensor, *args: Any) -> None:
+        args[5].copy_(saved)
+
+    return _wrap(rig_routines, "update_eagle_draft_inputs", after, before)
+
+
+def _target_seq_lens_short() -> Any:
+    orig = rig_step.h2d
+    state = {"r": 0}
+
+    def h2d(dst: torch.Tensor, values: Any) -> None:
+        # the full-width int32 seq_lens upload (query_start_loc has one entry more)
+        if dst.dim() == 1 and dst.dtype == torch.int32 and dst.numel() == state["r"]:
+            values = [max(v - 1, 0) for v in list(values)]
+        orig(dst, values)
+
+    init = Rig.__init__
+
+    def rig_init(self: Rig, *a: Any, **k: Any) -> None:
+        init(self, *a, **k)
+        state["r"] = self.max_num_seqs
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.object(rig_step, "h2d", h2d))
+    stack.enter_context(mock.patch.object(Rig, "__init__", rig_init))
+    return stack
+
+
+def _device_table_not_refreshed() -> Any:
+    allocate = Rig.allocate
+
+    def patched(self: Rig, request: Any, num_tokens: int) -> None:
+        dirty = self._bt_dirty
+        allocate(self, request, num_tokens)
+        if getattr(self, "steps_seen", False):
+            self._bt_dirty = dirty
+
+    step = Rig.step
+
+    def counting(self: Rig, batch: Any) -> Any:
+        out = step(self, batch)
+        self.steps_seen = True  # type: ignore[attr-defined]
+        return out
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.object(Rig, "allocate", patched))
+    stack.enter_context(mock.patch.object(Rig, "step", counting))
+    return stack
+
+
+def _stale_csr_offsets() -> Any:
+    csr = FlashInferBuilder.csr
+    last: dict[int, list[int]] = {}
+
+    def patched(self: FlashInferBuilder, seq_lens: list[int]) -> tuple[list[int], list[int]]:
+        indptr, lp = csr(self, seq_lens)
+        prev = last.get(id(self))
+        last[id(self)] = indptr
+        if prev is not None and len(prev) > len(indptr):
+            indptr = prev[: len(indptr)]  # offsets kept from the previous (larger) build
+        return indptr, lp
+
+    return mock.patch.object(FlashInferBuilder, "csr", patched)
+
+
+def _csr_pages_from_previous_table() -> Any:
+    orig = rig_attention.build_csr_page_indices
+    saved: dict[str, torch.Tensor] = {}
+
+    def patched(kv_indices: Any, block_table: torch.Tensor, *rest: Any, **kw: Any) -> None:
+        old = saved.get("table")
+        saved["table"] = block_table.clone()
+        orig(kv_indices, old if old is not None else block_table, *rest, **kw)
+
+    return mock.patch.object(rig_attention, "build_csr_page_indices", patched)
+
+
+def _last_page_len_off() -> Any:
+    csr = FlashInferBuilder.csr
+
+    def patched(self: FlashInferBuilder, seq_lens: list[int]) -> tuple[list[int], list[int]]:
+        indptr, lp = csr(self, seq_lens)
+        if self.owner != "target":
+            lp = [max(n - 1, 0) if n > 1 else n for n in lp]
+        return indptr, lp
+
+    return mock.patch.object(FlashInferBuilder, "csr", patched)
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("block-table-row-off", "target", ("block_table", "kv_cache"), "flash_attn",
+           "each request gathers the block-table row of its neighbour", _block_table_row_off),
+    Mutant("slot-one-off", "target", ("slot_mapping", "kv_cache"), "flash_attn",
+           "slot mapping one slot past each token's own", _slot_one_off),
+    Mutant("pad-row-writes-real-slot", "target", ("slot_mapping", "kv_cache"), "flash_attn",
+           "padded tokens get the first request's slot instead of the pad slot",
+           _pad_row_writes_real_slot),
+    Mutant("last-token-one-off", "draft_prefill", ("eagle.last_token_indices",
+           "eagle.draft_tokens"), "flash_attn",
+           "last_token_indices one row before the last accepted token", _last_token_one_off),
+    Mutant("rejected-not-counted", "target", ("verify.num_rejected", "eagle.last_token_indices",
+           "eagle.draft_tokens"), "flash_attn",
+           "num_rejected left at zero: the draft continues from rejected tokens",
+           _rejected_not_counted),
+    Mutant("full-acceptance-one-short", "target", ("verify.num_accepted",
+           "eagle.last_token_indices"), "flash_attn",
+           "a request that accepts every draft is counted one short", _full_acceptance_one_short),
+    Mutant("draft-seq-len-carried", "draft_decode", ("eagle.seq_lens", "eagle.draft_tokens"),
+           "flash_attn", "draft seq_lens carried over from the previous draft position",
+           _draft_seq_len_carried),
+    Mutant("draft-position-carried", "draft_decode", ("eagle.seq_lens", "eagle.positions",
+           "eagle.draft_tokens"), "flash_attn",
+           "draft positions carried over from the previous draft position",
+           _draft_position_carried),
+    Mutant("target-seq-lens-short", "target", ("target.seq_lens", "kv_cache", "target.hidden"),
+           "flash_attn", "seq_lens uploaded before the step's last token is counted",
+           _target_seq_lens_short),
+    Mutant("device-table-not-refreshed", "target", ("state.block_table", "block_table",
+           "kv_cache"), "flash_attn",
+           "blocks allocated after the first step never reach the device table",
+           _device_table_not_refreshed),
+    Mutant("stale-csr-offsets", "target", ("target.kv_indptr", "draft.kv_indptr", "kv_cache"),
+           "flashinfer", "kv_indptr kept from the previous, larger build", _stale_csr_offsets),
+    Mutant("csr-pages-previous-table", "target", ("target.kv_indices", "draft.kv_indices"),
+           "flashinfer", "kv_indices built from the previous build's block table",
+           _csr_pages_from_previous_table),
+    Mutant("draft-last-page-len-off", "draft_decode", ("draft.last_page_len",
+           "eagle.draft_tokens"), "flashinfer",
+           "the draft's last_page_len one short", _last_page_len_off),
+)  # fmt: skip
+
+
+def by_name(name: str) -> Mutant:
+    return next(m for m in MUTANTS if m.name == name)
+
+
+@contextlib.contextmanager
+def planted(mutant: Mutant) -> Iterator[None]:
+    with mutant.patch():
+        yield

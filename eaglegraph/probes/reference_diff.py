@@ -1,0 +1,136 @@
+"""The reference differential: the rig's step against the dense plain-torch reference.
+
+Poison and guards see values in padding; a wrong value inside a valid extent (a row one off,
+a stale length, a table not refreshed) leaves every sentinel in place and every index in
+bounds. The reference has no padding, no buffers and no kernels, so comparing it with the rig
+step by step — accepted and next tokens, draft tokens, the target hidden rows fed to the
+draft, and the target's K/V in every owned block — catches those. The first divergence is
+reported in pipeline order: target outputs, then draft position 0 (prefill), then 1..K-1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from eaglegraph.rig.driver import StepOutput
+from eaglegraph.rig.reference import ReferenceEngine
+from eaglegraph.rig.workload import ScheduledRequest
+
+if TYPE_CHECKING:
+    from eaglegraph.rig.step import Rig
+
+
+@dataclass(frozen=True)
+class Divergence:
+    step: int
+    phase: str
+    request: int
+    buffer: str
+    kernel: str
+    index: str
+    got: str
+    want: str
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def reference_for(rig: Rig) -> ReferenceEngine:
+    """A reference over the rig's own modules (same weights, same dtype)."""
+    return ReferenceEngine(
+        rig.models, rig.num_speculative_tokens, rig.max_num_seqs, rig.max_model_len
+    )
+
+
+def _tolerance(dtype: torch.dtype) -> float:
+    return 1e-3 if dtype == torch.float32 else 5e-2
+
+
+def compare_step(
+    step: int,
+    rig: Rig,
+    ref: ReferenceEngine,
+    batch: list[ScheduledRequest],
+    got: StepOutput,
+    want: StepOutput,
+) -> Divergence | None:
+    """The first value in which the rig's step differs from the reference's, or None."""
+    for j, b in enumerate(batch):
+        if got.num_accepted[j] != want.num_accepted[j]:
+            return Divergence(step, "target", b.rid, "verify.num_accepted", "greedy_verify",
+                              f"request row {j}", str(got.num_accepted[j]),
+                              str(want.num_accepted[j]))  # fmt: skip
+        if got.next_tokens[j] != want.next_tokens[j]:
+            return Divergence(step, "target", b.rid, "verify.next_tokens", "greedy_verify",
+                              f"request row {j}", str(got.next_tokens[j]),
+                              str(want.next_tokens[j]))  # fmt: skip
+    hit = _hidden_rows(step, rig, ref, batch) or _kv_blocks(step, rig, ref, batch)
+    if hit is not None:
+        return hit
+    k = rig.num_speculative_tokens
+    for pos in range(k):
+        for j, b in enumerate(batch):
+            a, w = got.draft_tokens[j][pos], want.draft_tokens[j][pos]
+            if a != w:
+                phase = "draft_prefill" if pos == 0 else "draft_decode"
+                kernel = "argmax_map_draft" if pos == 0 else "update_eagle_draft_inputs"
+                return Divergence(step, phase, b.rid, "eagle.draft_tokens", kernel,
+                                  f"draft position {pos}", str(a), str(w))  # fmt: skip
+    return None
+
+
+def _hidden_rows(
+    step: int, rig: Rig, ref: ReferenceEngine, batch: list[ScheduledRequest]
+) -> Divergence | None:
+    """The target hidden rows the draft prefill is fed, token by token."""
+    hidden = rig.bufs.target_hidden
+    tol = _tolerance(hidden.dtype)
+    t = 0
+    for b in batch:
+        trace = ref.last.get(b.rid)
+        n = len(b.query)
+        if trace is not None:
+            want = trace.hidden[b.start_pos : b.start_pos + n].float()
+            got = hidden[t : t + n].float()
+            bad = ~torch.isclose(got, want, atol=tol, rtol=tol).all(dim=1)
+            if bool(bad.any()):
+                row = int(bad.nonzero()[0, 0])
+                return Divergence(step, "target", b.rid, "target.hidden", "target forward",
+                                  f"token row {t + row} (position {b.start_pos + row})",
+                                  f"{float(got[row].abs().max()):.4g} max|x|",
+                                  f"{float(want[row].abs().max()):.4g} max|x|")  # fmt: skip
+        t += n
+    return None
+
+
+def _kv_blocks(
+    step: int, rig: Rig, ref: ReferenceEngine, batch: list[ScheduledRequest]
+) -> Divergence | None:
+    """The target layers' K/V of every position each request owns, block by block."""
+    bs = rig.block_size
+    for b in batch:
+        trace = ref.last.get(b.rid)
+        if trace is None:
+            continue
+        end = b.start_pos + len(b.query)
+        pos = torch.arange(end, device=rig.config.device)
+        blocks = torch.tensor(b.blocks, dtype=torch.int64, device=pos.device)[pos // bs]
+        offs = pos % bs
+        for layer in sorted(trace.kv):
+            for which, (cache, want) in enumerate(
+                zip(rig.kv_caches[layer], trace.kv[layer], strict=True)
+            ):
+                got = cache[blocks, offs].float()
+                tol = _tolerance(cache.dtype)
+                bad = ~torch.isclose(got, want[:end].float(), atol=tol, rtol=tol)
+                bad = bad.flatten(1).any(dim=1)
+                if bool(bad.any()):
+                    p = int(bad.nonzero()[0, 0])
+                    return Divergence(step, "target", b.rid, "kv_cache", "write_kv",
+                                      f"layer {layer} {'KV'[which]} position {p} "
+                                      f"(block {b.blocks[p // bs]}, slot {p % bs})",
+                                      "differs", "reference")  # fmt: skip
+    return None
