@@ -33,7 +33,12 @@ if want capture; then
   run report-tiny $EG report "$OUT/capture-tiny.json" --no-color
 fi
 if want probe; then
+  # issue 13: under 1 minute on the GPU, no findings under vllm-current / sglang-current
   TAIL=30 run probe-current $EG probe tiny-llama-eagle3 --mode all --no-color --save "$OUT/probe-current.json" --force
+  TAIL=30 run probe-current-flashinfer $EG probe tiny-llama-eagle3 --mode all --attention-backend flashinfer --no-color
+  TAIL=30 run probe-sglang-current $EG probe tiny-llama-eagle3 --behavior sglang-current --mode all --no-color
+  TAIL=30 run probe-k5 $EG probe tiny-llama-eagle3 --mode FULL_AND_PIECEWISE -K 5 --no-color
+  TAIL=25 run probe-mutants python3 benchmarks/bench_mutants.py --device cuda
   TAIL=40 run probe-pre39773-flashinfer $EG probe tiny-llama-eagle3 --behavior vllm-pre-39773 \
     --attention-backend flashinfer --mode PIECEWISE --no-color --save "$OUT/probe-pre39773-fi.json" --force
   TAIL=40 run probe-pre39773-full $EG probe tiny-llama-eagle3 --behavior vllm-pre-39773 \

@@ -137,11 +137,16 @@ def _execute(case: ProbeCase, start: float) -> CaseResult:
         ref_session.admit(rid, prompt, max_new_tokens=64)
     divergence = None
     timer = _Timer()
+    broken: list[InvariantViolation] = []
     for step in range(2):  # prefill, then a verify step, at the large batch
-        divergence = divergence or _lockstep(step, rig, session, ref, ref_session, timer)
+        hit = _lockstep(step, rig, session, ref, ref_session, timer, broken)
+        divergence = divergence or hit
     for s in (session, ref_session):
         for request in list(s.running[case.batch :]):
             s.finish(request)  # the batch shrinks right after the large one
+    if divergence is None:
+        with timer("reference"):
+            _force_acceptance(session, ref_session, ref)
     batch = session.batch()
     with timer("reference"):
         ref_out = ref.step(ref_session.batch())
@@ -163,6 +168,7 @@ def _execute(case: ProbeCase, start: float) -> CaseResult:
                       "num_speculative_tokens": k, "prompt_seed": PROMPT_SEED,
                       "seed": config.seed, "steps": 3},
     )  # fmt: skip
+    result.invariants.extend(broken)
     if divergence is not None:
         result.divergence = _typed(divergence)
     outputs: dict[str, dict[str, torch.Tensor | list[Any]]] = {}
@@ -266,7 +272,7 @@ class _PhaseCollector:
             return
         with self.timer("invariants"):
             result.invariants.extend(
-                InvariantViolation(**hit) for hit in check_phase(self.view, phase)
+                InvariantViolation(**hit, step=2) for hit in check_phase(self.view, phase)
             )
         with self.timer("canaries"):
             left = scan(self.canary_tab).tolist() if self.canaries else []
@@ -300,6 +306,21 @@ class _Timer:
             self.add(name, time.perf_counter() - t0)
 
 
+def _force_acceptance(session: Session, ref_session: Session, ref: ReferenceEngine) -> None:
+    """Give the probed step every acceptance path at once: request 0 proposes the target's own
+    continuation (full acceptance), request 1 a wrong first token (zero), the others agree
+    for a prefix of growing length (partial). Both sessions propose the same drafts."""
+    k = ref.num_speculative_tokens
+    for j, (r, w) in enumerate(zip(session.running, ref_session.running, strict=True)):
+        if r.done or not r.drafts:
+            continue
+        cont = ref.greedy_continuation(r.tokens, k)
+        agree = k if j == 0 else 0 if j == 1 else min(j - 1, k)
+        drafts = cont[:agree] + [(t + 1) % ref.vocab_size for t in cont[agree:]]
+        r.drafts = list(drafts)
+        w.drafts = list(drafts)
+
+
 def _lockstep(
     step: int,
     rig: Rig,
@@ -307,10 +328,22 @@ def _lockstep(
     ref: ReferenceEngine,
     ref_session: Session,
     timer: _Timer,
+    broken: list[InvariantViolation],
 ) -> Divergence | None:
-    """One step of the rig and of the reference over the same requests, compared."""
+    """One step of the rig and of the reference over the same requests, compared; the rig's
+    metadata invariants are checked after each phase of it too (prefill steps included)."""
     batch = session.batch()
-    out = rig.step(batch)
+    view = StepView(rig, batch)
+
+    def check(phase: str) -> None:
+        with timer("invariants"):
+            broken.extend(InvariantViolation(**hit, step=step) for hit in check_phase(view, phase))
+
+    rig.phase_hook = check
+    try:
+        out = rig.step(batch)
+    finally:
+        rig.phase_hook = None
     session.apply(batch, out)
     with timer("reference"):
         ref_batch = ref_session.batch()

@@ -204,7 +204,8 @@ def _invariant_findings(case: CaseResult, label: str) -> list[Finding]:
                 kernel=inv.kernel,
                 mode=case.mode,
                 descriptor=case.descriptors.get(inv.phase),
-                message=f"{label}: {inv.buffer} breaks '{inv.what}' after {inv.phase}: "
+                message=f"{label}: {inv.buffer} breaks '{inv.what}' after {inv.phase}"
+                f"{'' if inv.step is None else f' of step {inv.step}'}: "
                 f"element {inv.element} holds {inv.value}{expected} "
                 f"({inv.violations} element(s))",
                 evidence=f"invariant {inv.invariant} checked on device after the phase",

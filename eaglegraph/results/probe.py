@@ -68,6 +68,7 @@ class InvariantViolation:
     element: int
     value: int
     expected: int | None = None
+    step: int | None = None  # the case's step (0: prefill, 1: verify at the large batch, 2: probed)
 
 
 @dataclass

@@ -9,11 +9,15 @@ step must produce exactly the same draft and accepted tokens.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from unittest import mock
 
 import torch
 import torch.nn.functional as F
 
+from eaglegraph.models import layers
 from eaglegraph.rig.driver import StepOutput
 from eaglegraph.rig.model_setup import LoadedPair
 from eaglegraph.rig.workload import Request, ScheduledRequest
@@ -25,6 +29,35 @@ class Trace:
 
     hidden: torch.Tensor
     kv: dict[int, tuple[torch.Tensor, torch.Tensor]]
+
+
+def _torch_rotary(
+    q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cache: torch.Tensor, n: int
+) -> None:
+    """Neox-style rotary embedding in plain torch (cache rows hold [cos | sin])."""
+    half = q.shape[2] // 2
+    row = cache[positions[:n].long()].float()
+    cos, sin = row[:, None, :half], row[:, None, half:]
+    for x in (q[:n], k[:n]):
+        x1, x2 = x[..., :half].float(), x[..., half:].float()
+        out = torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+        x.copy_(out.to(x.dtype))
+
+
+def _torch_embedding(weight: torch.Tensor, ids: torch.Tensor, out: torch.Tensor, n: int) -> None:
+    out[:n].copy_(weight[ids[:n].long()])
+
+
+@contextmanager
+def plain_torch() -> Iterator[None]:
+    """Run the shared model modules with plain-torch rotary and embedding instead of Triton:
+    the reference then shares no kernel with the rig it checks, and runs fast under the CPU
+    interpreter (one module call per request per draft position)."""
+    with (
+        mock.patch.object(layers, "apply_rotary", _torch_rotary),
+        mock.patch.object(layers, "embedding_lookup", _torch_embedding),
+    ):
+        yield
 
 
 def dense_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor) -> None:
@@ -66,11 +99,23 @@ class ReferenceEngine:
     def step(self, batch: list[ScheduledRequest]) -> StepOutput:
         nexts, accepted, drafts = [], [], []
         for req in batch:
-            s, n, d = self._one(req)
+            with plain_torch():
+                s, n, d = self._one(req)
             nexts.append(s)
             accepted.append(n)
             drafts.append(d)
         return StepOutput(nexts, accepted, drafts, {"reference": "dense"})
+
+    @torch.inference_mode()
+    def greedy_continuation(self, tokens: list[int], n: int) -> list[int]:
+        """The target's own next `n` tokens after `tokens`: drafts it accepts in full."""
+        m, out = self.models, list(tokens)
+        for _ in range(n):
+            ids, pos = self._tensor(out)
+            with plain_torch():
+                hidden, _ = m.target(ids, pos, _attn, m.aux_layer_ids)
+            out.append(int(m.target.compute_logits(hidden[-1:]).argmax(-1)[0]))
+        return out[len(tokens) :]
 
     def _tensor(self, ids: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         dev = self.models.device
