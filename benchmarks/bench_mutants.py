@@ -24,9 +24,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.mutants import MUTANTS, Mutant, planted
-from eaglegraph.results.findings import Finding
 from eaglegraph.probes.probing import probe
 from eaglegraph.probes.spec import resolve_run
+from eaglegraph.results.findings import Finding
 
 SIGNALS = {
     "stale-read": "guards/poison",
