@@ -182,7 +182,7 @@ def _execute(case: ProbeCase, start: float) -> CaseResult:
     for run in ("A", "B"):
         snapshot.restore()
         regions = padding_regions(list(rig.registry), counts, run, owned_rows)
-        canaries = canary_regions(rig.kv_caches, unowned) + null_block_regions(rig.kv_caches)
+        canaries = canary_regions(rig.kv_caches, unowned) + null_block_regions(rig.kv_caches, k)
         tab = table([r.region for r in regions] + [c.region for c in canaries], config.device)
         canary_tab = table([c.region for c in canaries], config.device)
         poison(tab)

@@ -5,7 +5,7 @@ counts; for state registered with extent "all" it is every row no running reques
 Integers get a value outside every index range (+2^30+17 in run A, its negative in run B);
 floats get NaN (run A) or a large negative value (run B). KV blocks owned by no request are
 canaries filled with NaN in both runs, and so is the reserved null block except its first
-slot (the pad slot SGLang's padded rows write by design).
+K slots (the pad slots SGLang's padded draft rows write by design).
 """
 
 from __future__ import annotations
@@ -109,12 +109,17 @@ def canary_regions(
     return out
 
 
-def null_block_regions(kv_caches: list[tuple[torch.Tensor, torch.Tensor]]) -> list[Canary]:
-    """The null block past its first slot, per cache tensor: no request may write there."""
+def null_block_regions(
+    kv_caches: list[tuple[torch.Tensor, torch.Tensor]], pad_slots: int
+) -> list[Canary]:
+    """The null block past its first `pad_slots` slots, per cache tensor: SGLang's padded
+    draft rows start at position 0 in the reserved row and advance one slot per draft step,
+    so slots [0, K) are theirs by design; nothing may write past them."""
     out = []
     for k_cache, v_cache in kv_caches:
         for cache in (k_cache, v_cache):
-            per_block, per_slot = cache[0].numel(), cache[0, 0].numel()
+            per_block = cache[0].numel()
+            per_slot = cache[0, 0].numel() * min(max(pad_slots, 1), cache.shape[1])
             base = NULL_BLOCK * per_block
             pattern = float_pattern(cache.dtype, nan=True)
             out.append(

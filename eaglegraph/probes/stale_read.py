@@ -131,7 +131,7 @@ def build_findings(cases: list[CaseResult]) -> list[Finding]:
         for (phase, null), hits in by_phase.items():
             blocks = sorted({c.first_block for c in hits})
             whose = (
-                "the reserved null block (past its pad slot)"
+                "the reserved null block (past its K pad slots)"
                 if null
                 else "KV blocks owned by no request"
             )
