@@ -17,7 +17,7 @@ from unittest import mock
 import torch
 import torch.nn.functional as F
 
-from eaglegraph.models import layers
+from eaglegraph.models import ops
 from eaglegraph.rig.driver import StepOutput
 from eaglegraph.rig.model_setup import LoadedPair
 from eaglegraph.rig.workload import Request, ScheduledRequest
@@ -54,8 +54,8 @@ def plain_torch() -> Iterator[None]:
     the reference then shares no kernel with the rig it checks, and runs fast under the CPU
     interpreter (one module call per request per draft position)."""
     with (
-        mock.patch.object(layers, "apply_rotary", _torch_rotary),
-        mock.patch.object(layers, "embedding_lookup", _torch_embedding),
+        mock.patch.object(ops, "apply_rotary", _torch_rotary),
+        mock.patch.object(ops, "embedding_lookup", _torch_embedding),
     ):
         yield
 

@@ -124,6 +124,7 @@ def test_probe_cli_json_and_exit_codes() -> None:
     names = {b["name"] for b in json.loads(result.stdout)["behaviors"]}
     assert names == {
         "vllm-pre-39773",
+        "vllm-pre-50065",
         "vllm-0.20",
         "vllm-0.22",
         "vllm-current",
