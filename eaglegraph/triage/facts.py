@@ -121,7 +121,7 @@ def apply_rules(state: ScanState, verdict: rules.Verdict, ticket: Ticket | None)
                 hits += _said_hits(said_f[:1])
             elif f in found:
                 hits += found[f][:1]
-        weight = rule.weight + (TITLE_BONUS if titled else 0.0)
+        weight = rule.weight + (TITLE_BONUS if titled and rule.titled else 0.0)
         contributions.append(rules.Contribution(rule.category, weight, rule.why, hits))
     return rules.settle(verdict, contributions, sorted(facts))
 
