@@ -11,6 +11,11 @@ so its reserved bytes only grow, and a later capture into the same pool reuses w
 ones freed. The simulator replays an allocation sequence through those rules and says which
 graph made each pool grow. Defaults only: no `max_split_size_mb`, no expandable segments, no
 `roundup_power2_divisions` (the settings vLLM and SGLang run with).
+
+Not in any graph pool, though a capture's `memory_reserved()` delta shows it: the first capture
+while no graph is alive allocates the generator's seed and offset (two int64 tensors, a 2 MiB
+small segment) on the capture stream but in the default pool (H100, torch 2.11), so pools are
+compared by their segments' `segment_pool_id`, never by reserved deltas.
 """
 
 from __future__ import annotations

@@ -140,6 +140,9 @@ class GraphContext:
         self.piecewise_pool_ids: dict[tuple[str, int], tuple[int, int] | None] = {}
         self.tracer: CaptureTracer | None = None
         self.capturing_phase = ""
+        # (allocated, reserved, driver free) where the last capture's window ended: each
+        # window starts there, so the per-graph figures add up to the whole capture's
+        self.memory_mark: tuple[int | None, int | None, int | None] | None = None
 
     def trace(
         self, mode: str, num_tokens: int, num_reqs: int | None, piece: str | None = None
@@ -271,7 +274,9 @@ class PhaseRunner:
         mem = _MemoryProbe(cuda and instrument)
 
         ctx.capturing_phase = self.phase
-        first = mem.read()  # before the warmup: its module loads and workspaces count too
+        # from the previous capture's end: the warmup's module loads and workspaces, and
+        # anything between two captures, count towards this one
+        first = ctx.memory_mark or mem.read()
         start = time.perf_counter()
         self.attention.metadata = dummy(desc, num_reqs, num_tokens)
         self.attention.skip = desc.mode is Mode.PIECEWISE
@@ -319,6 +324,8 @@ class PhaseRunner:
             graph.segments = ctx.piecewise.get((self.model_name, num_tokens), (None, None))[0]
         end = time.perf_counter()
         after = mem.read()
+        if mem.cuda:
+            ctx.memory_mark = after
         self.graphs[desc] = graph
         event = CaptureEvent(
             index=index,

@@ -11,11 +11,14 @@ from eaglegraph.models.layers import AttentionFn
 from eaglegraph.pair import load_pair
 from eaglegraph.pair.presets import materialize
 
+# the kernels run on CPU only through Triton's interpreter, which is off where CUDA exists
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
 
 def _target() -> torch.nn.Module:
     pair = load_pair(materialize("tiny-llama-eagle3"))
     assert pair.target is not None
-    return random_target(pair.target.geometry, torch.float32, "cpu", 0)
+    return random_target(pair.target.geometry, torch.float32, DEVICE, 0)
 
 
 def _copy_q(calls: list[int]) -> AttentionFn:
@@ -32,8 +35,8 @@ def _check(backend: str, sizes: tuple[int, ...]) -> None:
     target = _target()
     compiled = CompiledForward(target, backend)
     for n in sizes:
-        ids = torch.randint(0, 100, (n,))
-        pos = torch.arange(n)
+        ids = torch.randint(0, 100, (n,), device=DEVICE)
+        pos = torch.arange(n, device=DEVICE)
         seen: list[int] = []
         eager_calls: list[int] = []
         with torch.inference_mode():

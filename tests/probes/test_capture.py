@@ -130,6 +130,12 @@ def test_cuda_capture_accounts_every_pool() -> None:
         assert run.totals.pool_reserved_bytes >= sum(p.reserved_bytes for p in graph_pools) > 0
         assert all(e.bytes is not None for e in run.events)
         assert all(e.segments > 1 for e in run.events if e.mode == "PIECEWISE")
+        # "took X": each graph's window starts where the previous one ended, so the per-graph
+        # figures outside the allocator add up to the whole capture's (bar what the driver
+        # spent before the first capture: the capture stream, at most one 2 MiB page)
+        t = run.totals
+        assert t.took_bytes == t.allocator_bytes + t.outside_allocator_bytes
+        assert abs(t.outside_allocator_bytes - t.outside_in_captures_bytes) <= 2 << 20, t
 
 
 @pytest.mark.cuda

@@ -13,15 +13,18 @@ from eaglegraph.rig.options import resolve_plan_options
 from eaglegraph.rig.step import Rig
 from eaglegraph.rig.workload import Schedule
 
+# the kernels run on CPU only through Triton's interpreter, which is off where CUDA exists
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
 
 def _rig(mode: str, compile_model: bool | None) -> Rig:
     opts = resolve_plan_options(
         max_num_seqs=2, num_speculative_tokens=3, mode=mode, max_num_batched_tokens=64,
         capture_sizes="4,8",
     )  # fmt: skip
-    config = RigConfig(opts, torch.device("cpu"), dtype="float32", max_model_len=256)
+    config = RigConfig(opts, DEVICE, dtype="float32", max_model_len=256)
     if compile_model is not None:
-        config = RigConfig(opts, torch.device("cpu"), "float32", 256, compile=compile_model)
+        config = RigConfig(opts, DEVICE, "float32", 256, compile=compile_model)
     return Rig(load_pair(materialize("tiny-llama-eagle1")), config)
 
 
