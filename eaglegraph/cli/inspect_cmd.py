@@ -56,7 +56,14 @@ def command(
     from eaglegraph.rig.inspect import inspect_pair, open_pair
 
     pair = open_pair(model_dir, target_dir, draft_dir)
-    options = plan_options(pair, pop_plan_kwargs(kwargs))
+    target = pair.target
+    options = plan_options(
+        pair,
+        pop_plan_kwargs(kwargs),
+        engine_batch_defaults=True,
+        architecture=target.architecture if target else None,
+        head_dim=target.geometry.head_dim if target else None,
+    )
     report = inspect_pair(pair, options, None if dtype == "auto" else dtype)
     if predict_memory:
         import torch

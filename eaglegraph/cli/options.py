@@ -60,6 +60,19 @@ _PLAN_OPTIONS: list[Callable[[Any], Any]] = [
         "--behavior profile that release behaves as.",
     ),
     click.option(
+        "--gpu",
+        default=None,
+        metavar="NAME",
+        help="GPU the plan is for (H100, H200, B200, A100, L40S, ...): capability and memory "
+        "drive the engine's GPU rules. Default H100.",
+    ),
+    click.option(
+        "--trtllm-artifacts/--no-trtllm-artifacts",
+        default=None,
+        help="Whether FlashInfer's TRT-LLM/XQA kernels load (cubin package or NVIDIA "
+        "artifactory reachable). Default: yes.",
+    ),
+    click.option(
         "--capture-sizes", default=None, help="Comma-separated capture sizes (vLLM tokens)."
     ),
     click.option(
@@ -85,6 +98,8 @@ PLAN_KEYS = (
     "attention_backend",
     "behavior",
     "engine",
+    "gpu",
+    "trtllm_artifacts",
     "capture_sizes",
     "speculative_config",
     "compilation_config",

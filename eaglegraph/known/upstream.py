@@ -17,14 +17,14 @@ REPOS = {"vllm": "vllm-project/vllm", "sglang": "sgl-project/sglang"}
 @dataclass(frozen=True)
 class Upstream:
     id: str  # a name code outside this package cites it by, never the number
-    ref: str  # "vllm#39773"
-    kind: str  # "pr" or "issue"
+    ref: str  # "vllm#39773", or "vllm@0.33.0" for a change read in a release whose PR is unknown
+    kind: str  # "pr", "issue" or "release"
     summary: str
     released_in: Version | None = None
 
     @property
     def engine(self) -> str:
-        return self.ref.split("#")[0]
+        return self.ref.split("#")[0].split("@")[0]
 
     @property
     def number(self) -> int:
@@ -32,11 +32,15 @@ class Upstream:
 
     @property
     def full_ref(self) -> str:
+        if self.kind == "release":
+            return f"{REPOS[self.engine]} v{self.ref.split('@')[1]}"
         return f"{REPOS[self.engine]}#{self.number}"
 
     @property
     def pr(self) -> str:
-        """How prose names it: 'PR #39773' or 'issue #44740'."""
+        """How prose names it: 'PR #39773', 'issue #44740' or 'release 0.33.0'."""
+        if self.kind == "release":
+            return f"{ENGINE_LABELS[self.engine]} {self.ref.split('@')[1]}"
         return f"{'PR' if self.kind == 'pr' else 'issue'} #{self.number}"
 
     def carried_in(self, version: Version | None) -> bool | None:
@@ -58,6 +62,11 @@ def _pr(id: str, ref: str, summary: str, released_in: str | None = None) -> Upst
 
 def _issue(id: str, ref: str, summary: str) -> Upstream:
     return Upstream(id, ref, "issue", summary)
+
+
+def _release(id: str, engine: str, version: str, summary: str) -> Upstream:
+    """A change read in the release wheels whose pull request was not identified."""
+    return Upstream(id, f"{engine}@{version}", "release", summary, parse_version(version))
 
 
 _ALL = (
@@ -104,7 +113,10 @@ _ALL = (
     _pr(
         "vllm-breakable-graphs",
         "vllm#44050",
-        "breakable CUDA graphs: graph segments broken at attention, attention eager between them",
+        "breakable CUDA graphs: graph segments broken at attention, attention eager between "
+        "them; a runner flag (VLLM_USE_BREAKABLE_CUDAGRAPH), on by default for the listed "
+        "architectures that torch.compile does not cover",
+        "0.23",
     ),
     _pr(
         "vllm-slot-mapping-padded-seq-lens",
@@ -181,6 +193,124 @@ _ALL = (
         "vllm-flashinfer-spec-piecewise",
         "vllm#49547",
         "FlashInfer + spec-decode silently runs PIECEWISE",
+    ),
+    _pr(
+        "vllm-mrv2-per-descriptor-rounding",
+        "vllm#45953",
+        "MRV2 stops rounding every capture size to a multiple of K+1: only FULL uniform-decode "
+        "descriptors are rounded (per descriptor); PIECEWISE and draft-decode graphs use the raw "
+        "sizes",
+        "0.25",
+    ),
+    _pr(
+        "vllm-draft-prefill-fresh-metadata",
+        "vllm#48261",
+        "draft-prefill capture builds fresh dummy metadata through the target's builders for "
+        "every warmup and capture instead of reusing target-captured state that later captures "
+        "had overwritten (with #49364)",
+        "0.26",
+    ),
+    _pr(
+        "vllm-always-build-capture-metadata",
+        "vllm#49364",
+        "always build attention metadata at capture time (PIECEWISE too, for_capture only for "
+        "FULL)",
+        "0.26",
+    ),
+    _release(
+        "vllm-breakable-pads-requests",
+        "vllm",
+        "0.26.0",
+        "0.26 only: breakable PIECEWISE descriptors pad num_reqs like FULL ones (min(n, "
+        "max_num_seqs)); 0.27 returns to num_reqs None",
+    ),
+    _pr(
+        "vllm-sm100-capture-ceiling",
+        "vllm#49390",
+        "default largest capture size 1024 on data-center Blackwell (SM10x), 512 elsewhere",
+        "0.28",
+    ),
+    _pr(
+        "vllm-fused-draft-decode",
+        "vllm#46849",
+        "the K-1 draft decodes are recorded in one CUDA graph with the metadata update inside "
+        "(backends that update draft decode metadata in place: FlashAttention with DCP 1, "
+        "Triton); others replay a one-step graph K-1 times with a rebuild before each",
+        "0.28",
+    ),
+    _release(
+        "vllm-large-gpu-batch-defaults",
+        "vllm",
+        "0.28.0",
+        "GPUs with >= 160 GiB (B200/B300) default to max_num_batched_tokens 16384 for the API "
+        "server as well (8192 before)",
+    ),
+    _pr(
+        "vllm-flashinfer-xqa-sm12x",
+        "vllm#49718",
+        "FlashInfer's dedicated XQA decode on SM12x: UNIFORM_BATCH graphs with spec decode",
+        "0.28",
+    ),
+    _pr(
+        "vllm-spec-decode-capture-sizes",
+        "vllm#50488",
+        "the default capture list adds the uniform-decode sizes n·(K+1) for a request-count "
+        "grid (kept under the platform ceiling by #54418)",
+        "0.29",
+    ),
+    _pr(
+        "vllm-per-mode-dispatch",
+        "vllm#53407",
+        "dispatch gives FULL and PIECEWISE descriptors their own pad-up ranges, so a uniform "
+        "decode batch pads into the next FULL graph instead of an eager PIECEWISE one",
+        "0.29",
+    ),
+    _pr(
+        "vllm-flashinfer-xqa-sm90",
+        "vllm#50439",
+        "FlashInfer on SM90 decodes spec-decode queries through XQA: UNIFORM_BATCH, so "
+        "FULL_AND_PIECEWISE is kept on Hopper when the TRT-LLM attention artifacts load",
+        "0.30",
+    ),
+    _pr(
+        "vllm-graph-memory-profiling",
+        "vllm#53306",
+        "MRV2 profiles CUDA-graph memory in a throwaway pool before the KV cache is sized and "
+        "takes the estimate out of the KV budget (with #53682)",
+        "0.30",
+    ),
+    _pr(
+        "vllm-graph-memory-profiling-speculator",
+        "vllm#53682",
+        "graph memory profiling covers the speculator's graphs",
+        "0.30",
+    ),
+    _pr(
+        "vllm-noncompiled-full-decode",
+        "vllm#55095",
+        "a model without torch.compile falls back to FULL_DECODE_ONLY (without_piecewise) "
+        "instead of NONE when piecewise capture is unavailable",
+        "0.30",
+    ),
+    _release(
+        "vllm-flashinfer-fused-draft-decode",
+        "vllm",
+        "0.32.0",
+        "FlashInfer's TRT-LLM-gen decode path updates draft decode metadata in place, so it "
+        "joins the fused K-1 draft decode graph (XQA and native decode do not)",
+    ),
+    _release(
+        "vllm-flashinfer-fa2-native-decode",
+        "vllm",
+        "0.33.0",
+        "below SM90 FlashInfer's fa2 native decode takes uniform multi-token queries: "
+        "UNIFORM_BATCH with spec decode (UNIFORM_SINGLE_TOKEN_DECODE before; see issue #54992)",
+    ),
+    _release(
+        "vllm-fa4-full-graphs",
+        "vllm",
+        "0.33.0",
+        "FlashAttention 4 (SM10x) reports ALWAYS like FA3 (UNIFORM_BATCH before)",
     ),
     # --- SGLang ---------------------------------------------------------------------------
     _pr(
@@ -282,6 +412,26 @@ _ALL = (
         "sglang-bcg",
         "sglang#25795",
         "breakable CUDA graphs (BCG) for the draft extend; get_draft_hidden_dim",
+        "0.5.13",
+    ),
+    _pr(
+        "sglang-flashinfer-draft-extend-graph",
+        "sglang#28782",
+        "FlashInfer joins the EAGLE draft-extend CUDA-graph allowlist (eager before)",
+        "0.5.14",
+    ),
+    _release(
+        "sglang-default-breakable-prefill",
+        "sglang",
+        "0.5.15",
+        "breakable prefill CUDA graphs on by default on CUDA (default_prefill_backend), the "
+        "EAGLE draft included, over the prefill token ladder up to the chunked-prefill size",
+    ),
+    _release(
+        "sglang-fa-draft-extend-graph",
+        "sglang",
+        "0.5.23",
+        "FlashAttention joins the EAGLE draft-extend CUDA-graph allowlist (eager before)",
     ),
 )
 

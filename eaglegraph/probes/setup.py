@@ -31,10 +31,11 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def plan_options(pair: Pair, plan: Mapping[str, Any]) -> PlanOptions:
-    """The plan options as the pair would run them: K defaults to what the draft declares."""
+def plan_options(pair: Pair, plan: Mapping[str, Any], **extra: Any) -> PlanOptions:
+    """The plan options as the pair would run them: K defaults to what the draft declares.
+    `extra` goes to `resolve_plan_options` (inspect: the engine's batch defaults for the GPU)."""
     hint = pair.draft_facts.speculative_tokens if pair.draft_facts else None
-    return resolve_plan_options(**plan, default_num_speculative_tokens=hint)
+    return resolve_plan_options(**plan, default_num_speculative_tokens=hint, **extra)
 
 
 def rig_config(

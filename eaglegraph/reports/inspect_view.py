@@ -8,7 +8,7 @@ from rich.table import Table
 from eaglegraph.reports.findings_view import render_findings
 from eaglegraph.reports.format import fmt_bytes, fmt_count, fmt_sizes
 from eaglegraph.reports.prediction_view import render_prediction
-from eaglegraph.results.inspect import InspectReport, SideFacts
+from eaglegraph.results.inspect import InspectReport, PlanFacts, SideFacts
 
 _GEOMETRY_ROWS = (
     ("architecture", lambda s: s.architecture or "—"),
@@ -118,7 +118,9 @@ def _plan_table(report: InspectReport) -> Table:
         f"Capture plan — {p.framework}, {p.behavior}, {p.attention_backend}, "
         f"K={p.num_speculative_tokens}, max_num_seqs={p.max_num_seqs}"
     )
-    table = Table(title=title, title_justify="left")
+    table = Table(
+        title=title, title_justify="left", caption=_plan_caption(p), caption_justify="left"
+    )
     table.add_column("phase", style="bold", no_wrap=True)
     table.add_column("mode", no_wrap=True)
     table.add_column("graphs", justify="right")
@@ -126,6 +128,17 @@ def _plan_table(report: InspectReport) -> Table:
     for ph in p.phases:
         table.add_row(ph.phase, ph.mode, str(ph.descriptor_count), ph.padding_rule)
     return table
+
+
+def _plan_caption(p: PlanFacts) -> str:
+    """GPU, the backend's support level and the engine defaults the plan used."""
+    parts = [f"{p.gpu.get('name')} (SM {p.gpu.get('capability')})"] if p.gpu else []
+    if p.attention_support:
+        parts.append(f"{p.attention_support.get('level')}: {p.attention_support.get('reason')}")
+    if p.breakable:
+        parts.append("breakable graphs")
+    parts += p.defaults
+    return "; ".join(str(x) for x in parts)
 
 
 def _memory_table(report: InspectReport) -> Table:
@@ -151,6 +164,15 @@ def _memory_table(report: InspectReport) -> Table:
         fmt_bytes(m.dedicated_pool_extra_bytes),
         "draft transient peak reserved a second time (vLLM 0.22)",
     )
+    if m.graph_memory_bytes is not None:
+        where = (
+            "profiled, taken out of the KV budget"
+            if m.graph_memory_in_kv_budget
+            else "captured after the KV cache, outside gpu_memory_utilization"
+        )
+        table.add_row("graph memory", fmt_bytes(m.graph_memory_bytes), where)
+        tokens = f"{m.kv_budget_tokens:,} tokens" if m.kv_budget_tokens else ""
+        table.add_row("KV budget", fmt_bytes(m.kv_budget_bytes), tokens)
     return table
 
 

@@ -120,22 +120,21 @@ class DraftFacts(SideFacts):
 
 
 @dataclass
-class DescriptorFacts:
-    mode: str
-    num_tokens: int
-    num_reqs: int | None
-    uniform_token_count: int | None
-
-
-@dataclass
 class PhasePlanFacts:
+    """One phase: its mode, and its graphs as `[num_tokens, num_reqs]` pairs (num_reqs None:
+    the graph never pads requests), with each descriptor's runtime mode beside them."""
+
     phase: str
     mode: str
     decode_query_len: int
     descriptor_count: int
-    descriptors: list[DescriptorFacts]
+    descriptors: list[list[int | None]]
     padding_rule: str
     notes: list[str] = field(default_factory=list)
+    descriptor_modes: list[str] = field(default_factory=list)
+    uniform_token_counts: list[int | None] = field(default_factory=list)
+    graph_count: int = 0
+    fused_steps: int = 1  # draft decodes one graph replay runs
 
 
 @dataclass
@@ -155,6 +154,12 @@ class PlanFacts:
     capture_sizes_before_rounding: list[int]
     phases: list[PhasePlanFacts]
     findings: list[Finding] = field(default_factory=list)
+    gpu: dict[str, object] = field(default_factory=dict)  # name, capability, memory_gib
+    attention_support: dict[str, str] = field(default_factory=dict)  # level, builder, reason
+    breakable: bool = False
+    trtllm_artifacts: bool = True
+    defaults: list[str] = field(default_factory=list)  # settings taken from engine defaults
+    graph_memory_profiling: bool = False
 
     @property
     def sizes_were_rounded(self) -> bool:
@@ -179,6 +184,11 @@ class MemoryEstimate:
     dedicated_pool_extra_bytes: int | None
     notes: list[str] = field(default_factory=list)
     label: str = "estimate"
+    gpu_memory_bytes: int | None = None
+    graph_memory_bytes: int | None = None  # the engine-style estimate of all graphs' pool
+    graph_memory_in_kv_budget: bool = False  # profiled and taken out of the KV budget
+    kv_budget_bytes: int | None = None  # gpu_memory_utilization share left for the KV cache
+    kv_budget_tokens: int | None = None
 
 
 @dataclass

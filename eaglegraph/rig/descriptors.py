@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from eaglegraph.rig.capture_sizes import round_up
 from eaglegraph.rig.modes import Mode
 
 
@@ -49,44 +50,87 @@ def uniform_token_count(num_reqs: int, num_tokens: int, max_query_len: int) -> i
 
 
 def build_descriptors(
-    mode: Mode, capture_sizes: list[int], max_num_reqs: int, decode_query_len: int
+    mode: Mode,
+    capture_sizes: list[int],
+    max_num_reqs: int,
+    decode_query_len: int,
+    *,
+    round_uniform: bool = False,
+    max_capture_size: int | None = None,
+    segmented: Mode = Mode.PIECEWISE,
+    pad_segmented_reqs: bool = False,
 ) -> dict[int, list[BatchDescriptor]]:
-    """`_init_candidates`: per capture size, decode descriptor first, then mixed."""
+    """`_init_candidates`: per token count, the uniform-decode descriptor first, then mixed.
+
+    Releases that round the whole list to multiples of K+1 keep a decode descriptor at n only
+    when K+1 <= n <= max_num_reqs·(K+1). Later ones (`round_uniform`) round each size up to a
+    multiple of K+1 for the FULL decode descriptor alone, drop it past max_num_reqs·(K+1), the
+    largest capture size or max_num_reqs requests, and keep the mixed descriptors at the raw
+    sizes. `segmented` names the runtime mode of mixed PIECEWISE descriptors (BREAKABLE under
+    breakable graphs); `pad_segmented_reqs` makes them pad requests like FULL ones.
+    """
     out: dict[int, list[BatchDescriptor]] = {}
     if not mode or not capture_sizes:
         return out
     decode, mixed, separate = mode.decode_mode(), mode.mixed_mode(), mode.separate_routine()
     max_decode_tokens = max_num_reqs * decode_query_len
+    limit = max(capture_sizes) if max_capture_size is None else max_capture_size
     for n in sorted(capture_sizes):
-        descs = []
-        if separate and decode and decode_query_len <= n <= max_decode_tokens:
-            descs.append(BatchDescriptor(decode, n, n // decode_query_len, decode_query_len))
+        if separate and decode:
+            if round_uniform:
+                t = round_up(n, decode_query_len)
+                reqs = t // decode_query_len
+                if t <= max_decode_tokens and t <= limit and reqs <= max_num_reqs:
+                    desc = BatchDescriptor(decode, t, reqs, decode_query_len)
+                    if desc not in out.get(t, []):
+                        out.setdefault(t, []).insert(0, desc)
+            elif decode_query_len <= n <= max_decode_tokens:
+                desc = BatchDescriptor(decode, n, n // decode_query_len, decode_query_len)
+                out.setdefault(n, []).append(desc)
         if mixed:
-            reqs = min(n, max_num_reqs) if mixed is Mode.FULL else None
-            descs.append(BatchDescriptor(mixed, n, reqs))
-        out[n] = descs
+            runtime = mixed if mixed is Mode.FULL else segmented
+            pad = mixed is Mode.FULL or pad_segmented_reqs
+            out.setdefault(n, []).append(
+                BatchDescriptor(runtime, n, min(n, max_num_reqs) if pad else None)
+            )
     return out
 
 
 class Dispatcher:
-    """Pad-to-next-size lookup over the descriptors of one manager."""
+    """Pad-to-next-size lookup over the descriptors of one manager.
 
-    def __init__(self, by_size: dict[int, list[BatchDescriptor]]) -> None:
+    Older releases key the candidates by the union of all descriptor sizes: a batch looks only
+    at the next size that has any descriptor. Newer ones (`per_mode_ranges`) give each runtime
+    mode its own ranges: a batch sees the next FULL size and the next PIECEWISE size, FULL first.
+    """
+
+    def __init__(
+        self, by_size: dict[int, list[BatchDescriptor]], per_mode_ranges: bool = False
+    ) -> None:
         self.by_size = by_size
         self.sizes = sorted(by_size)
+        self.per_mode_ranges = per_mode_ranges
 
     @property
     def descriptors(self) -> list[BatchDescriptor]:
         return [d for n in self.sizes for d in self.by_size[n]]
 
+    def candidates(self, num_tokens: int) -> list[BatchDescriptor]:
+        if not self.per_mode_ranges:
+            nxt = next((n for n in self.sizes if n >= num_tokens), None)
+            return [] if nxt is None else list(self.by_size[nxt])
+        out: list[BatchDescriptor] = []
+        for full in (True, False):
+            group = [d for d in self.descriptors if (d.mode is Mode.FULL) == full]
+            nxt = next((d.num_tokens for d in group if d.num_tokens >= num_tokens), None)
+            out += [d for d in group if d.num_tokens == nxt]
+        return out
+
     def dispatch(self, num_reqs: int, num_tokens: int, uniform: int | None) -> BatchDescriptor:
-        for n in self.sizes:
-            if n < num_tokens:
-                continue
-            for desc in self.by_size[n]:
+        if num_tokens > 0:
+            for desc in self.candidates(num_tokens):
                 if is_compatible(desc, num_reqs, num_tokens, uniform):
                     return desc
-            break  # vLLM looks at the candidates of the next size only
         return BatchDescriptor(Mode.NONE, num_tokens, num_reqs)
 
     def capture_order(self) -> list[BatchDescriptor]:

@@ -73,6 +73,7 @@ def estimate_memory(pair: Pair, plan: CapturePlan, dtype: str | None = None) -> 
         )
     if not has_headers:
         notes.append("weights estimated from config geometry (no safetensors headers)")
+    budget = _kv_budget(pair, plan, peak, target_logits, kv_t, kv_d, weights, notes)
     return MemoryEstimate(
         dtype=name,
         target_weight_bytes=weights(pair.target),
@@ -86,4 +87,63 @@ def estimate_memory(pair: Pair, plan: CapturePlan, dtype: str | None = None) -> 
         draft_transient_peak_bytes=peak,
         dedicated_pool_extra_bytes=peak,
         notes=notes,
+        **budget,
     )
+
+
+GPU_MEMORY_UTILIZATION = 0.9
+MIN_PER_GRAPH_BYTES = 1 << 20  # the per-graph floor of vLLM's extrapolation
+
+
+def graph_memory_estimate(plan: CapturePlan, peak: int | None, target_logits: int | None) -> int:
+    """vLLM-style graph memory: the largest graphs' transient footprint once (they share one
+    pool), plus a per-graph floor for every other graph."""
+    graphs = sum(p.graph_count for p in plan.phases)
+    if not graphs:
+        return 0
+    first = (peak or 0) + (target_logits or 0)
+    return first + (graphs - 1) * MIN_PER_GRAPH_BYTES
+
+
+def _kv_budget(
+    pair: Pair,
+    plan: CapturePlan,
+    peak: int | None,
+    target_logits: int | None,
+    kv_t: int | None,
+    kv_d: int | None,
+    weights: object,
+    notes: list[str],
+) -> dict[str, object]:
+    """What the KV cache gets on the plan's GPU, with or without graph memory profiling."""
+    gib = plan.gpu.get("memory_gib") if plan.gpu else None
+    if not isinstance(gib, (int, float)):
+        return {}
+    total = int(gib * (1 << 30))
+    graphs = graph_memory_estimate(plan, peak, target_logits)
+    profiled = bool(plan.graph_memory_profiling) and graphs > 0
+    w = sum(x for x in (weights(pair.target), weights(pair.draft)) if x)  # type: ignore[operator]
+    budget = int(total * GPU_MEMORY_UTILIZATION) - w - (graphs if profiled else 0)
+    per_token = (kv_t or 0) + (kv_d or 0)
+    if profiled:
+        notes.append(
+            "graph memory is profiled in a throwaway pool before the KV cache is sized and taken "
+            "out of the KV budget (gpu_memory_utilization now covers the graphs)"
+        )
+    elif graphs:
+        notes.append(
+            "graphs are captured after the KV cache is sized: their memory comes from outside "
+            "gpu_memory_utilization (capture OOM when that headroom is short)"
+        )
+    notes.append(
+        f"KV budget = {GPU_MEMORY_UTILIZATION} × GPU memory − weights"
+        + (" − graph estimate" if profiled else "")
+        + " (activation peak not estimated)"
+    )
+    return {
+        "gpu_memory_bytes": total,
+        "graph_memory_bytes": graphs,
+        "graph_memory_in_kv_budget": profiled,
+        "kv_budget_bytes": budget,
+        "kv_budget_tokens": budget // per_token if per_token and budget > 0 else None,
+    }

@@ -16,7 +16,6 @@ from eaglegraph.pair.model import ModelSide
 from eaglegraph.pair.presets import resolve_model_arg
 from eaglegraph.results.inspect import (
     AuxTapsFacts,
-    DescriptorFacts,
     DraftFacts,
     GeometryFacts,
     InspectReport,
@@ -162,14 +161,21 @@ def plan_facts(plan: CapturePlan) -> PlanFacts:
                 mode=p.mode.name,
                 decode_query_len=p.decode_query_len,
                 descriptor_count=p.descriptor_count,
-                descriptors=[
-                    DescriptorFacts(d.mode.name, d.num_tokens, d.num_reqs, d.uniform_token_count)
-                    for d in p.descriptors
-                ],
+                descriptors=[[d.num_tokens, d.num_reqs] for d in p.descriptors],
                 padding_rule=p.padding_rule,
                 notes=list(p.notes),
+                descriptor_modes=[d.mode.name for d in p.descriptors],
+                uniform_token_counts=[d.uniform_token_count for d in p.descriptors],
+                graph_count=p.graph_count,
+                fused_steps=p.fused_steps,
             )
             for p in plan.phases
         ],
         findings=list(plan.findings),
+        gpu=dict(plan.gpu),
+        attention_support=dict(plan.attention_support),
+        breakable=plan.breakable,
+        trtllm_artifacts=plan.trtllm_artifacts,
+        defaults=list(plan.defaults),
+        graph_memory_profiling=plan.graph_memory_profiling,
     )

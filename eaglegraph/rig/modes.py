@@ -46,6 +46,23 @@ class Mode(Enum):
             return mode.value in self.value
         return self is mode
 
+    def has_piecewise(self) -> bool:
+        """`has_piecewise_cudagraphs()`: the mode captures PIECEWISE graphs for some batches."""
+        return self is Mode.PIECEWISE or (
+            self.separate_routine() and Mode.PIECEWISE.value in self.value
+        )
+
+    def has_full(self) -> bool:
+        return self is Mode.FULL or (self.separate_routine() and Mode.FULL.value in self.value)
+
+    def without_piecewise(self) -> Mode:
+        """What vLLM falls back to when piecewise capture is unavailable."""
+        if self is Mode.PIECEWISE:
+            return Mode.NONE
+        if self is Mode.FULL_AND_PIECEWISE:
+            return Mode.FULL_DECODE_ONLY
+        return self
+
     def is_segmented(self) -> bool:
         """Runtime modes whose graphs are split at attention (attention eager between)."""
         return self in (Mode.PIECEWISE, Mode.BREAKABLE)

@@ -15,7 +15,10 @@ from eaglegraph.errors import BadInput
 from eaglegraph.known.choose import resolve_profile
 from eaglegraph.known.profiles import Profile
 from eaglegraph.pair.kinds import all_specs, kind_for_method
+from eaglegraph.rig.gpus import GpuSpec, get_gpu
 from eaglegraph.rig.modes import Mode
+from eaglegraph.rig.sglang_plan import sglang_chunked_prefill_size
+from eaglegraph.rig.vllm_plan import breakable_enabled, vllm_batch_defaults
 
 ATTENTION_BACKENDS = ("flash_attn", "flashinfer", "triton")
 FRAMEWORKS = ("vllm", "sglang")
@@ -33,6 +36,13 @@ class PlanOptions:
     behavior: Profile = field(default_factory=lambda: resolve_profile(None))
     capture_sizes: tuple[int, ...] | None = None
     max_capture_size: int | None = None
+    gpu: GpuSpec = field(default_factory=lambda: get_gpu(None))
+    trtllm_artifacts: bool = True  # FlashInfer's TRT-LLM/XQA kernels can be loaded
+    breakable: bool = False  # vLLM breakable graphs (runner flag); SGLang: explicit BCG
+    compiled: bool = True  # the target is torch-compiled (piecewise capture available)
+    head_dim: int | None = None
+    defaults: tuple[str, ...] = ()  # settings taken from the engine's defaults, in words
+    explicit_mode: bool = False  # --mode given (SGLang: FULL means no prefill graphs)
 
     @property
     def metadata_style(self) -> str:
@@ -77,7 +87,15 @@ def resolve_plan_options(
     speculative_config: str | None = None,
     compilation_config: str | None = None,
     default_num_speculative_tokens: int | None = None,
+    gpu: str | None = None,
+    trtllm_artifacts: bool | None = None,
+    architecture: str | None = None,
+    head_dim: int | None = None,
+    engine_batch_defaults: bool = False,
 ) -> PlanOptions:
+    """One resolved set of plan options. `engine_batch_defaults`: unset max_num_seqs and
+    max_num_batched_tokens take the engine's defaults for the GPU (what a server would run);
+    commands that rebuild the step on this machine pass False to keep their small defaults."""
     spec = _parse_json(speculative_config, "--speculative-config")
     comp = _parse_json(compilation_config, "--compilation-config")
     chosen = resolve_profile(behavior, framework) if behavior else None
@@ -99,8 +117,13 @@ def resolve_plan_options(
 
     mode_text = _merge(mode, comp.get("cudagraph_mode"), "cudagraph_mode")
     parsed_mode = Mode.parse(str(mode_text)) if mode_text is not None else None
+    explicit_mode = parsed_mode is not None
+    explicit_breakable = True if parsed_mode is Mode.BREAKABLE else None
+    if fw == "vllm" and parsed_mode is Mode.BREAKABLE:
+        parsed_mode = None  # a runner flag in vLLM: the default mode, broken at attention
     if parsed_mode is None:
         parsed_mode = Mode.FULL if fw == "sglang" else Mode.FULL_AND_PIECEWISE
+    compiled = _compiled(comp.get("mode"))
 
     sizes_flag = None
     if capture_sizes is not None:
@@ -127,10 +150,31 @@ def resolve_plan_options(
         raise BadInput(
             f"unknown attention backend {backend!r}; choose {', '.join(ATTENTION_BACKENDS)}"
         )
-    seqs = _positive(
-        max_num_seqs if max_num_seqs is not None else DEFAULT_MAX_NUM_SEQS[fw], "max_num_seqs"
+    target_gpu = get_gpu(gpu)
+    defaults: list[str] = []
+    seqs_default, tokens_default = DEFAULT_MAX_NUM_SEQS[fw], 8192
+    if engine_batch_defaults and fw == "vllm":
+        seqs_default, tokens_default = vllm_batch_defaults(target_gpu, beh)
+        tokens_default = max(tokens_default, 1)
+    elif engine_batch_defaults:
+        tokens_default = sglang_chunked_prefill_size(target_gpu)
+    if max_num_seqs is None and engine_batch_defaults:
+        defaults.append(
+            f"max_num_seqs {seqs_default} (default for {target_gpu.name})"
+            if fw == "vllm"
+            else f"max_running_requests {seqs_default} (EAGLE default)"
+        )
+    if max_num_batched_tokens is None and engine_batch_defaults:
+        defaults.append(f"max_num_batched_tokens {tokens_default} (default for {target_gpu.name})")
+    seqs = _positive(max_num_seqs if max_num_seqs is not None else seqs_default, "max_num_seqs")
+    tokens = _positive(max_num_batched_tokens or tokens_default, "max_num_batched_tokens")
+    if fw == "vllm" and engine_batch_defaults and max_num_seqs is None:
+        seqs = min(seqs, tokens)  # the engine never defaults to more requests than tokens
+    breakable = (
+        breakable_enabled(explicit_breakable, architecture, beh)
+        if fw == "vllm"
+        else bool(explicit_breakable)
     )
-    tokens = _positive(max_num_batched_tokens or 8192, "max_num_batched_tokens")
     return PlanOptions(
         framework=fw,
         max_num_seqs=seqs,
@@ -141,4 +185,23 @@ def resolve_plan_options(
         behavior=beh,
         capture_sizes=sizes,
         max_capture_size=max_size,
+        gpu=target_gpu,
+        trtllm_artifacts=True if trtllm_artifacts is None else trtllm_artifacts,
+        breakable=breakable,
+        compiled=compiled,
+        head_dim=head_dim,
+        defaults=tuple(defaults),
+        explicit_mode=explicit_mode,
     )
+
+
+def _compiled(value: Any) -> bool:
+    """`--compilation-config {"mode": 0}` (or "NONE") turns torch.compile off."""
+    if value is None:
+        return True
+    text = str(value).strip().upper().removeprefix("COMPILATIONMODE.")
+    if text in ("0", "NONE"):
+        return False
+    if text in ("3", "VLLM_COMPILE", "1", "2", "STOCK_TORCH_COMPILE", "DYNAMO_TRACE_ONCE"):
+        return text in ("3", "VLLM_COMPILE")
+    raise BadInput(f"--compilation-config mode {value!r}: expected 0 (NONE) or 3 (VLLM_COMPILE)")

@@ -13,29 +13,23 @@ from eaglegraph.known.hazards import hazard
 from eaglegraph.known.profiles import FLAGS
 from eaglegraph.known.upstream import cite
 from eaglegraph.results.findings import Finding, Severity
-from eaglegraph.rig.capture_sizes import (
-    round_for_spec_decode,
-    sglang_batch_sizes,
-    user_sizes,
-    vllm_default_sizes,
-)
-from eaglegraph.rig.descriptors import BatchDescriptor, Dispatcher, build_descriptors
+from eaglegraph.rig.descriptors import BatchDescriptor, Dispatcher
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.options import PlanOptions
+from eaglegraph.rig.sglang_plan import (
+    draft_extend_graph,
+    draft_prefill_bcg,
+    prefill_token_ladder,
+    sglang_decode_batch_sizes,
+)
+from eaglegraph.rig.vllm_plan import (
+    draft_decode_mode,
+    fused_draft_decode,
+    phase_descriptors,
+    vllm_sizing,
+)
 
 PHASES = ("target", "draft_prefill", "draft_decode")
-
-# vLLM AttentionCGSupport levels, as resolved on Hopper (research vllm-mrv2.md §2).
-ALWAYS, UNIFORM_BATCH, UNIFORM_SINGLE_TOKEN_DECODE, NEVER = 3, 2, 1, 0
-BACKEND_SUPPORT = {
-    "flash_attn": (ALWAYS, "FlashAttentionBackend", "ALWAYS (FA3 on Hopper)"),
-    "triton": (ALWAYS, "TritonAttentionBackend", "ALWAYS"),
-    "flashinfer": (
-        UNIFORM_SINGLE_TOKEN_DECODE,
-        "FlashInferBackend",
-        "UNIFORM_SINGLE_TOKEN_DECODE (no TRTLLM attention on Hopper)",
-    ),
-}
 
 
 @dataclass
@@ -46,16 +40,23 @@ class PhasePlan:
     descriptors: list[BatchDescriptor]
     padding_rule: str
     notes: list[str] = field(default_factory=list)
+    per_mode_dispatch: bool = False  # FULL and segmented descriptors pad to their own sizes
+    fused_steps: int = 1  # draft decode steps one graph replay runs (K-1 when fused)
 
     @property
     def descriptor_count(self) -> int:
+        return len(self.descriptors)
+
+    @property
+    def graph_count(self) -> int:
+        """Graphs captured: one per descriptor (a segmented one is one broken capture)."""
         return len(self.descriptors)
 
     def dispatcher(self) -> Dispatcher:
         by_size: dict[int, list[BatchDescriptor]] = {}
         for d in self.descriptors:
             by_size.setdefault(d.num_tokens, []).append(d)
-        return Dispatcher(by_size)
+        return Dispatcher(by_size, per_mode_ranges=self.per_mode_dispatch)
 
 
 @dataclass
@@ -73,31 +74,15 @@ class CapturePlan:
     capture_sizes_before_rounding: list[int]
     phases: list[PhasePlan]
     findings: list[Finding] = field(default_factory=list)
+    gpu: dict[str, object] = field(default_factory=dict)
+    attention_support: dict[str, str] = field(default_factory=dict)
+    breakable: bool = False
+    trtllm_artifacts: bool = True
+    defaults: list[str] = field(default_factory=list)  # settings the engine chose, in words
+    graph_memory_profiling: bool = False  # graph memory reserved out of the KV budget
 
     def phase(self, name: str) -> PhasePlan:
         return next(p for p in self.phases if p.phase == name)
-
-
-def resolve_mode(mode: Mode, backend: str, num_spec_tokens: int) -> tuple[Mode, list[str]]:
-    """`resolve_cudagraph_mode_and_sizes` downgrades for the backend's graph support."""
-    support, backend_name, support_name = BACKEND_SUPPORT[backend]
-    reasons: list[str] = []
-    resolved = mode
-    if resolved.mixed_mode() is Mode.FULL and support < ALWAYS:
-        new = Mode.FULL_AND_PIECEWISE
-        reasons.append(
-            f"CUDAGraphMode.{resolved.name} needs mixed-batch FULL support; {backend_name} "
-            f"supports {support_name}; setting cudagraph_mode={new.name}"
-        )
-        resolved = new
-    if resolved.decode_mode() is Mode.FULL and num_spec_tokens >= 1 and support < UNIFORM_BATCH:
-        reasons.append(
-            f"CUDAGraphMode.{resolved.name} is not supported with spec-decode for attention "
-            f"backend {backend_name} (support: AttentionCGSupport.{support_name.split()[0]}); "
-            "setting cudagraph_mode=PIECEWISE"
-        )
-        resolved = Mode.PIECEWISE
-    return resolved, reasons
 
 
 def _padding_rule(descs: list[BatchDescriptor], framework: str) -> str:
@@ -124,22 +109,45 @@ def _padding_rule(descs: list[BatchDescriptor], framework: str) -> str:
 def _vllm_plan(opts: PlanOptions) -> CapturePlan:
     k, k1, r = opts.num_speculative_tokens, opts.num_speculative_tokens + 1, opts.max_num_seqs
     beh = opts.behavior
-    resolved, downgrades = resolve_mode(opts.mode, opts.attention_backend, k)
-    if opts.capture_sizes is not None:
-        base = user_sizes(list(opts.capture_sizes), opts.max_num_batched_tokens)
-    else:
-        base = vllm_default_sizes(r, k, opts.max_num_batched_tokens, opts.max_capture_size)
-    sizes = round_for_spec_decode(base, k1) if resolved else []
+    sizing = vllm_sizing(
+        profile=beh,
+        gpu=opts.gpu,
+        requested=opts.mode,
+        backend=opts.attention_backend,
+        max_num_seqs=r,
+        num_spec_tokens=k,
+        max_num_batched_tokens=opts.max_num_batched_tokens,
+        capture_sizes=opts.capture_sizes,
+        max_capture_size=opts.max_capture_size,
+        breakable=opts.breakable,
+        compiled=opts.compiled,
+        trtllm_artifacts=opts.trtllm_artifacts,
+        head_dim=opts.head_dim,
+    )
+    resolved, downgrades, sizes = (
+        sizing.resolution.mode,
+        list(sizing.resolution.reasons),
+        sizing.sizes,
+    )
+    per_mode = bool(beh.per_mode_dispatch)
 
     def phase(name: str, mode: Mode, dql: int, notes: list[str]) -> PhasePlan:
-        by_size = build_descriptors(mode, sizes, r, dql)
-        descs = [d for n in sorted(by_size) for d in by_size[n]]
-        return PhasePlan(name, mode, dql, descs, _padding_rule(descs, "vllm"), notes)
+        descs = phase_descriptors(mode, sizes, r, dql, profile=beh, breakable=opts.breakable)
+        return PhasePlan(
+            name, mode, dql, descs, _padding_rule(descs, "vllm"), notes, per_mode_dispatch=per_mode
+        )
 
     target = phase("target", resolved, k1, [])
-    prefill_notes = [
-        "same descriptors as the target (the attention-state hand-off needs identical keys)"
-    ]
+    if opts.breakable and resolved.has_piecewise():
+        target.notes.append(
+            "breakable graphs: PIECEWISE batches run one capture broken at attention; FULL "
+            "decode graphs are kept"
+        )
+    prefill_notes = (
+        ["capture metadata built fresh through the target's builders for every warmup and capture"]
+        if beh.fresh_prefill_capture_metadata
+        else ["same descriptors as the target (the attention-state hand-off needs identical keys)"]
+    )
     prefill = phase("draft_prefill", resolved, k1, prefill_notes)
     reuse_ref = FLAGS["reuse_target_attn_state"].ref
     clamp_ref = FLAGS["draft_decode_mode_clamp"].ref
@@ -153,20 +161,29 @@ def _vllm_plan(opts: PlanOptions) -> CapturePlan:
         )
     if k == 1:
         decode = PhasePlan("draft_decode", Mode.NONE, 1, [], "no draft decodes (K = 1)", [])
-    elif beh.draft_decode_mode_clamp:
-        mode = Mode.FULL_DECODE_ONLY if resolved.decode_mode() is Mode.FULL else Mode.NONE
-        note = (
-            f"clamped to {mode.name}: decode_mode() of {resolved.name} is "
-            f"{resolved.decode_mode().name} ({clamp_ref})"
-        )
-        decode = phase("draft_decode", mode, 1, [note])
     else:
-        decode = phase(
-            "draft_decode",
-            resolved,
-            1,
-            [f"unclamped: the decode manager gets the runner's {resolved.name} (pre-{clamp_ref})"],
-        )
+        dmode = draft_decode_mode(resolved, beh)
+        if beh.draft_decode_mode_clamp:
+            note = (
+                f"clamped to {dmode.name}: decode_mode() of {resolved.name} is "
+                f"{resolved.decode_mode().name} ({clamp_ref})"
+            )
+        else:
+            note = (
+                f"unclamped: the decode manager gets the runner's {resolved.name} (pre-{clamp_ref})"
+            )
+        decode = phase("draft_decode", dmode, 1, [note])
+        fused = fused_draft_decode(opts.attention_backend, opts.gpu, beh, opts.trtllm_artifacts)
+        if decode.descriptors and fused and k > 2:
+            decode.fused_steps = k - 1
+            decode.notes.append(
+                f"one graph per size runs all {k - 1} draft decodes, metadata updated in place"
+            )
+        elif decode.descriptors and k > 2:
+            decode.notes.append(
+                f"one graph per size runs one draft decode; replayed {k - 1} times, metadata "
+                "rebuilt before each replay"
+            )
     plan = CapturePlan(
         framework="vllm",
         behavior=beh.name,
@@ -178,8 +195,14 @@ def _vllm_plan(opts: PlanOptions) -> CapturePlan:
         resolved_mode=resolved,
         downgrades=downgrades,
         capture_sizes=sizes,
-        capture_sizes_before_rounding=base,
+        capture_sizes_before_rounding=sizing.sizes_before_rounding,
         phases=[target, prefill, decode],
+        gpu=opts.gpu.to_json(),
+        attention_support=sizing.support.to_json(),
+        breakable=opts.breakable,
+        trtllm_artifacts=opts.trtllm_artifacts,
+        defaults=list(opts.defaults),
+        graph_memory_profiling=bool(beh.graph_memory_profiling),
     )
     plan.findings = _vllm_hazards(plan, opts)
     return plan
@@ -282,13 +305,13 @@ def _vllm_hazards(plan: CapturePlan, opts: PlanOptions) -> list[Finding]:
 
 
 def _sglang_plan(opts: PlanOptions) -> CapturePlan:
-    k = opts.num_speculative_tokens
+    k, beh = opts.num_speculative_tokens, opts.behavior
     ntok = k + 1  # topk = 1: num_draft_tokens = num_steps + 1
     graphs = opts.mode is not Mode.NONE
     if opts.capture_sizes is not None:
         bs_list = sorted({s for s in opts.capture_sizes if s <= opts.max_num_seqs})
     else:
-        bs_list = sglang_batch_sizes(k, max_running_requests=opts.max_num_seqs)
+        bs_list = sglang_decode_batch_sizes(k, opts.gpu, opts.max_num_seqs)
     mode = Mode.FULL if graphs else Mode.NONE
 
     def full(tokens_per_bs: int) -> list[BatchDescriptor]:
@@ -305,41 +328,52 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
         decode = PhasePlan(
             "draft_decode", mode, 1, dd, _padding_rule(dd, "sglang"),
             ["EAGLEDraftCudaGraphRunner: one graph runs all draft steps; shares the target's pool"],
+            fused_steps=k - 1 if dd else 1,
         )  # fmt: skip
     else:
         decode = PhasePlan("draft_decode", Mode.NONE, 1, [], "no draft decode graph (steps = 1)")
-    if opts.mode is Mode.BREAKABLE:
-        bcg_ref = cite("sglang-bcg").ref
-        pre_descs = [BatchDescriptor(Mode.BREAKABLE, n, None) for n in bs_list]
-        prefill = PhasePlan(
-            "draft_prefill", Mode.BREAKABLE, ntok, pre_descs, _padding_rule(pre_descs, "sglang"),
-            [f"--enable-breakable-cuda-graph: BCG for the draft extend ({bcg_ref})"],
-        )  # fmt: skip
-    elif graphs and opts.attention_backend == "triton":
-        pd = full(ntok)
-        prefill = PhasePlan(
-            "draft_prefill", mode, ntok, pd, _padding_rule(pd, "sglang"),
-            ["EAGLEDraftExtendCudaGraphRunner (triton backend only)"],
-        )  # fmt: skip
-    else:
-        prefill = PhasePlan(
-            "draft_prefill", Mode.NONE, ntok, [], "eager: no graphs, no padding",
-            [f"draft extend runs eagerly with {opts.attention_backend} (graph runner exists for "
-             "triton/trtllm backends only)"],
-        )  # fmt: skip
+    explicit_bcg = True if opts.breakable else (False if opts.explicit_mode else None)
+    bcg = graphs and draft_prefill_bcg(explicit_bcg, beh)
+    extend = graphs and draft_extend_graph(opts.attention_backend, beh)
+    pre_descs = full(ntok) if extend else []
+    notes = [
+        "EAGLEDraftExtendCudaGraphRunner after verify: one graph per batch size"
+        if extend
+        else f"draft extend after verify runs eagerly with {opts.attention_backend} (no graph "
+        "runner for this backend in this release)"
+    ]
+    if bcg:
+        ladder = prefill_token_ladder(opts.max_num_batched_tokens)
+        pre_descs = pre_descs + [BatchDescriptor(Mode.BREAKABLE, n, None) for n in ladder]
+        notes.append(
+            f"breakable prefill graphs for the draft ({cite('sglang-bcg').ref}): {len(ladder)} "
+            f"token counts up to {ladder[-1] if ladder else 0}"
+        )
+    pre_mode = (
+        Mode.FULL_AND_PIECEWISE if extend and bcg else Mode.FULL if extend else
+        Mode.BREAKABLE if bcg else Mode.NONE
+    )  # fmt: skip
+    pre_descs.sort(key=lambda d: (d.num_tokens, d.mode is not Mode.FULL))
+    prefill = PhasePlan(
+        "draft_prefill", pre_mode, ntok, pre_descs, _padding_rule(pre_descs, "sglang"), notes,
+        per_mode_dispatch=True,  # the draft-extend runner (by batch) and BCG (by tokens)
+    )  # fmt: skip
     plan = CapturePlan(
         framework="sglang",
-        behavior=opts.behavior.name,
+        behavior=beh.name,
         attention_backend=opts.attention_backend,
         num_speculative_tokens=k,
         max_num_seqs=opts.max_num_seqs,
         max_num_batched_tokens=opts.max_num_batched_tokens,
         requested_mode=opts.mode,
-        resolved_mode=mode if opts.mode is not Mode.BREAKABLE else Mode.BREAKABLE,
+        resolved_mode=mode,
         downgrades=[],
         capture_sizes=bs_list if graphs else [],
         capture_sizes_before_rounding=bs_list,
         phases=[target, prefill, decode],
+        gpu=opts.gpu.to_json(),
+        breakable=bcg,
+        defaults=list(opts.defaults),
     )
     if not opts.behavior.reset_positions_on_padded_replay and decode.descriptors:
         h = hazard("stale-padded-positions")

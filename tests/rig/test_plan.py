@@ -18,7 +18,7 @@ from eaglegraph.rig.descriptors import (
 )
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.options import resolve_plan_options
-from eaglegraph.rig.plan import build_plan, resolve_mode
+from eaglegraph.rig.plan import build_plan
 
 
 def test_vllm_default_sizes_and_rounding_match_research_examples() -> None:
@@ -84,12 +84,25 @@ def test_dispatch_pads_to_next_size_and_prefers_decode() -> None:
     assert order[3].mode is Mode.FULL and order[3].num_tokens == 16
 
 
-def test_flashinfer_downgrade() -> None:
-    mode, reasons = resolve_mode(Mode.FULL_AND_PIECEWISE, "flashinfer", 3)
-    assert mode is Mode.PIECEWISE and "setting cudagraph_mode=PIECEWISE" in reasons[0]
-    assert resolve_mode(Mode.FULL, "flashinfer", 3)[0] is Mode.PIECEWISE
-    assert resolve_mode(Mode.FULL_DECODE_ONLY, "flashinfer", 3)[0] is Mode.PIECEWISE
-    assert resolve_mode(Mode.FULL_AND_PIECEWISE, "flash_attn", 3) == (Mode.FULL_AND_PIECEWISE, [])
+def test_flashinfer_downgrade_follows_the_profile_and_gpu() -> None:
+    def plan(**kw: object) -> object:
+        return build_plan(resolve_plan_options(attention_backend="flashinfer", **kw))  # type: ignore[arg-type]
+
+    old = plan(behavior="vllm-0.22", gpu="H100")
+    assert (
+        old.resolved_mode is Mode.PIECEWISE
+        and "setting cudagraph_mode=PIECEWISE" in old.downgrades[0]
+    )
+    assert "mode-downgraded" in {f.id for f in old.findings}
+    new = plan(gpu="H100")  # XQA decode on SM90: no downgrade, no false finding
+    assert new.resolved_mode is Mode.FULL_AND_PIECEWISE and new.downgrades == []
+    assert "mode-downgraded" not in {f.id for f in new.findings}
+    air_gapped = plan(gpu="H100", trtllm_artifacts=False)
+    assert air_gapped.resolved_mode is Mode.PIECEWISE
+    assert plan(behavior="vllm-0.22", gpu="B200").resolved_mode is Mode.FULL_AND_PIECEWISE
+    ampere = plan(gpu="A100", behavior="vllm-0.32")
+    assert ampere.resolved_mode is Mode.PIECEWISE
+    assert plan(gpu="A100").resolved_mode is Mode.FULL_AND_PIECEWISE  # fa2 native decode
 
 
 def _phases(**kw: object) -> dict[str, tuple[str, int]]:
@@ -98,12 +111,14 @@ def _phases(**kw: object) -> dict[str, tuple[str, int]]:
 
 
 def test_draft_decode_clamp_of_pr_39773() -> None:
-    cur = _phases(attention_backend="flashinfer")
+    cur = _phases(attention_backend="flashinfer", behavior="vllm-0.22")
     assert cur["draft_decode"] == ("NONE", 0)
     old = _phases(attention_backend="flashinfer", behavior="vllm-pre-39773")
     assert old["draft_decode"][0] == "PIECEWISE"
-    full = _phases(max_num_seqs=4)
+    full = _phases(max_num_seqs=4, behavior="vllm-0.22")
     assert full["draft_decode"] == ("FULL_DECODE_ONLY", 1)  # sizes 4..32 step; only n <= 4 decode
+    # raw sizes since per-descriptor rounding: 4 requests decode at 1, 2 and 4
+    assert _phases(max_num_seqs=4)["draft_decode"] == ("FULL_DECODE_ONLY", 3)
     assert full["target"] == full["draft_prefill"]
 
 
@@ -114,6 +129,7 @@ def test_hazard_findings_follow_behavior() -> None:
     assert "piecewise-draft-decode" in ids(
         attention_backend="flashinfer", behavior="vllm-pre-39773"
     )
+    assert ids(attention_backend="flashinfer") == set()
     assert "unpadded-last-token-indices" in ids(
         mode="FULL_AND_PIECEWISE", behavior="vllm-pre-39773"
     )
@@ -152,9 +168,24 @@ def test_sglang_plan() -> None:
     plan = build_plan(resolve_plan_options(framework="sglang", num_speculative_tokens=3))
     target = plan.phase("target")
     assert target.descriptors[0] == BatchDescriptor(Mode.FULL, 4, 1, 4)
-    assert plan.phase("draft_prefill").mode is Mode.NONE  # flash_attn: draft extend eager
+    prefill = plan.phase("draft_prefill")  # FA draft-extend graphs + breakable prefill ladder
+    assert prefill.mode is Mode.FULL_AND_PIECEWISE
+    assert {d.mode for d in prefill.descriptors} == {Mode.FULL, Mode.BREAKABLE}
+
+    def prefill_mode(**kw: object) -> Mode:
+        opts = resolve_plan_options(framework="sglang", num_speculative_tokens=3, **kw)  # type: ignore[arg-type]
+        return build_plan(opts).phase("draft_prefill").mode
+
+    assert prefill_mode(behavior="sglang-0.5.9") is Mode.NONE  # draft extend eager
+    assert prefill_mode(behavior="sglang-0.5.9", mode="BREAKABLE") is Mode.BREAKABLE
+    assert prefill_mode(behavior="sglang-0.5.9", attention_backend="flashinfer") is Mode.NONE
+    assert prefill_mode(behavior="sglang-0.5.14", attention_backend="flashinfer") is Mode.FULL
+    assert prefill_mode(behavior="sglang-0.5.15", attention_backend="flash_attn") is Mode.BREAKABLE
+    assert prefill_mode(mode="FULL") is Mode.FULL  # explicit FULL: no prefill graphs
     assert (
-        build_plan(resolve_plan_options(framework="sglang", attention_backend="triton"))
+        build_plan(
+            resolve_plan_options(framework="sglang", attention_backend="triton", mode="FULL")
+        )
         .phase("draft_prefill")
         .mode
         is Mode.FULL

@@ -1,0 +1,172 @@
+"""vLLM MRV2's capture plan for one configuration, under the profile of a release.
+
+The steps mirror the engine's: default sizes (`VllmConfig._set_cudagraph_sizes`), the backend's
+graph support on the target GPU and the mode it leads to (`resolve_cudagraph_mode_and_sizes`),
+then one `CudaGraphManager._init_candidates` per phase: the target and the draft prefill with
+the runner's mode and decode query length K+1, the draft decodes clamped to FULL_DECODE_ONLY or
+NONE with query length 1. Breakable graphs are a runner flag: they turn the PIECEWISE
+descriptors into BREAKABLE ones and leave FULL decode graphs alone. What changed between
+releases comes from the profile's flags (known/), never from a version number here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eaglegraph.known.breakable import BREAKABLE_ARCHITECTURES
+from eaglegraph.rig.capture_sizes import round_for_spec_decode, user_sizes, vllm_default_sizes
+from eaglegraph.rig.descriptors import BatchDescriptor, build_descriptors
+from eaglegraph.rig.gpus import GpuSpec
+from eaglegraph.rig.mode_resolution import (
+    Resolution,
+    SupportLevel,
+    SupportRules,
+    attention_support,
+    resolve_mode,
+)
+from eaglegraph.rig.modes import Mode
+
+
+def _flag(profile: object, name: str) -> bool:
+    return bool(getattr(profile, name))
+
+
+def support_rules(profile: object) -> SupportRules:
+    return SupportRules(
+        flashinfer_xqa_sm90=_flag(profile, "flashinfer_xqa_sm90"),
+        flashinfer_xqa_sm12x=_flag(profile, "flashinfer_xqa_sm12x"),
+        flashinfer_fa2_native_decode=_flag(profile, "flashinfer_fa2_native_decode"),
+        fa4_full_graphs=_flag(profile, "fa4_full_graphs"),
+    )
+
+
+def vllm_batch_defaults(gpu: GpuSpec, profile: object) -> tuple[int, int]:
+    """`EngineArgs.get_batch_defaults` for the API server: (max_num_seqs, max_num_batched_tokens)."""
+    if gpu.memory_gib >= 160 and _flag(profile, "large_gpu_batch_defaults"):
+        return 1024, 16384
+    if gpu.memory_gib >= 70 and "a100" not in gpu.name.lower():
+        return 1024, 8192
+    return 256, 2048
+
+
+def capture_ceiling(gpu: GpuSpec, profile: object) -> int:
+    """The default largest capture size: 1024 on SM10x where the profile has it, else 512."""
+    return 1024 if gpu.family == 100 and _flag(profile, "sm100_capture_ceiling") else 512
+
+
+def breakable_enabled(requested: bool | None, architecture: str | None, profile: object) -> bool:
+    """Explicit choice, else on for the architectures the engine lists (where it lists any)."""
+    if not _flag(profile, "breakable_graphs"):
+        return False
+    if requested is not None:
+        return requested
+    return (
+        _flag(profile, "breakable_default_architectures")
+        and architecture in BREAKABLE_ARCHITECTURES
+    )
+
+
+@dataclass(frozen=True)
+class VllmSizing:
+    """Everything before the managers: sizes, support, resolved mode."""
+
+    sizes_before_rounding: list[int]
+    sizes: list[int]
+    support: SupportLevel
+    resolution: Resolution
+    breakable: bool
+
+
+def vllm_sizing(
+    *,
+    profile: object,
+    gpu: GpuSpec,
+    requested: Mode,
+    backend: str,
+    max_num_seqs: int,
+    num_spec_tokens: int,
+    max_num_batched_tokens: int,
+    capture_sizes: tuple[int, ...] | None,
+    max_capture_size: int | None,
+    breakable: bool,
+    compiled: bool = True,
+    trtllm_artifacts: bool = True,
+    head_dim: int | None = None,
+) -> VllmSizing:
+    support = attention_support(
+        backend, gpu, support_rules(profile), trtllm_artifacts=trtllm_artifacts, head_dim=head_dim
+    )
+    resolution = resolve_mode(
+        requested,
+        support,
+        num_spec_tokens,
+        attention_splits=compiled and not breakable,
+        compiled=compiled,
+        breakable=breakable,
+        compile_off_keeps_full=_flag(profile, "compile_off_keeps_full"),
+    )
+    if capture_sizes is not None:
+        base = user_sizes(list(capture_sizes), max_num_batched_tokens)
+    else:
+        base = vllm_default_sizes(
+            max_num_seqs,
+            num_spec_tokens,
+            max_num_batched_tokens,
+            max_capture_size,
+            ceiling=capture_ceiling(gpu, profile),
+            decode_sizes=_flag(profile, "spec_decode_capture_sizes"),
+        )
+    if not resolution.mode:
+        sizes: list[int] = []
+    elif _flag(profile, "per_descriptor_rounding"):
+        sizes = base
+    else:
+        sizes = round_for_spec_decode(base, num_spec_tokens + 1)
+    return VllmSizing(base, sizes, support, resolution, breakable)
+
+
+def phase_descriptors(
+    mode: Mode,
+    sizes: list[int],
+    max_num_seqs: int,
+    decode_query_len: int,
+    *,
+    profile: object,
+    breakable: bool,
+) -> list[BatchDescriptor]:
+    """One manager's descriptors, ascending by size (decode descriptor first at a size)."""
+    segmented = Mode.BREAKABLE if breakable and mode.has_piecewise() else Mode.PIECEWISE
+    by_size = build_descriptors(
+        mode,
+        sizes,
+        max_num_seqs,
+        decode_query_len,
+        round_uniform=_flag(profile, "per_descriptor_rounding"),
+        max_capture_size=max(sizes) if sizes else None,
+        segmented=segmented,
+        pad_segmented_reqs=segmented is Mode.BREAKABLE and _flag(profile, "breakable_pads_reqs"),
+    )
+    return [d for n in sorted(by_size) for d in by_size[n]]
+
+
+def draft_decode_mode(resolved: Mode, profile: object) -> Mode:
+    """The draft-decode manager's mode: clamped to FULL_DECODE_ONLY/NONE, or the runner's."""
+    if not _flag(profile, "draft_decode_mode_clamp"):
+        return resolved
+    return Mode.FULL_DECODE_ONLY if resolved.decode_mode() is Mode.FULL else Mode.NONE
+
+
+def fused_draft_decode(backend: str, gpu: GpuSpec, profile: object, trtllm_artifacts: bool) -> bool:
+    """K−1 draft decodes recorded in one graph with the metadata update inside: where the
+    backend updates draft decode metadata in place (FlashAttention, Triton; FlashInfer only on
+    its TRT-LLM-gen decode path)."""
+    if not _flag(profile, "fused_draft_decode"):
+        return False
+    if backend in ("flash_attn", "triton"):
+        return True
+    return (
+        backend == "flashinfer"
+        and _flag(profile, "flashinfer_fused_draft_decode")
+        and gpu.family == 100
+        and trtllm_artifacts
+    )

@@ -1,0 +1,104 @@
+"""Plans pinned to what the engines' own code builds, release by release.
+
+`data/vllm_plans.json` rows were produced by running vLLM's `_set_cudagraph_sizes`,
+`resolve_cudagraph_mode_and_sizes` and `CudaGraphManager._init_candidates` from the release
+wheels on stub configurations (each row cites the functions); eaglegraph's plan for the same
+profile, GPU, backend and request must match mode, descriptors and graph count per phase.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eaglegraph.rig.options import resolve_plan_options
+from eaglegraph.rig.plan import build_plan
+
+ROWS = json.loads((Path(__file__).parent / "data" / "vllm_plans.json").read_text())["rows"]
+
+
+def _key(row: dict) -> str:
+    return (
+        f"{row['profile']}-{row['gpu']}-{row['attention_backend']}-{row['requested_mode']}-"
+        f"R{row['max_num_seqs']}-K{row['num_speculative_tokens']}"
+    )
+
+
+def _sorted(descs: list[list[int | None]]) -> list[list[int | None]]:
+    return sorted(descs, key=lambda d: (d[0], d[1] is None, d[1] or 0))
+
+
+@pytest.mark.parametrize("row", ROWS, ids=_key)
+def test_vllm_plan_matches_engine(row: dict) -> None:
+    opts = resolve_plan_options(
+        behavior=row["profile"],
+        gpu=row["gpu"],
+        attention_backend=row["attention_backend"],
+        mode=row["requested_mode"],
+        max_num_seqs=row["max_num_seqs"],
+        num_speculative_tokens=row["num_speculative_tokens"],
+        max_num_batched_tokens=row["max_num_batched_tokens"],
+    )
+    plan = build_plan(opts)
+    assert plan.attention_support["level"] == row["support"]
+    for name, want in row["phases"].items():
+        got = plan.phase(name)
+        assert got.mode.name == want["mode"], name
+        assert _sorted([[d.num_tokens, d.num_reqs] for d in got.descriptors]) == want["descriptors"]
+        assert got.graph_count == want["graphs"], name
+
+
+def test_table_covers_the_required_configurations() -> None:
+    cases = {
+        (r["max_num_seqs"], r["num_speculative_tokens"], r["attention_backend"], r["gpu"])
+        for r in ROWS
+        if r["profile"] == "vllm-current"
+    }
+    for rk in ((1024, 5), (16, 5), (3, 3), (128, 3)):
+        for backend in ("flash_attn", "flashinfer"):
+            for gpu in ("H100", "B200"):
+                assert (*rk, backend, gpu) in cases
+    modes = {r["requested_mode"] for r in ROWS}
+    assert {"PIECEWISE", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"} <= modes
+    assert all(r["cite"] for r in ROWS)
+
+
+# SGLang: batch-size lists checked against `cuda_graph_hook.generate_decode_cuda_graph_batch_sizes`
+# and `generate_prefill_cuda_graph_batch_sizes` of the 0.5.23 wheel; GPU caps from
+# `memory_hook._handle_gpu_memory_settings`; draft-extend allowlist from
+# `eagle_worker_v2.EAGLEWorkerV2._capture_cuda_graphs`.
+SPEC_48 = [*range(1, 9), *range(10, 33, 2), 40, 44, 48]
+
+
+@pytest.mark.parametrize(
+    ("profile", "gpu", "backend", "bs", "extend", "ladder"),
+    [
+        ("sglang-current", "H100", "flash_attn", SPEC_48, True, 58),  # chunked prefill 8192
+        ("sglang-current", "B200", "flashinfer", SPEC_48, True, 74),  # 16384
+        ("sglang-current", "L40S", "flash_attn", [*range(1, 9), *range(10, 33, 2)], True, 50),
+        ("sglang-current", "L4", "triton", SPEC_48, True, 50),  # < 35 GB: max_bs 48, 4096 tokens
+        ("sglang-0.5.15", "H100", "flash_attn", SPEC_48, False, 58),
+        ("sglang-0.5.14", "H100", "flashinfer", SPEC_48, True, 0),
+        ("sglang-0.5.9", "H100", "flashinfer", SPEC_48, False, 0),
+    ],
+)
+def test_sglang_plan_matches_engine(
+    profile: str, gpu: str, backend: str, bs: list[int], extend: bool, ladder: int
+) -> None:
+    opts = resolve_plan_options(
+        behavior=profile,
+        gpu=gpu,
+        attention_backend=backend,
+        num_speculative_tokens=3,
+        engine_batch_defaults=True,
+    )
+    plan = build_plan(opts)
+    pairs = {p.phase: [[d.num_tokens, d.num_reqs] for d in p.descriptors] for p in plan.phases}
+    assert pairs["target"] == [[b * 4, b] for b in bs]
+    assert pairs["draft_decode"] == [[b, b] for b in bs]
+    prefill = plan.phase("draft_prefill")
+    full = [[d.num_tokens, d.num_reqs] for d in prefill.descriptors if d.num_reqs is not None]
+    assert full == ([[b * 4, b] for b in bs] if extend else [])
+    assert sum(1 for d in prefill.descriptors if d.num_reqs is None) == ladder
