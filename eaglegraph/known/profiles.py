@@ -26,7 +26,7 @@ class Flag:
 
     @property
     def engine(self) -> str:
-        return self.ref.split("#")[0]
+        return self.ref.split("#")[0].split("@")[0]
 
 
 FLAGS = {

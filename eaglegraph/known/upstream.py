@@ -300,16 +300,11 @@ _ALL = (
         "joins the fused K-1 draft decode graph (XQA and native decode do not)",
     ),
     _release(
-        "vllm-flashinfer-fa2-native-decode",
+        "vllm-0.33-graph-support",
         "vllm",
         "0.33.0",
-        "below SM90 FlashInfer's fa2 native decode takes uniform multi-token queries: "
-        "UNIFORM_BATCH with spec decode (UNIFORM_SINGLE_TOKEN_DECODE before; see issue #54992)",
-    ),
-    _release(
-        "vllm-fa4-full-graphs",
-        "vllm",
-        "0.33.0",
+        "backends report more graph support: FlashInfer below SM90 decodes uniform multi-token "
+        "queries natively (fa2) and reports UNIFORM_BATCH with spec decode (see issue #54992); "
         "FlashAttention 4 (SM10x) reports ALWAYS like FA3 (UNIFORM_BATCH before)",
     ),
     # --- SGLang ---------------------------------------------------------------------------

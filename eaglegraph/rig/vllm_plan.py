@@ -60,10 +60,7 @@ def breakable_enabled(requested: bool | None, architecture: str | None, profile:
         return False
     if requested is not None:
         return requested
-    return (
-        _flag(profile, "breakable_default_architectures")
-        and architecture in BREAKABLE_ARCHITECTURES
-    )
+    return architecture in BREAKABLE_ARCHITECTURES
 
 
 @dataclass(frozen=True)

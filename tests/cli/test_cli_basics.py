@@ -56,7 +56,11 @@ def test_inspect_json_schema() -> None:
     assert draft["kind"] == "eagle3" and draft["style"] == "specforge"
     assert draft["fc_in_features"] == 192 and draft["draft_vocab_size"] == 128
     assert "aux_layer_ids" in draft and draft["aux_layer_ids_effective"] == [2, 4, 5]
-    assert doc["plan"]["capture_sizes"][0] == 4
+    assert doc["plan"]["capture_sizes"][0] == 1  # raw sizes since per-descriptor rounding
+    assert doc["plan"]["behavior"] == "vllm-current" and doc["plan"]["gpu"]["name"] == "H100"
+    for phase in doc["plan"]["phases"]:
+        assert phase["graph_count"] == len(phase["descriptors"])
+        assert all(len(d) == 2 and (d[1] is None or d[1] >= 1) for d in phase["descriptors"])
     assert [p["phase"] for p in doc["plan"]["phases"]] == [
         "target",
         "draft_prefill",

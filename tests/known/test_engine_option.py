@@ -20,7 +20,8 @@ def _inspect(*args: str) -> tuple[int, str, str]:
     [
         ("vllm==0.19.1", "vllm", "vllm-pre-39773", "unpadded-last-token-indices"),
         ("vllm 0.22.0", "vllm", "vllm-0.22", "dedicated-eagle-pool"),
-        ("vllm==0.24.0", "vllm", "vllm-current", None),
+        ("vllm==0.24.0", "vllm", "vllm-0.23", None),
+        ("vllm==0.33.0", "vllm", "vllm-current", None),
         ("sglang==0.5.3", "sglang", "sglang-pre-10892", "stale-padded-positions"),
     ],
 )

@@ -34,14 +34,24 @@ PACKAGE = Path(__file__).resolve().parents[2] / "eaglegraph"
 @pytest.mark.parametrize(
     ("spec", "name"),
     [
-        ("vllm==0.24.0", "vllm-current"),
-        ("vllm 0.24.0", "vllm-current"),
+        ("vllm==0.24.0", "vllm-0.23"),
+        ("vllm 0.24.0", "vllm-0.23"),
+        ("vllm==0.25.1", "vllm-0.25"),
+        ("vllm==0.27.0", "vllm-0.26"),
+        ("vllm==0.28.0", "vllm-0.28"),
+        ("vllm==0.29.0", "vllm-0.29"),
+        ("vllm==0.31.0", "vllm-0.30"),
+        ("vllm==0.32.0", "vllm-0.32"),
+        ("vllm==0.33.0", "vllm-current"),
         ("vLLM==0.22.1rc1.dev23+g6bdabbad5", "vllm-0.22"),
         ("vllm==0.21.0", "vllm-0.22"),
         ("vllm=0.20.2", "vllm-0.20"),
         ("vllm==0.19.1", "vllm-pre-39773"),
-        ("sglang==0.5.9", "sglang-current"),
-        ("sglang v0.5.4.post1", "sglang-current"),
+        ("sglang==0.5.9", "sglang-0.5.4"),
+        ("sglang v0.5.4.post1", "sglang-0.5.4"),
+        ("sglang==0.5.14", "sglang-0.5.14"),
+        ("sglang==0.5.20", "sglang-0.5.15"),
+        ("sglang==0.5.23", "sglang-current"),
         ("sglang==0.5.3", "sglang-pre-10892"),
         ("sglang==0.4.5", "sglang-pre-10892"),
     ],
@@ -96,8 +106,15 @@ def test_seed_profiles_keep_their_semantics() -> None:
         "sglang-pre-10892": (True, True, True, False, True, False),
         "sglang-current": (True, True, True, False, True, True),
     }
+    seed = (
+        "draft_decode_mode_clamp",
+        "pad_last_token_indices",
+        "reuse_target_attn_state",
+        "dedicated_eagle_pool",
+        "reset_positions_on_padded_replay",
+    )
     for name, flags in want.items():
-        assert tuple(PROFILES[name].flags().values()) == flags, name
+        assert tuple(PROFILES[name].flags()[f] for f in seed) == flags, name
     assert {p.name for p in PROFILES.values() if p.default_pool == "dedicated"} == {
         "vllm-pre-39773",
         "vllm-0.20",
@@ -146,8 +163,9 @@ def test_upstream_ids_and_refs_are_unique() -> None:
     assert len(BY_ID) == len(UPSTREAM)
     for u in UPSTREAM.values():
         assert cite(u.id) is u
-        assert re.fullmatch(r"(vllm|sglang)#\d+", u.ref)
-        assert u.full_ref.endswith(u.ref.split("#")[1]) and "/" in u.full_ref
+        assert re.fullmatch(r"(vllm|sglang)(#\d+|@\d+\.\d+\.\d+)", u.ref)
+        assert u.full_ref.endswith(re.split("[#@]", u.ref)[1]) and "/" in u.full_ref
+        assert u.kind != "release" or u.released_in is not None
 
 
 def test_nothing_outside_known_spells_an_upstream_reference() -> None:
