@@ -153,8 +153,10 @@ def _vllm_plan(opts: PlanOptions) -> CapturePlan:
     clamp_ref = FLAGS["draft_decode_mode_clamp"].ref
     if any(d.mode is Mode.FULL for d in prefill.descriptors):
         prefill.notes.append(
-            "FULL graphs captured with the target's captured attention state; replays without "
-            f"a metadata rebuild ({reuse_ref})"
+            f"FULL graphs replay the target's metadata without a rebuild ({reuse_ref})"
+            if beh.reuse_target_attn_state and beh.fresh_prefill_capture_metadata
+            else "FULL graphs captured with the target's captured attention state; replays "
+            f"without a metadata rebuild ({reuse_ref})"
             if beh.reuse_target_attn_state
             else "FULL graphs captured with the speculator's own builders; metadata rebuilt "
             f"before each FULL replay (pre-{reuse_ref})"
