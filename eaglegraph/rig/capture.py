@@ -99,16 +99,19 @@ class CaptureDummies:
         if rig.dflash is not None:
             return self.dflash(num_reqs)
         # multi-module MTP builds its own window metadata, never the target's state
-        handoff = rig.behavior.reuse_target_attn_state and rig.mtp_window is None
-        if desc.mode is Mode.FULL and handoff:
+        window = rig.mtp_window is not None
+        if desc.mode is not Mode.FULL or (
+            rig.behavior.fresh_prefill_capture_metadata and not window
+        ):
+            # fresh dummy metadata through the target's builders, for every warmup and capture
+            md = self.target(desc, num_reqs, num_tokens)
+            self.inputs("eagle", num_reqs, num_tokens)
+            return md
+        if rig.behavior.reuse_target_attn_state and not window:
             state = rig.captured_states.get(desc)
             if state is not None:
                 self.inputs("eagle", num_reqs, num_tokens)
                 return state
-        if desc.mode is not Mode.FULL:
-            md = self.target(desc, num_reqs, num_tokens)
-            self.inputs("eagle", num_reqs, num_tokens)
-            return md
         lens = self.inputs("eagle", num_reqs, num_tokens)
         max_q = graph_max_query_len(desc, max(lens))
         return rig.build_metadata(
@@ -212,8 +215,9 @@ def _capture_phases(
 def _handoff_findings(rig: Rig, runner: PhaseRunner) -> list[Finding]:
     """`reuse_target_attn_state` hands the target's captured attention state to the draft
     prefill by descriptor key: both managers must have identical FULL descriptor sets."""
-    if not rig.behavior.reuse_target_attn_state:
-        return []
+    beh = rig.behavior
+    if not beh.reuse_target_attn_state or beh.fresh_prefill_capture_metadata:
+        return []  # no hand-off by key: the draft prefill builds its own capture metadata
     want = {d for d in runner.dispatcher.descriptors if d.mode is Mode.FULL}
     have = {d for d in rig.captured_states}
     missing = sorted(want - have, key=lambda d: d.num_tokens)

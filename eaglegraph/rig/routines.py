@@ -45,6 +45,8 @@ class PhaseRoutines:
         self.target_forward: Any = models.target
         # the draft's logits stay in the head dtype unless the engine widens them (known.heads)
         self.widen_draft_logits = False
+        # slot mapping of one draft-decode step for (num_reqs, num_tokens); set by the rig
+        self.draft_slots: Callable[[int, int], None] | None = None
 
     def _model(self, name: str, fn: Any, num_tokens: int, *args: Any) -> Any:
         ctx = self.graph_context
@@ -117,3 +119,15 @@ class PhaseRoutines:
             b.decode_positions, b.eagle_seq_lens, b.current_draft_step, r,
             self.num_speculative_tokens, self.max_model_len,
         )  # fmt: skip
+
+    def decode_fused(self, num_reqs: int, num_tokens: int) -> None:
+        """vLLM `_generate_fused_drafts`: the K-1 draft decodes in one routine, so one FULL
+        graph records them all. The step counter and slot mapping are updated inside; the
+        metadata is built once (its views of seq_lens, query_start_loc and the block table are
+        advanced in place by `update_eagle_draft_inputs`). Padded requests have empty queries
+        (query_start_loc clamped at num_reqs), so their slots stay PAD."""
+        assert self.draft_slots is not None, "the rig sets draft_slots before capture"
+        for step in range(1, self.num_speculative_tokens):
+            self.bufs.current_draft_step.fill_(step)
+            self.draft_slots(num_reqs, num_tokens)
+            self.decode(num_reqs, num_tokens)

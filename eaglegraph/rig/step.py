@@ -182,14 +182,21 @@ class Rig:
             self.attention.non_causal = frozenset(range(tg.num_hidden_layers, len(layouts)))
             block = self.dflash
             prefill_routine = lambda nr, nt: block.routine(routines._model, nr, nt)  # noqa: E731
+        # K-1 draft decodes in one graph where the plan fuses them and the metadata style lets
+        # the step update it in place (flash-attn style: views of the step buffers)
+        self.fused_draft_decode = (
+            self.plan.phase("draft_decode").fused_steps > 1
+            and opts.framework == "vllm"
+            and style == "flash_attn"
+        )
+        routines.draft_slots = self._draft_slots
+        decode = routines.decode_fused if self.fused_draft_decode else routines.decode
         self.runners = {
             "target": PhaseRunner(self.plan.phase("target"), routines.target, self.attention),
             "draft_prefill": PhaseRunner(
                 self.plan.phase("draft_prefill"), prefill_routine, self.attention
             ),
-            "draft_decode": PhaseRunner(
-                self.plan.phase("draft_decode"), routines.decode, self.attention
-            ),
+            "draft_decode": PhaseRunner(self.plan.phase("draft_decode"), decode, self.attention),
         }
         # called after each phase of a step (the probe reads the guard log per phase)
         self.phase_hook: Callable[[str], None] | None = None
@@ -458,6 +465,15 @@ class Rig:
         )
         return self.build_metadata(self.draft_builder, common)
 
+    def _draft_slots(self, num_reqs: int, num_tokens: int) -> None:
+        """One draft-decode step's slot mapping (inside the fused graph)."""
+        bufs = self.bufs
+        compute_slot_mappings(
+            bufs.block_table, bufs.eagle_qsl, bufs.decode_positions, bufs.slot_mapping, num_reqs,
+            num_tokens, self.block_size, self.allocator.num_blocks,
+            self.guard(query_start_loc="eagle.query_start_loc", positions="eagle.positions", block_table="block_table"),
+        )  # fmt: skip
+
     def _draft_decodes(
         self,
         batch: list[ScheduledRequest],
@@ -483,6 +499,15 @@ class Rig:
         rejected = [b.num_drafts - a for b, a in zip(batch, accepted, strict=True)]
         base = [min(s - rej, self.max_model_len) for s, rej in zip(seq_lens, rejected, strict=True)]
         pad_len = PADDED_SEQ_LEN if sglang else 0
+        if self.fused_draft_decode:
+            lens = [min(b + 1, self.max_model_len) for b in base] + [pad_len] * (r_pad - rb)
+            md = self.build_metadata(
+                self.draft_builder, self.common_metadata("eagle", lens, r_pad, t_pad, 1)
+            )
+            runner.run(desc, r_pad, t_pad, md)  # all K-1 steps, one replay
+            descriptors["draft_decode"] = f"{desc.label()} ×{k - 1} steps fused"
+            self._phase_done("draft_decode")
+            return
         for step in range(1, k):
             if sglang:
                 padded_slot_mapping(

@@ -93,3 +93,25 @@ def test_cuda_replay_matches_eager(mode: str, pool: str) -> None:
 @pytest.mark.parametrize("mode", ["FULL_AND_PIECEWISE", "PIECEWISE", "BREAKABLE"])
 def test_cuda_replay_flashinfer(mode: str) -> None:
     _check("tiny-qwen3-eagle3", "flashinfer", mode, "shared", torch.device("cuda"))
+
+
+def test_fused_draft_decode_graph_gives_the_per_step_tokens() -> None:
+    """vLLM ≥ 0.28 records the K−1 draft decodes in one graph (FlashAttention metadata updated
+    in place); 0.26 replays a one-step graph K−1 times. Both must give the eager tokens."""
+    cpu = torch.device("cpu")
+    fused = _rig("tiny-llama-eagle1", "flash_attn", "FULL_AND_PIECEWISE", cpu)
+    per_step = _rig("tiny-llama-eagle1", "flash_attn", "FULL_AND_PIECEWISE", cpu, "vllm-0.26")
+    assert fused.fused_draft_decode and fused.plan.phase("draft_decode").fused_steps == 2
+    assert not per_step.fused_draft_decode
+    eager = _eager_trace("tiny-llama-eagle1", "flash_attn", "cpu")
+    for rig in (fused, per_step):
+        events, findings = rig.capture("shared")
+        assert not findings
+        decode_graphs = [e for e in events if e.phase == "draft_decode"]
+        assert len(decode_graphs) == rig.plan.phase("draft_decode").graph_count
+        result = run_workload(rig, SCHEDULE)
+        assert tuple(result.token_trace()) == eager
+    labels = [s.descriptors.get("draft_decode", "") for s in run_workload(fused, SCHEDULE).steps]
+    assert any(label.startswith("FULL") and "fused" in label for label in labels)
+    flashinfer = _rig("tiny-llama-eagle1", "flashinfer", "FULL_AND_PIECEWISE", cpu)
+    assert not flashinfer.fused_draft_decode  # XQA on SM90 updates no metadata in place
