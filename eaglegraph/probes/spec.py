@@ -24,6 +24,7 @@ from eaglegraph.probes.setup import plan_options, resolve_device
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.options import PlanOptions
+from eaglegraph.rig.options import with_mode as options_with_mode
 
 POOLS = ("shared", "dedicated", "per-graph")
 
@@ -56,7 +57,7 @@ class RunSpec:
     def with_mode(self, mode: Mode | str) -> RunSpec:
         """The same run under another cudagraph mode (probe cases, one per mode)."""
         parsed = mode if isinstance(mode, Mode) else Mode.parse(mode)
-        return dataclasses.replace(self, options=dataclasses.replace(self.options, mode=parsed))
+        return dataclasses.replace(self, options=options_with_mode(self.options, parsed))
 
     def with_pool(self, pool: str | None) -> RunSpec:
         return dataclasses.replace(self, pool=pool)

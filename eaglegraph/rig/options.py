@@ -7,6 +7,7 @@ error rather than a silent precedence rule.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -205,3 +206,14 @@ def _compiled(value: Any) -> bool:
     if text in ("3", "VLLM_COMPILE", "1", "2", "STOCK_TORCH_COMPILE", "DYNAMO_TRACE_ONCE"):
         return text in ("3", "VLLM_COMPILE")
     raise BadInput(f"--compilation-config mode {value!r}: expected 0 (NONE) or 3 (VLLM_COMPILE)")
+
+
+def with_mode(opts: PlanOptions, mode: Mode) -> PlanOptions:
+    """The same options under another requested mode, read as `--mode` is: BREAKABLE is the
+    breakable runner flag over the default mode in vLLM, and explicit BCG in SGLang."""
+    if mode is Mode.BREAKABLE and opts.framework == "vllm":
+        return dataclasses.replace(
+            opts, mode=Mode.FULL_AND_PIECEWISE, breakable=True, explicit_mode=True
+        )
+    breakable = mode is Mode.BREAKABLE if opts.framework == "sglang" else opts.breakable
+    return dataclasses.replace(opts, mode=mode, breakable=breakable, explicit_mode=True)

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from eaglegraph.cli import cli
+from eaglegraph.known import PROFILES
 from eaglegraph.probes.probing import probe
 from eaglegraph.probes.spec import resolve_run
 from eaglegraph.results.probe import ProbeRun
@@ -122,15 +123,15 @@ def test_probe_cli_json_and_exit_codes() -> None:
         assert {"kind", "phase", "buffer", "mode", "ref"} <= set(f)
     result = CliRunner().invoke(cli, ["probe", "--list-behaviors", "--json"])
     names = {b["name"] for b in json.loads(result.stdout)["behaviors"]}
-    assert names == {
+    assert names == set(PROFILES)
+    assert {
         "vllm-pre-39773",
         "vllm-pre-50065",
-        "vllm-0.20",
         "vllm-0.22",
+        "vllm-0.23",
         "vllm-current",
         "sglang-pre-10892",
-        "sglang-current",
-    }
+    } <= names
     result = CliRunner().invoke(
         cli,
         ["probe", "tiny-llama-eagle3", "--mode", "FULL", "--framework", "sglang", "--mode", "x"],
