@@ -111,6 +111,7 @@ def test_seed_profiles_keep_their_semantics() -> None:
         "pad_last_token_indices",
         "reuse_target_attn_state",
         "dedicated_eagle_pool",
+        "dflash_padded_query_buffers",
         "reset_positions_on_padded_replay",
     )
     for name, flags in want.items():
