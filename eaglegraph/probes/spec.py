@@ -22,6 +22,7 @@ from eaglegraph.pair import Pair, load_pair
 from eaglegraph.pair.presets import resolve_model_arg
 from eaglegraph.probes.setup import plan_options, resolve_device
 from eaglegraph.rig.config import RigConfig
+from eaglegraph.rig.gpus import get_gpu
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.options import PlanOptions
 from eaglegraph.rig.options import with_mode as options_with_mode
@@ -101,6 +102,13 @@ class RunSpec:
                 "behavior": o.behavior.name,
                 "capture_sizes": list(o.capture_sizes) if o.capture_sizes is not None else None,
                 "max_capture_size": o.max_capture_size,
+                "gpu": o.gpu.name,
+                "trtllm_artifacts": o.trtllm_artifacts,
+                "breakable": o.breakable,
+                "compiled": o.compiled,
+                "head_dim": o.head_dim,
+                "defaults": list(o.defaults),
+                "explicit_mode": o.explicit_mode,
             },
             "device": self.device,
             "dtype": self.dtype,
@@ -116,10 +124,12 @@ class RunSpec:
         o = dict(data["options"])
         sizes = o.pop("capture_sizes")
         options = PlanOptions(
-            **{k: v for k, v in o.items() if k not in ("mode", "behavior")},
+            **{k: v for k, v in o.items() if k not in ("mode", "behavior", "gpu", "defaults")},
             mode=Mode[o["mode"]],
             behavior=get_profile(o["behavior"]),
             capture_sizes=tuple(sizes) if sizes is not None else None,
+            gpu=get_gpu(o.get("gpu")),
+            defaults=tuple(o.get("defaults", ())),
         )
         fields = {k: v for k, v in data.items() if k != "options"}
         return cls(options=options, **fields)

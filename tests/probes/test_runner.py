@@ -85,6 +85,7 @@ def test_probe_plans_padding_for_the_k_the_draft_declares(tmp_path: Path) -> Non
     and batch 2 (which pads the draft decode 2 → 3) was never probed."""
     spec = resolve_run(
         _draft_declaring_k(tmp_path, 2),
+        plan={"behavior": "vllm-0.23"},  # sizes rounded to K+1 in every phase
         device="cpu",
         max_model_len=256,
         default_max_num_seqs=PROBE_DEFAULT_SEQS,
