@@ -483,21 +483,23 @@ def _inspect(b: _Builder, run: InspectReport) -> None:
                 ],
             )
         )
-        for d in ph.descriptors:
-            reqs = "—" if d.num_reqs is None else str(d.num_reqs)
+        for (num_tokens, num_reqs), dmode, uniform in zip(
+            ph.descriptors, ph.descriptor_modes, ph.uniform_token_counts, strict=True
+        ):
+            reqs = "—" if num_reqs is None else str(num_reqs)
             g = b.add(
                 Node(
-                    f"graph:{ph.phase}:{d.mode}:{d.num_tokens}",
+                    f"graph:{ph.phase}:{dmode}:{num_tokens}:{reqs}",
                     "Graphs",
-                    f"{ph.phase} {d.mode}(tokens={d.num_tokens}, reqs={reqs})",
+                    f"{ph.phase} {dmode}(tokens={num_tokens}, reqs={reqs})",
                     "planned-graph",
                     phase=ph.phase,
                     detail=[
                         ("phase", ph.phase),
-                        ("mode", d.mode),
-                        ("num_tokens", str(d.num_tokens)),
+                        ("mode", dmode),
+                        ("num_tokens", str(num_tokens)),
                         ("num_reqs", reqs),
-                        ("uniform tokens", str(d.uniform_token_count or "—")),
+                        ("uniform tokens", str(uniform or "—")),
                         ("padding rule", ph.padding_rule),
                     ],
                 )
