@@ -573,6 +573,29 @@ ENGINE_MENTIONS: dict[str, str] = {
     r"gpu_model_runner",
     "trtllm": r"tensorrt[-_ ]?llm|\btrtllm|TRT-LLM|trtllm-serve|py_executor",
 }
+# How a ticket names its draft kind when no config line does, most specific first. SGLang runs
+# MTP heads under `--speculative-algorithm EAGLE`, so a named MTP/NEXTN/DFlash wins over a bare
+# "EAGLE"; between the specific ones the most mentioned wins.
+DRAFT_MENTIONS: tuple[tuple[str, str], ...] = (
+    ("dflash", r"\bd-?flash\d?\b"),
+    ("mtp", r"\bMTP\d?\b|\bnextn\b|_mtp\b|multi[- ]token predict\w*"),
+    ("eagle3", r"\beagle[-_ ]?3\b"),
+    ("eagle", r"\beagle(?:[-_ ]?[12])?\b(?![-_ ]?3)"),
+)
+# Engine spec-decode method names to draft kinds (DraftKind values), for the names the draft
+# registry does not list (vLLM's per-model MTP methods, SGLang's algorithm names).
+METHOD_KINDS: dict[str, str] = {
+    "mtp": "mtp",
+    "nextn": "mtp",
+    "deepseek_mtp": "mtp",
+    "qwen3_next_mtp": "mtp",
+    "glm4_moe_mtp": "mtp",
+    "ernie_mtp": "mtp",
+    "dflash": "dflash",
+    "eagle": "eagle1",
+    "eagle3": "eagle3",
+}
+
 # "vLLM 0.24.0", "sglang==0.5.9", "SGLang v0.5.15", "vllm:0.11.0": a version stated in prose.
 ENGINE_VERSION = (
     r"\b(?P<engine>vllm|sglang|tensorrt[-_ ]?llm)(?:[-_ ]openai)?\s*(?:version\s*)?"

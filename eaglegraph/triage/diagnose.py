@@ -111,6 +111,9 @@ def _from_ticket(cfg: TriageConfig, ticket: Ticket, notes: list[str]) -> None:
     if cfg.framework is None and ticket.engine is not None:
         cfg.framework = ticket.engine
         notes.append(f"engine {ticket.engine}: named in the report's text, not in a log prefix")
+    if cfg.spec_method is None and ticket.draft is not None:
+        cfg.spec_method = ticket.draft
+        notes.append(f"draft kind {ticket.draft}: named in the report's text, not in a config line")
     if cfg.version is None and cfg.framework in ticket.versions:
         cfg.version = ticket.versions[cfg.framework]
         notes.append(f"version {cfg.version}: stated in the report's text")

@@ -13,9 +13,10 @@ import shlex
 from eaglegraph.known.choose import profile_for_version
 from eaglegraph.known.hazards import Hazard
 from eaglegraph.known.profiles import engine_profiles, get_profile
+from eaglegraph.known.triage_rules import METHOD_KINDS
 from eaglegraph.known.versions import parse_version
-from eaglegraph.pair.kinds import kind_for_method
-from eaglegraph.pair.presets import preset_for
+from eaglegraph.pair.kinds import DraftKind, kind_for_method
+from eaglegraph.pair.presets import PRESETS, preset_for
 from eaglegraph.results.triage import CATEGORIES, TriageConfig
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.options import ATTENTION_BACKENDS
@@ -45,14 +46,42 @@ def _mode(cfg: TriageConfig) -> str:
     return "FULL_AND_PIECEWISE"
 
 
+def draft_kind(method: str | None) -> DraftKind | None:
+    """The draft kind an engine's spec-decode method names (registry first, then known/)."""
+    if not method:
+        return None
+    kind = kind_for_method(method)
+    if kind is not None:
+        return kind
+    m = method.lower()
+    value = METHOD_KINDS.get(m) or ("mtp" if "mtp" in m or "nextn" in m else None)
+    return DraftKind(value) if value else None
+
+
+# Target model names to the preset families (config model_type) that stand in for them.
+_FAMILIES = (
+    ("qwen", "qwen3"),
+    ("deepseek", "deepseek_v3"),
+    ("glm", "deepseek_v3"),
+    ("kimi", "deepseek_v3"),
+    ("llama", "llama"),
+)
+
+
 def model_arg(cfg: TriageConfig, full_size: bool = False) -> str:
-    """The draft path from the log, else the built-in preset of the same family and kind."""
+    """The draft path from the log, else the built-in preset of the report's draft kind (an MTP
+    report gets an MTP preset, DFlash the DFlash one), of the target's family where one exists."""
     if cfg.draft_model and cfg.draft_model.lower() not in ("none", "null"):
         return cfg.draft_model
     target = (cfg.target_model or "").lower()
-    family = "qwen3" if "qwen" in target else "llama"
-    kind = kind_for_method(cfg.spec_method) if cfg.spec_method else None
-    return preset_for(kind, family, full_size)
+    family = next((fam for word, fam in _FAMILIES if word in target), None)
+    kind = draft_kind(cfg.spec_method)
+    of_kind = [p for p in PRESETS.values() if kind is not None and p.kind == kind.value]
+    if of_kind:
+        sized = [p for p in of_kind if p.with_weights is not full_size] or of_kind
+        same = [p for p in sized if p.target.get("model_type") == family]
+        return (same or sized)[0].name
+    return preset_for(kind, family or "llama", full_size)
 
 
 def _pool(behavior: str) -> tuple[str, str]:
@@ -115,8 +144,8 @@ _NO_REPRODUCTION = {
     "draft's graph inputs for stale reads",
     OTHER: "no eaglegraph reproduction: nothing in the report points at a mechanism the rig "
     "rebuilds",
-    CONFIG: "a config mismatch reproduces only on the user's own checkpoint: run the command on "
-    "the draft's directory",
+    CONFIG: "no eaglegraph reproduction from a preset: a config mismatch reproduces only on the "
+    "user's own checkpoint; run the command on the draft's directory",
 }
 
 
@@ -134,6 +163,30 @@ def reproduce(
     inspect = _cmd("eaglegraph", "inspect", model_arg(cfg))
     pool, other = _pool(behavior)
     mode = _mode(cfg)
+    engine = get_profile(behavior).engine
+    if category in (STALE, OOB) and behavior == engine_profiles(engine)[-1].name:
+        notes.append(
+            f"no eaglegraph reproduction of a known bug: {behavior} carries every fix the "
+            "knowledge package knows; the probe re-checks the same step for a new stale or "
+            "out-of-range read"
+        )
+    if category == OOM:
+        notes.append(
+            "no CPU reproduction: memdiff and capture memory figures need a CUDA GPU (on CPU "
+            "they exit 3); on a GPU the commands measure the same pools"
+        )
+    if category == MODE:
+        backend = cfg.attention_backend if cfg.attention_backend in PROBE_BACKENDS else None
+        requested = cfg.cudagraph_mode_requested
+        requested = requested if requested in PROBE_MODES else "FULL_AND_PIECEWISE"
+        if backend is None:
+            notes.append(
+                "the report names no emulated attention backend; inspect shows a downgrade "
+                "only for the backend that causes it (e.g. --attention-backend flashinfer)"
+            )
+        parts = ["eaglegraph", "inspect", model_arg(cfg), "--mode", requested]
+        parts += ["--attention-backend", backend] if backend else []
+        return _cmd(*parts, "--behavior", behavior), [probe]
     if category in (STALE, OOB):
         return probe, [inspect]
     if category == CAPTURE:

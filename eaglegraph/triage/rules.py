@@ -9,10 +9,9 @@ The order of reasoning follows how these failures actually arise:
 3. Find the *phase* it happened in: during a capture (progress bar stopped at i<n, a
    `Capture ... begin` without its `end`, capture frames in the traceback), during serving
    (after captures finished; replay frames; padding lines), or at startup.
-4. Weigh: specific mechanisms decide on their own (an OOM during capture is still an OOM);
-   asynchronous faults are reported at the next sync point, so for them the phase and context
-   decide: capture → capture-failure, padded replay or batch shrink → stale-buffer-read, a
-   fault pinned on an eagerly launched library kernel → other.
+4. Weigh: the facts read here (`log.*`, `phase.*`, `log.mech-*`) carry no weight in code; the
+   rules that weigh them are data in `eaglegraph.known.triage_log_rules` (specific mechanisms
+   decide on their own; asynchronous faults take their class from phase and context).
 
 Each contribution carries the lines that justify it; the confidence comes from how much
 evidence the winner has and how far ahead of the runner-up it is.
@@ -25,6 +24,8 @@ import re
 from dataclasses import dataclass, field, replace
 
 from eaglegraph import frames as fr
+from eaglegraph.known.triage_log_rules import LOG_RULES
+from eaglegraph.known.triage_rules import Rule
 from eaglegraph.results.triage import CATEGORIES, Evidence, PhaseInfo
 from eaglegraph.triage.locate import crash_frames, phase_of, relevant_frames, tags_of
 from eaglegraph.triage.state import Frame, Hit, ScanState
@@ -176,21 +177,6 @@ def mechanism(state: ScanState, primary: Hit | None) -> str | None:
 # --- scoring -------------------------------------------------------------------------------
 
 
-class Scorer:
-    def __init__(self) -> None:
-        self.contributions: list[Contribution] = []
-
-    def add(self, category: str, weight: float, reason: str, hits: list[Hit] | None = None) -> None:
-        if weight > 0:
-            self.contributions.append(Contribution(category, weight, reason, list(hits or [])))
-
-    def scores(self) -> dict[str, float]:
-        out = dict.fromkeys(CATEGORIES, 0.0)
-        for c in self.contributions:
-            out[c.category] += c.weight
-        return {k: round(v, 3) for k, v in out.items()}
-
-
 def confidence(score: float, total: float) -> float:
     """Saturates with the amount of evidence, shrinks with competition."""
     if score <= 0 or total <= 0:
@@ -241,8 +227,57 @@ def _shrinking(state: ScanState, line: int | None) -> list[Hit]:
     return []
 
 
-def score(state: ScanState) -> Verdict:
-    s = Scorer()
+class LogFacts:
+    """Facts read off the log, each with the lines that show it (and a detail for the reason)."""
+
+    def __init__(self) -> None:
+        self.hits: dict[str, list[Hit]] = {}
+        self.detail: dict[str, str] = {}
+
+    def add(self, fact: str, hits: list[Hit] | None = None, detail: str | None = None) -> None:
+        self.hits.setdefault(fact, []).extend(h for h in hits or [] if h is not None)
+        if detail:
+            self.detail[fact] = detail
+
+    def __contains__(self, fact: str) -> bool:
+        return fact in self.hits
+
+
+def _holds(rule: Rule, facts: LogFacts) -> bool:
+    return (
+        all(f in facts for f in rule.needs)
+        and (not rule.any_of or any(f in facts for f in rule.any_of))
+        and not any(f in facts for f in rule.unless)
+    )
+
+
+def weigh(facts: LogFacts, table: tuple[Rule, ...] = LOG_RULES) -> list[Contribution]:
+    """One contribution per rule of `table` whose facts hold, with the lines behind them."""
+    out: list[Contribution] = []
+    for rule in table:
+        if not _holds(rule, facts):
+            continue
+        hits: list[Hit] = []
+        details: list[str] = []
+        for f in (*rule.needs, *rule.any_of):
+            if f not in facts:
+                continue
+            hits += [h for h in facts.hits[f] if h not in hits]
+            if f in facts.detail and facts.detail[f] not in details:
+                details.append(facts.detail[f])
+        reason = rule.why + (f" ({'; '.join(details)})" if details else "")
+        if rule.weight > 0:
+            out.append(Contribution(rule.category, rule.weight, reason, hits))
+    return out
+
+
+def log_facts(state: ScanState) -> tuple[LogFacts, Hit | None, str | None, PhaseInfo, list]:
+    """The log's facts: mechanism and phase of the first root error, and the context around it.
+
+    The weights these facts carry are data (`known.triage_log_rules`); this function only
+    reads the log.
+    """
+    f = LogFacts()
     primary = pick_primary(state)
     mech = mechanism(state, primary)
     line = primary.line if primary else None
@@ -252,158 +287,95 @@ def score(state: ScanState) -> Verdict:
     phase = phase_of(state, primary, all_frames)
     p = [primary] if primary else []
     cfg = state.config
+    in_capture = phase.at_failure == "capture"
+    if mech is not None:
+        f.add(f"log.mech-{mech}", p)
+    if primary is not None:
+        f.add("log.error", p)
+    if primary is not None or frames:
+        f.add("log.failed", p)
+    if in_capture:
+        f.add("phase.capture", p, phase.detail)
+    if phase.at_failure == "serving":
+        f.add("phase.serving", p)
 
-    # --- index asserts -----------------------------------------------------------------
+    # index asserts
     oob = state.hits("index.oob")
     if oob:
-        s.add(OOB, 3.0, "device-side index assert / out-of-bounds index", oob[:1])
-    elif state.hits("cuda.device-assert"):
-        s.add(
-            OOB,
-            1.2,
-            "device-side assert (in serving these are almost always index checks)",
-            state.hits("cuda.device-assert")[:1],
-        )
+        f.add("log.index-oob", oob[:1])
+    if state.hits("cuda.device-assert"):
+        f.add("log.device-assert", state.hits("cuda.device-assert")[:1])
     for h in state.hits("config.keys"):
         if h.groups.get("key") == "max_position_embeddings":
-            s.add(OOB, 1.0, "positions beyond the draft's max_position_embeddings", [h])
+            f.add("log.position-key", [h])
             break
 
-    # --- memory ------------------------------------------------------------------------
+    # memory
     ooms = [h for h in state.hits("memory.oom") if h.groups.get("level") not in _LEVEL_QUIET]
     if ooms:
-        s.add(OOM, 3.0, "allocation failure (CUDA OOM / KV budget)", ooms[:1])
+        f.add("log.oom", ooms[:1])
     neg = state.hits("memory.negative-estimate")
     if neg:
-        s.add(OOM, 2.5, "negative CUDA-graph memory estimate inflates the KV budget", neg[:1])
+        f.add("log.negative-estimate", neg[:1])
     kv = cfg.memory.available_kv_gib
     if kv is not None and kv < 1.0 and (ooms or neg or cfg.spec_method):
-        s.add(OOM, 1.0, f"KV cache squeezed to {kv} GiB")
+        f.add("log.kv-squeezed", [], f"{kv} GiB")
 
-    # --- shapes and configs ----------------------------------------------------------------
+    # shapes and configs
     shapes = state.hits("shape.mismatch")
     if shapes:
-        s.add(CONFIG, 3.0, "tensor shape mismatch", shapes[:1])
+        f.add("log.shape", shapes[:1])
         text = shapes[0].text.lower()
         nums = [int(x) for m in _NUMS.finditer(text) for x in m.groups() if x]
         if _VOCABISH.search(text) or _HIDDENISH.search(text) or any(n >= 30000 for n in nums):
-            s.add(CONFIG, 0.5, "the mismatching sizes look like widths or vocabularies", shapes[:1])
+            f.add("log.shape-width", shapes[:1])
     keys = [
         h for h in state.hits("config.keys") if h.groups.get("key") != "max_position_embeddings"
     ]
     if keys and (primary is None or mech in ("config", "exception", "shape")):
-        s.add(CONFIG, 2.5, f"error names the config key {keys[0].groups.get('key')}", keys[:1])
+        f.add("log.config-key", keys[:1], f"key {keys[0].groups.get('key')}")
 
-    # --- capture ---------------------------------------------------------------------------
+    # capture
     unsupported = state.hits("capture.unsupported")
     if unsupported:
-        s.add(CAPTURE, 3.0, "an uncapturable operation ran during stream capture", unsupported[:1])
+        f.add("log.capture-unsupported", unsupported[:1])
     wrapper = state.hits("capture.failed")
     if wrapper:
-        strong = mech in ("oom", "shape", "oob", "config")
-        s.add(CAPTURE, 0.5 if strong else 2.0, "the engine reported a failed capture", wrapper[:1])
+        f.add("log.capture-wrapper", wrapper[:1])
+    if in_capture and mech is None and frames:
+        f.add("log.capture-frames", p + _frame_hits(state, frames, fr.CAPTURE), phase.detail)
 
-    # --- context of the phase ------------------------------------------------------------------
+    # context of the phase
     replay = _replay_context(state, primary, frames)
     shrink = _shrinking(state, line)
-    in_capture = phase.at_failure == "capture"
-    if in_capture:
-        if mech in ("oom", "shape", "oob", "config", "capture"):
-            s.add(CAPTURE, 0.5, f"failure during capture ({phase.detail})", p)
-        elif mech is None and frames:
-            # A traceback through capture code without its last line (pasted excerpts).
-            s.add(
-                CAPTURE,
-                1.5,
-                f"traceback runs through CUDA-graph capture ({phase.detail})",
-                p + _frame_hits(state, frames, fr.CAPTURE),
-            )
-        elif mech is not None:
-            s.add(CAPTURE, 2.5, f"failure while capturing ({phase.detail})", p)
-
-    if mech == "async" or mech == "assert" or mech == "nan":
+    if mech in ("async", "assert", "nan") and not in_capture:
         fault = primary.text if primary else ""
-        if in_capture:
-            pass  # counted above
-        elif replay or shrink or fr.REPLAY in tags:
-            s.add(
-                STALE,
-                2.5,
-                "asynchronous fault during graph replay with padded/shrinking batches",
-                p + replay[:2] + _frame_hits(state, frames, fr.REPLAY)[:1],
-            )
-            if mech == "assert":
-                s.add(OOB, 0.5, "device assert during padded replay", p)
+        if replay or shrink or fr.REPLAY in tags:
+            ctx = p + replay[:2] + _frame_hits(state, frames, fr.REPLAY)[:1]
+            f.add("log.fault-replay", ctx)
         elif _EAGER_ATTRIBUTION.search(fault) and mech == "async":
-            s.add(
-                OTHER,
-                1.2,
-                "fault attributed to an eagerly launched library kernel, no replay context",
-                p,
-            )
-            s.add(
-                STALE,
-                0.4,
-                "async faults in spec decode with graphs are most often stale padded reads",
-                p,
-            )
+            f.add("log.fault-eager-kernel", p)
         elif mech == "nan":
-            s.add(OTHER, 1.0, "non-finite values reached sampling", p)
-            s.add(STALE, 0.5, "stale float buffers replayed by a graph produce NaN", p)
+            f.add("log.fault-nan", p)
         elif mech == "async":
-            served = phase.at_failure == "serving"
-            s.add(
-                STALE,
-                1.0 if served else 0.8,
-                "async fault after capture: most often a stale read of a padded graph buffer",
-                p,
-            )
-            s.add(OTHER, 0.5, "async fault without context", p)
+            f.add("log.fault-bare", p)
     if replay:
-        failed = primary is not None or bool(frames)
-        s.add(
-            STALE,
-            2.0 if failed else 0.5,
-            "padded replay (raw batch smaller than the captured one)",
-            replay[:3],
-        )
+        f.add("log.padding", replay[:3])
     if shrink and (mech in ("async", "assert") or (primary is None and frames)):
-        s.add(STALE, 1.0, "running requests fell before the failure (batch shrink)", shrink)
-
+        f.add("log.shrink-fault", shrink)
     forward = fr.SERVING in tags or fr.SPEC in tags or fr.REPLAY in tags
     if primary is None and frames and not in_capture and forward:
-        s.add(
-            STALE,
-            0.6,
-            "serving-time crash in the forward path, error line not in the log",
-            _frame_hits(state, frames, fr.SERVING, fr.SPEC, fr.REPLAY),
-        )
-        s.add(OTHER, 0.3, "cause not in the log")
-
-    if mech == "exception" and not in_capture:
-        s.add(OTHER, 1.0, "an exception no graph mechanism explains", p)
-    if mech == "capture-wrapper" and not in_capture:
-        s.add(CAPTURE, 0.5, "capture failure reported", p)
+        f.add("log.serving-frames", _frame_hits(state, frames, fr.SERVING, fr.SPEC, fr.REPLAY))
     for h in state.hits("context.none-still-fails")[:1]:
-        s.add(
-            OTHER,
-            1.5,
-            "fails with cudagraph_mode=NONE too: torch.compile/inductor, not graphs",
-            [h],
-        )
+        f.add("log.none-still-fails", [h])
 
-    # --- modes -------------------------------------------------------------------------------
+    # modes
     downgrades = state.hits("mode.downgrade")
     if downgrades:
-        s.add(
-            MODE,
-            1.2 if primary is None else 0.6,  # beside a crash, a downgrade is context
-            "the engine downgraded the requested CUDA-graph mode for spec decode",
-            downgrades[:1],
-        )
+        f.add("log.mode-downgrade", downgrades[:1])
     overrides = state.hits("mode.override")
     if overrides:
-        s.add(MODE, 1.0, "cudagraph_mode overridden", overrides[:1])
+        f.add("log.mode-override", overrides[:1])
     hard = [
         h
         for h in state.hits("mode.unsupported")
@@ -413,36 +385,31 @@ def score(state: ScanState) -> Verdict:
         )
     ]
     if hard:
-        s.add(MODE, 2.5, "a graph mode the backend or draft cannot run", hard[:1])
+        f.add("log.mode-refused", hard[:1])
     soft = [
         h
         for h in state.hits("mode.unsupported", "mode.skip")
         if h not in hard and "is not supported with spec" not in h.text
     ]
     if soft:
-        s.add(MODE, 0.6, "graphs disabled or unsupported for part of the model", soft[:1])
+        f.add("log.mode-soft", soft[:1])
     mode_info = (
         downgrades or overrides or soft or any(ph.mode for ph in state.captures) or cfg.mode_changes
     )
     if primary is None and not frames and mode_info:
-        s.add(
-            MODE,
-            0.6,
-            "no failure in the log; what it shows is how graphs were resolved",
-            (downgrades or overrides or soft)[:1],
-        )
+        f.add("log.mode-info-only", (downgrades or overrides or soft)[:1])
     req, res = cfg.cudagraph_mode_requested, cfg.cudagraph_mode_resolved
     if req and res and req != res and res != "NONE" and (primary is None or downgrades):
-        s.add(MODE, 0.4, f"requested {req}, ran {res}")
+        f.add("log.mode-changed", [], f"requested {req}, ran {res}")
 
-    # --- acceptance ----------------------------------------------------------------------------
+    # acceptance
     acc = cfg.acceptance
     acc_hits = state.hits("health.acceptance-table", "health.acceptance-prose")
     collapsed = (acc.rate_min is not None and acc.rate_min <= 0.05) or (
         acc.mean_length_min is not None and acc.mean_length_min <= 1.05
     )
     if collapsed:
-        s.add(ACCEPT, 3.0, "acceptance near zero", acc_hits[:2])
+        f.add("log.acceptance-collapsed", acc_hits[:2])
         if acc.rate_first is not None and acc.rate_min is not None:
             healthy = [
                 h
@@ -450,62 +417,61 @@ def score(state: ScanState) -> Verdict:
                 if float(h.groups.get("rate") or 0) >= 0.3
             ]
             if healthy:
-                s.add(
-                    ACCEPT,
-                    0.5,
-                    "healthy acceptance in another configuration of the same model",
-                    healthy[:1],
-                )
+                f.add("log.acceptance-healthy-elsewhere", healthy[:1])
     elif (
         acc.rate_first is not None
         and acc.rate_last is not None
         and acc.rate_first >= 0.2
         and (acc.rate_last < 0.5 * acc.rate_first)
     ):
-        s.add(ACCEPT, 2.0, f"acceptance fell from {acc.rate_first:.2f} to {acc.rate_last:.2f}")
+        f.add("log.acceptance-fell", [], f"rate {acc.rate_first:.2f} to {acc.rate_last:.2f}")
     elif (
         acc.mean_length_first is not None
         and acc.mean_length_last is not None
         and (acc.mean_length_first - acc.mean_length_last >= 1.0)
     ):
-        s.add(
-            ACCEPT,
-            2.0,
-            f"mean acceptance length fell from {acc.mean_length_first} to {acc.mean_length_last}",
+        f.add(
+            "log.acceptance-fell",
+            [],
+            f"mean length {acc.mean_length_first} to {acc.mean_length_last}",
         )
     gib = state.hits("health.gibberish")
     if gib:
-        s.add(ACCEPT, 0.8, "reporter describes garbage drafts/outputs", gib[:1])
+        f.add("log.gibberish", gib[:1])
 
-    # --- hangs ---------------------------------------------------------------------------------
+    # hangs
     watchdog = state.hits("hang.watchdog")
     if watchdog:
-        s.add(HANG, 3.0, "the engine watchdog fired: a step never returned", watchdog[:1])
+        f.add("log.watchdog", watchdog[:1])
     stall = [
         h
         for h in state.hits("hang.stall")
         if h.groups.get("level") not in _LEVEL_QUIET or "broadcast block" in h.text
     ]
     if stall:
-        s.add(HANG, 2.5, "a process stopped making progress", stall[:1])
+        f.add("log.stall", stall[:1])
     nccl = state.hits("secondary.nccl-timeout")
     if nccl and (primary is None or mech == "hang"):
-        s.add(HANG, 2.0, "collective timed out and no other error explains it", nccl[:1])
+        f.add("log.nccl-timeout-alone", nccl[:1])
     pyspy = state.hits("pyspy.frame", "pyspy.thread")
-    if pyspy and primary is None:
-        s.add(HANG, 2.5, "stack dump of a live process (py-spy): it was stuck", pyspy[:2])
+    if pyspy:
+        f.add("log.pyspy", pyspy[:2])
     prose = state.hits("hang.narrative")
     if prose:
-        s.add(HANG, 1.0 if primary is None else 0.4, "reporter describes a hang", prose[:1])
+        f.add("log.hang-prose", prose[:1])
     if primary is None and not frames and phase.at_failure == "capture":
-        s.add(HANG, 1.0, "the log stops in the middle of a capture")
-        s.add(CAPTURE, 0.8, "capture never finished")
+        f.add("log.capture-stopped", [], phase.detail)
+    return f, primary, mech, phase, all_frames
 
+
+def score(state: ScanState) -> Verdict:
+    """The log's verdict: its facts weighed by `known.triage_log_rules.LOG_RULES`."""
+    facts, primary, mech, phase, all_frames = log_facts(state)
     secondary = state.hits(*SECONDARY)
     if primary is not None:
         secondary = [h for h in secondary if h.line != primary.line]
     v = Verdict(OTHER, 0.0, {}, [], primary, mech, secondary, phase, all_frames)
-    return settle(v, s.contributions)
+    return settle(v, weigh(facts))
 
 
 def settle(

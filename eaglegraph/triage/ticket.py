@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from eaglegraph import frames as fr
 from eaglegraph.known.triage_rules import (
+    DRAFT_MENTIONS,
     ENGINE_MENTIONS,
     ENGINE_VERSION,
     KNOB,
@@ -64,6 +65,7 @@ _WORDY = re.compile(r"[A-Za-z]{2,}(?:\W+[A-Za-z]{2,}){3,}")
 _STATEMENTS = tuple((s, re.compile(s.pattern, re.I)) for s in STATEMENTS)
 _KNOB = re.compile(KNOB, re.I)
 _ENGINES = tuple((e, re.compile(rx, re.I)) for e, rx in ENGINE_MENTIONS.items())
+_DRAFTS = tuple((d, re.compile(rx, re.I)) for d, rx in DRAFT_MENTIONS)
 _ENGINE_VERSION = re.compile(ENGINE_VERSION, re.I)
 _BARE_VERSION = re.compile(r"(?<![\w.])v(\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)\b")
 _NEGATED = re.compile(NEGATION, re.I)
@@ -128,6 +130,7 @@ class Ticket:
     prose_lines: list[int] = field(default_factory=list)
     engine: str | None = None  # the engine the ticket names most, when no log prefix says
     versions: dict[str, str] = field(default_factory=dict)  # engine -> version it states
+    draft: str | None = None  # the spec-decode method the ticket names most (DRAFT_MENTIONS)
 
     def says(self, fact: str) -> list[Said]:
         return [s for s in self.statements if s.id == fact]
@@ -255,7 +258,16 @@ def read_ticket(text: str) -> Ticket:
     log_text = "\n".join(out) + ("\n" if text.endswith("\n") else "")
     engine, versions = _engine_of(text)
     tl = None if t is None else t + 1
-    return Ticket(is_ticket, title, tl, log_text, said, prose, engine, versions)
+    return Ticket(is_ticket, title, tl, log_text, said, prose, engine, versions, _draft_of(text))
+
+
+def _draft_of(text: str) -> str | None:
+    """The draft kind a ticket names: the most mentioned specific one, else a bare EAGLE."""
+    counts = {d: len(rx.findall(text)) for d, rx in _DRAFTS}
+    specific = [d for d, _ in DRAFT_MENTIONS[:-1] if counts[d]]
+    if specific:
+        return max(specific, key=lambda d: counts[d])
+    return DRAFT_MENTIONS[-1][0] if counts[DRAFT_MENTIONS[-1][0]] else None
 
 
 def _engine_of(text: str) -> tuple[str | None, dict[str, str]]:

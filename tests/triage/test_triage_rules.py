@@ -163,3 +163,40 @@ def test_reproduce_pool_follows_the_version_profile() -> None:
     for version in ("0.19.1", "0.20.2", "0.22.0"):
         assert "--pool dedicated --against shared" in oom(version), version
     assert "--pool shared --against dedicated" in oom("0.24.0")
+
+
+def test_log_weights_are_data_not_code() -> None:
+    """With an empty rule table the log carries no weight: every weight comes from known/."""
+    import io
+
+    from eaglegraph.triage import rules
+    from eaglegraph.triage.scan import scan
+
+    state = scan(
+        io.BytesIO(("\n".join([NCCL, "Traceback (most recent call last):", IMA])).encode())
+    )
+    facts, *_ = rules.log_facts(state)
+    assert "log.mech-async" in facts and "log.fault-bare" in facts
+    assert rules.weigh(facts, ()) == []
+    weighed = rules.weigh(facts)
+    assert weighed and all(c.hits for c in weighed if c.weight >= 1.0)
+
+
+def test_every_log_rule_names_facts_the_reader_produces() -> None:
+    """A typo in a fact name would make a rule silently dead."""
+    import inspect
+    import re
+
+    from eaglegraph.known.triage_log_rules import LOG_RULES
+    from eaglegraph.triage import rules
+
+    source = inspect.getsource(rules.log_facts)
+    mechs = {"async", "assert", "oob", "oom", "shape", "capture", "config", "hang", "nan"}
+    mechs |= {"capture-wrapper", "exception"}
+    for rule in LOG_RULES:
+        for fact in (*rule.needs, *rule.any_of, *rule.unless):
+            m = re.fullmatch(r"log\.mech-([\w-]+)", fact)
+            if m:
+                assert m.group(1) in mechs, (rule.id, fact)
+            else:
+                assert f'"{fact}"' in source, (rule.id, fact)
