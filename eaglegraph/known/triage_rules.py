@@ -582,6 +582,15 @@ DRAFT_MENTIONS: tuple[tuple[str, str], ...] = (
     ("eagle3", r"\beagle[-_ ]?3\b"),
     ("eagle", r"\beagle(?:[-_ ]?[12])?\b(?![-_ ]?3)"),
 )
+# FlashInfer + spec decode keeps FULL graphs only through these decode paths (flags of
+# known.profiles); in a profile with none of them the requested mode is downgraded to PIECEWISE
+# for FlashInfer, as a mode-incompatibility report with no version shows.
+FLASHINFER_FULL_FLAGS: tuple[str, ...] = (
+    "flashinfer_xqa_sm90",
+    "flashinfer_xqa_sm12x",
+    "flashinfer_fa2_native_decode",
+)
+
 # Engine spec-decode method names to draft kinds (DraftKind values), for the names the draft
 # registry does not list (vLLM's per-model MTP methods, SGLang's algorithm names).
 METHOD_KINDS: dict[str, str] = {

@@ -13,7 +13,7 @@ import shlex
 from eaglegraph.known.choose import profile_for_version
 from eaglegraph.known.hazards import Hazard
 from eaglegraph.known.profiles import engine_profiles, get_profile
-from eaglegraph.known.triage_rules import METHOD_KINDS
+from eaglegraph.known.triage_rules import FLASHINFER_FULL_FLAGS, METHOD_KINDS
 from eaglegraph.known.versions import parse_version
 from eaglegraph.pair.kinds import DraftKind, kind_for_method
 from eaglegraph.pair.presets import PRESETS, preset_for
@@ -133,6 +133,28 @@ def _hazard_profile(cfg: TriageConfig, hazards: list[Hazard]) -> tuple[str, str]
     return None
 
 
+def _rebuilds_a_hazard(behavior: str, hazards: list[Hazard]) -> bool:
+    """The profile still has the bug of a matched hazard (its flag differs from the newest's)."""
+    profile = get_profile(behavior)
+    newest = engine_profiles(profile.engine)[-1].flags()
+    return any(
+        h.flag is not None
+        and h.engine == profile.engine
+        and profile.flags().get(h.flag) != newest.get(h.flag)
+        for h in hazards
+    )
+
+
+def _downgrading_profile(engine: str) -> str | None:
+    """The newest profile of `engine` in which FlashInfer has no FULL spec-decode path."""
+    older = [
+        p.name
+        for p in engine_profiles(engine)
+        if not any(p.flags().get(f, False) for f in FLASHINFER_FULL_FLAGS)
+    ]
+    return older[-1] if older else None
+
+
 # Classes the rig rebuilds: a padded replay's stale or out-of-range read, a pool's memory, a
 # mode resolution. The rest (a kernel faulting inside capture, a hang, silent corruption in a
 # kernel, a checkpoint the user has) have no preset that fails the same way.
@@ -164,11 +186,10 @@ def reproduce(
     pool, other = _pool(behavior)
     mode = _mode(cfg)
     engine = get_profile(behavior).engine
-    if category in (STALE, OOB) and behavior == engine_profiles(engine)[-1].name:
+    if category in (STALE, OOB) and not _rebuilds_a_hazard(behavior, hazards or []):
         notes.append(
-            f"no eaglegraph reproduction of a known bug: {behavior} carries every fix the "
-            "knowledge package knows; the probe re-checks the same step for a new stale or "
-            "out-of-range read"
+            f"no eaglegraph reproduction of a known bug: no matched hazard is rebuilt by "
+            f"{behavior}; the probe re-checks the same step for a stale or out-of-range read"
         )
     if category == OOM:
         notes.append(
@@ -177,6 +198,8 @@ def reproduce(
         )
     if category == MODE:
         backend = cfg.attention_backend if cfg.attention_backend in PROBE_BACKENDS else None
+        if backend == "flashinfer" and parse_version(cfg.version) is None:
+            behavior = _downgrading_profile(engine) or behavior
         requested = cfg.cudagraph_mode_requested
         requested = requested if requested in PROBE_MODES else "FULL_AND_PIECEWISE"
         if backend is None:

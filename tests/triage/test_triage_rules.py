@@ -127,10 +127,10 @@ def test_behavior_profiles_follow_versions() -> None:
     assert b("vllm", "0.19.1", "mrv2") == "vllm-pre-39773"
     assert b("vllm", "0.20.2") == "vllm-0.20"
     assert b("vllm", "0.22.1rc1.dev23+g6bdabbad5") == "vllm-0.22"
-    assert b("vllm", "0.23.0") == "vllm-current"
+    assert b("vllm", "0.23.0") == "vllm-0.23"
     assert b("vllm", None) == "vllm-current"
     assert b("sglang", "0.4.5") == "sglang-pre-10892"
-    assert b("sglang", "v0.5.4.post1") == "sglang-current"
+    assert b("sglang", "v0.5.4.post1") == "sglang-0.5.4"
     assert b("sglang", None) == "sglang-current"
 
 
