@@ -80,6 +80,19 @@ FLAGS = {
             "capture sizes are not rounded to multiples of K+1 globally; each FULL uniform-decode descriptor is rounded, PIECEWISE and draft-decode graphs use the raw sizes",
         ),
         Flag(
+            "rounds_every_mode",
+            "vllm@0.21.0",
+            "every graph manager rounds the shared capture sizes to multiples of K+1 whatever "
+            "the mode (0.21-0.24); 0.20 rounds only when decode graphs are FULL, so PIECEWISE "
+            "runs keep the raw sizes",
+        ),
+        Flag(
+            "captures_max_num_batched_tokens",
+            "vllm@0.21.0",
+            "max_num_batched_tokens joins the default capture list when it is under the largest "
+            "capture size",
+        ),
+        Flag(
             "breakable_pads_reqs",
             "vllm@0.26.0",
             "breakable PIECEWISE descriptors pad num_reqs like FULL ones (0.26 only)",
@@ -189,6 +202,8 @@ class Profile:
     reset_positions_on_padded_replay: bool = True
     breakable_graphs: bool = True
     per_descriptor_rounding: bool = True
+    rounds_every_mode: bool = True
+    captures_max_num_batched_tokens: bool = True
     breakable_pads_reqs: bool = False  # 0.26 only
     fresh_prefill_capture_metadata: bool = True
     sm100_capture_ceiling: bool = True
@@ -271,6 +286,8 @@ _PROFILES = (
         "still rebuilds its own metadata; dedicated EAGLE pool",
         between("0.20", "0.21"),
         reuse_target_attn_state=False,
+        rounds_every_mode=False,
+        captures_max_num_batched_tokens=False,
         dedicated_eagle_pool=True,
         breakable_graphs=False,
         per_descriptor_rounding=False,
@@ -372,8 +389,9 @@ _PROFILES = (
     Profile(
         "vllm-0.26",
         "vllm",
-        "vLLM 0.26–0.27: draft-prefill capture metadata built fresh through the target's builders",
-        between("0.26", "0.28"),
+        "vLLM 0.26: draft-prefill capture metadata built fresh through the target's builders; "
+        "breakable PIECEWISE graphs pad num_reqs",
+        between("0.26", "0.27"),
         sm100_capture_ceiling=False,
         fused_draft_decode=False,
         large_gpu_batch_defaults=False,
@@ -389,6 +407,26 @@ _PROFILES = (
         breakable_pads_reqs=True,
         refs=("vllm#48261", "vllm#49364"),
         version_note="fresh draft-prefill capture metadata (#48261, #49364)",
+    ),
+    Profile(
+        "vllm-0.27",
+        "vllm",
+        "vLLM 0.27: as 0.26, breakable PIECEWISE graphs back to unpadded num_reqs",
+        between("0.27", "0.28"),
+        sm100_capture_ceiling=False,
+        fused_draft_decode=False,
+        large_gpu_batch_defaults=False,
+        flashinfer_xqa_sm12x=False,
+        spec_decode_capture_sizes=False,
+        per_mode_dispatch=False,
+        flashinfer_xqa_sm90=False,
+        graph_memory_profiling=False,
+        compile_off_keeps_full=False,
+        flashinfer_fused_draft_decode=False,
+        flashinfer_fa2_native_decode=False,
+        fa4_full_graphs=False,
+        refs=("vllm#48261", "vllm#49364"),
+        version_note="fresh draft-prefill capture metadata (#48261, #49364); breakable graphs leave num_reqs unpadded",
     ),
     Profile(
         "vllm-0.28",

@@ -218,6 +218,14 @@ _ALL = (
         "0.26",
     ),
     _release(
+        "vllm-0.21-capture-sizes",
+        "vllm",
+        "0.21.0",
+        "every MRV2 graph manager rounds the shared capture sizes to multiples of K+1 at init, "
+        "whatever the mode (0.20 rounded only in resolve_cudagraph_mode_and_sizes, when decode "
+        "graphs are FULL); max_num_batched_tokens joins the default list when it fits",
+    ),
+    _release(
         "vllm-breakable-pads-requests",
         "vllm",
         "0.26.0",

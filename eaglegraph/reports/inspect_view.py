@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from eaglegraph.known.versions import ENGINE_LABELS
 from eaglegraph.reports.findings_view import render_findings
 from eaglegraph.reports.format import fmt_bytes, fmt_count, fmt_sizes
 from eaglegraph.reports.prediction_view import render_prediction
@@ -132,7 +133,11 @@ def _plan_table(report: InspectReport) -> Table:
 
 def _plan_caption(p: PlanFacts) -> str:
     """GPU, the backend's support level and the engine defaults the plan used."""
-    parts = [f"{p.gpu.get('name')} (SM {p.gpu.get('capability')})"] if p.gpu else []
+    parts = []
+    if p.profile:
+        label = ENGINE_LABELS.get(p.profile["engine"], p.profile["engine"])
+        parts.append(f"{p.profile['name']} = {label} {p.profile['releases']}")
+    parts += [f"{p.gpu.get('name')} (SM {p.gpu.get('capability')})"] if p.gpu else []
     if p.attention_support:
         parts.append(f"{p.attention_support.get('level')}: {p.attention_support.get('reason')}")
     if p.breakable:

@@ -160,6 +160,8 @@ class PlanFacts:
     trtllm_artifacts: bool = True
     defaults: list[str] = field(default_factory=list)  # settings taken from engine defaults
     graph_memory_profiling: bool = False
+    # The profile the plan was built under: name, engine, releases it stands for, summary.
+    profile: dict[str, str] = field(default_factory=dict)
 
     @property
     def sizes_were_rounded(self) -> bool:

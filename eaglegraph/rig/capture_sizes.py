@@ -2,10 +2,11 @@
 
 vLLM builds one token-count list in `VllmConfig._set_cudagraph_sizes`: 1, 2, 4, multiples of 8
 below 256 and of 16 from 256, up to a maximum of min(max_num_seqs·(K+1)·2, ceiling), capped by
-max_num_batched_tokens (which is added when it fits). Newer releases add the uniform-decode
-sizes n·(K+1) for a request-count grid, kept under the ceiling. Old releases then round every
-size up to a multiple of K+1 for all managers; newer ones round per FULL uniform descriptor only
-(see `descriptors.build_descriptors`). Which release does what is profile data (known/).
+max_num_batched_tokens (which is added when it fits, from 0.21). Newer releases add the
+uniform-decode sizes n·(K+1) for a request-count grid, kept under the ceiling. Old releases then
+round every size up to a multiple of K+1 for all managers (0.20: only when decode graphs are
+FULL); newer ones round per FULL uniform descriptor only (see `descriptors.build_descriptors`).
+Which release does what is profile data (known/).
 SGLang captures batch sizes (requests), not tokens, capped at max_running_requests and a
 GPU-memory-dependent maximum; its prefill graphs use a token ladder.
 """
@@ -37,8 +38,10 @@ def vllm_default_sizes(
     *,
     ceiling: int = 512,
     decode_sizes: bool = False,
+    add_max_num_batched_tokens: bool = True,
 ) -> list[int]:
-    """The default list; `decode_sizes` adds n·(K+1) sizes that fit under the maximum."""
+    """The default list; `decode_sizes` adds n·(K+1) sizes that fit under the maximum,
+    `add_max_num_batched_tokens` the token budget itself when it is under the maximum."""
     query_len = 1 + num_spec_tokens
     extra: list[int] = []
     if max_capture_size is None:
@@ -53,7 +56,7 @@ def vllm_default_sizes(
     if max_capture_size < 1:
         raise BadInput("the largest capture size must be at least 1")
     sizes = _token_grid(max_capture_size)
-    if max_num_batched_tokens <= max_capture_size:
+    if add_max_num_batched_tokens and max_num_batched_tokens <= max_capture_size:
         sizes.append(max_num_batched_tokens)
     sizes += [s for s in extra if s <= max_num_batched_tokens]
     return sorted(set(sizes))

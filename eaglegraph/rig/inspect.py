@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from eaglegraph.known.profiles import get_profile
 from eaglegraph.pair import Pair, load_pair
 from eaglegraph.pair.facts import DraftFacts as PairDraftFacts
 from eaglegraph.pair.geometry import Geometry
@@ -178,4 +179,16 @@ def plan_facts(plan: CapturePlan) -> PlanFacts:
         trtllm_artifacts=plan.trtllm_artifacts,
         defaults=list(plan.defaults),
         graph_memory_profiling=plan.graph_memory_profiling,
+        profile=profile_facts(plan.behavior),
     )
+
+
+def profile_facts(name: str) -> dict[str, str]:
+    """Which profile a plan was built under and the releases it stands for."""
+    prof = get_profile(name)
+    return {
+        "name": prof.name,
+        "engine": prof.engine,
+        "releases": prof.versions.describe(),
+        "summary": prof.summary,
+    }

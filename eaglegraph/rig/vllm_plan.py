@@ -112,13 +112,17 @@ def vllm_sizing(
             max_capture_size,
             ceiling=capture_ceiling(gpu, profile),
             decode_sizes=_flag(profile, "spec_decode_capture_sizes"),
+            add_max_num_batched_tokens=_flag(profile, "captures_max_num_batched_tokens"),
         )
+    rounds = not _flag(profile, "per_descriptor_rounding") and (
+        _flag(profile, "rounds_every_mode") or resolution.mode.decode_mode() is Mode.FULL
+    )
     if not resolution.mode:
         sizes: list[int] = []
-    elif _flag(profile, "per_descriptor_rounding"):
-        sizes = base
-    else:
+    elif rounds:
         sizes = round_for_spec_decode(base, num_spec_tokens + 1)
+    else:
+        sizes = base
     return VllmSizing(base, sizes, support, resolution, breakable)
 
 

@@ -1,9 +1,11 @@
 """Plans pinned to what the engines' own code builds, release by release.
 
-`data/vllm_plans.json` rows were produced by running vLLM's `_set_cudagraph_sizes`,
-`resolve_cudagraph_mode_and_sizes` and `CudaGraphManager._init_candidates` from the release
-wheels on stub configurations (each row cites the functions); eaglegraph's plan for the same
-profile, GPU, backend and request must match mode, descriptors and graph count per phase.
+`data/vllm_plans.json` rows follow vLLM's `_set_cudagraph_sizes`, the backend's
+`get_cudagraph_support`, `resolve_cudagraph_mode_and_sizes` (and, where a release has it,
+`adjust_cudagraph_sizes_for_spec_decode`), `CudaGraphManager._init_candidates` and the
+speculator's `init_cudagraph_manager` in each release wheel's source, on stub configurations
+(each row cites the functions it came from); eaglegraph's plan for the same profile, GPU, backend
+and request must match mode, descriptors and graph count per phase.
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from eaglegraph.cli import cli
+from eaglegraph.known.choose import profile_for_engine, profile_for_version
 from eaglegraph.rig.options import resolve_plan_options
 from eaglegraph.rig.plan import build_plan
 
@@ -63,6 +68,21 @@ def test_table_covers_the_required_configurations() -> None:
     modes = {r["requested_mode"] for r in ROWS}
     assert {"PIECEWISE", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"} <= modes
     assert all(r["cite"] for r in ROWS)
+    assert all("::" in c for r in ROWS for c in r["cite"])
+
+
+def test_every_vllm_release_profile_has_rows() -> None:
+    """Each profile a vLLM release maps to is pinned, at every required R/K/backend/GPU."""
+    released = {profile_for_version("vllm", f"0.{minor}.0").name for minor in range(20, 34)}
+    for name in released:
+        cases = {
+            (r["max_num_seqs"], r["num_speculative_tokens"], r["attention_backend"], r["gpu"])
+            for r in ROWS
+            if r["profile"] == name
+        }
+        assert len(cases) >= 16, name
+        version = next(r["version"] for r in ROWS if r["profile"] == name)
+        assert profile_for_version("vllm", version).name == name
 
 
 # SGLang: batch-size lists checked against `cuda_graph_hook.generate_decode_cuda_graph_batch_sizes`
@@ -102,3 +122,58 @@ def test_sglang_plan_matches_engine(
     full = [[d.num_tokens, d.num_reqs] for d in prefill.descriptors if d.num_reqs is not None]
     assert full == ([[b * 4, b] for b in bs] if extend else [])
     assert sum(1 for d in prefill.descriptors if d.num_reqs is None) == ladder
+
+
+def _inspect_json(*args: str) -> dict:
+    result = CliRunner().invoke(cli, ["inspect", "tiny-llama-eagle3", "--json", *args])
+    assert result.exit_code in (0, 1), result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize(
+    ("engine", "gpu", "backend", "r", "k", "mode"),
+    [
+        ("vllm==0.33.0", "B200", "flashinfer", 16, 5, "FULL_AND_PIECEWISE"),
+        ("vllm 0.32.0", "H100", "flash_attn", 3, 3, "PIECEWISE"),
+        ("vllm==0.29.0", "H100", "flashinfer", 128, 3, "FULL_AND_PIECEWISE"),
+        ("vllm==0.24.0", "B200", "flash_attn", 1024, 5, "FULL_AND_PIECEWISE"),
+        ("vllm==0.20.2", "H100", "flashinfer", 16, 5, "FULL_AND_PIECEWISE"),
+    ],
+)
+def test_inspect_json_shows_the_engine_plan(
+    engine: str, gpu: str, backend: str, r: int, k: int, mode: str
+) -> None:
+    """`inspect --json --engine --gpu` carries, per phase, the mode and descriptors the
+    release builds (the table row), and the profile it chose."""
+    plan = _inspect_json(
+        "--engine", engine, "--gpu", gpu, "--attention-backend", backend,
+        "--max-num-seqs", str(r), "-K", str(k), "--mode", mode,
+    )["plan"]  # fmt: skip
+    profile = profile_for_engine(engine).profile
+    assert plan["behavior"] == plan["profile"]["name"] == profile.name
+    assert plan["profile"]["releases"] == profile.versions.describe()
+    row = next(
+        x
+        for x in ROWS
+        if (x["profile"], x["gpu"], x["attention_backend"], x["requested_mode"])
+        == (profile.name, gpu, backend, mode)
+        and (x["max_num_seqs"], x["num_speculative_tokens"]) == (r, k)
+    )
+    for phase in plan["phases"]:
+        want = row["phases"][phase["phase"]]
+        assert phase["mode"] == want["mode"]
+        assert _sorted(phase["descriptors"]) == want["descriptors"]
+        assert phase["graph_count"] == want["graphs"]
+
+
+@pytest.mark.parametrize("gpu", ["H100", "B200", "A100", "L40S"])
+def test_inspect_shows_graph_memory_taken_out_of_the_kv_budget(gpu: str) -> None:
+    """From 0.30 vLLM profiles graph memory before sizing the KV cache and subtracts it; 0.29
+    captures after, outside gpu_memory_utilization. Same plan, so the budgets differ by it."""
+    fixed = ("--gpu", gpu, "--max-num-seqs", "64", "-K", "3")
+    old = _inspect_json("--engine", "vllm==0.29.0", *fixed)["memory"]
+    new = _inspect_json("--engine", "vllm==0.30.0", *fixed)["memory"]
+    assert not old["graph_memory_in_kv_budget"] and new["graph_memory_in_kv_budget"]
+    assert new["graph_memory_bytes"] > 0
+    assert old["kv_budget_bytes"] - new["kv_budget_bytes"] == new["graph_memory_bytes"]
+    assert new["kv_budget_tokens"] < old["kv_budget_tokens"]
