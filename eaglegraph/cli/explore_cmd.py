@@ -90,52 +90,57 @@ def _open(source: str, plan_kwargs: dict[str, Any], rig_kwargs: dict[str, Any]) 
     pair = open_pair(source, None, None)
     hint = pair.draft_facts.speculative_tokens if pair.draft_facts else None
     options = resolve_plan_options(**plan_kwargs, default_num_speculative_tokens=hint)
-    report = inspect_pair(pair, options, None)
+    dtype = rig_kwargs.get("dtype") or "auto"
+    report = inspect_pair(pair, options, None if dtype == "auto" else dtype)
     return report, {
-        "capture": lambda progress: _capture(source, pair, plan_kwargs, rig_kwargs, progress),
+        "capture": lambda progress: _capture(source, plan_kwargs, rig_kwargs, progress),
         "probe": lambda progress: _probe(source, plan_kwargs, rig_kwargs, progress),
     }
 
 
-def _capture(source: str, pair: Any, plan_kwargs: dict, rig_kwargs: dict, progress: Any) -> Any:
+def _capture(source: str, plan_kwargs: dict, rig_kwargs: dict, progress: Any) -> Any:
+    """The capture `c` starts: the same spec `eaglegraph capture` builds from these options."""
     from eaglegraph.probes.capture import CaptureRequest, run_capture
-    from eaglegraph.probes.setup import rig_config
+    from eaglegraph.probes.spec import resolve_run
     from eaglegraph.rig.plan import build_plan
 
-    config = rig_config(pair, dict(plan_kwargs), **rig_kwargs)
-    total = sum(p.descriptor_count for p in build_plan(config.options).phases) or 1
+    spec = resolve_run(source, plan=dict(plan_kwargs), **rig_kwargs)
+    total = sum(p.descriptor_count for p in build_plan(spec.options).phases) or 1
     done = [0]
 
     def on_event(e: Any) -> None:
         done[0] += 1
-        progress(f"{e.phase} {e.descriptor}", done[0] / total)
+        progress(f"graph {done[0]}/{total}: {e.phase} {e.descriptor}", done[0] / total)
 
-    request = CaptureRequest(config=config, pool=None, schedule=None, snapshot=None, model=source)
-    return run_capture(pair, request, on_event=on_event, on_stage=lambda s: progress(s, None))
+    request = CaptureRequest.from_spec(spec)
+    return run_capture(
+        spec.open_pair(), request, on_event=on_event, on_stage=lambda s: progress(s, None)
+    )
 
 
 def _probe(source: str, plan_kwargs: dict, rig_kwargs: dict, progress: Any) -> Any:
-    from eaglegraph.cli.probe_cmd import PROBE_DEFAULT_SEQS
-    from eaglegraph.pair.presets import resolve_model_arg
-    from eaglegraph.probes.environment import run_environment
-    from eaglegraph.probes.setup import resolve_device
-    from eaglegraph.probes.stale_read import probe
+    """The probe `r` starts: every padded batch of the --mode given (default all), each case
+    in its own worker process, as `eaglegraph probe` runs it."""
+    from eaglegraph.probes.probing import PROBE_DEFAULT_SEQS, probe
+    from eaglegraph.probes.spec import resolve_run
 
     plan = dict(plan_kwargs)
-    if plan.get("max_num_seqs") is None:
-        plan["max_num_seqs"] = PROBE_DEFAULT_SEQS[plan.get("framework") or "vllm"]
-    rig = dict(rig_kwargs)
-    device = resolve_device(rig.get("device", "auto"))
-    rig["device"] = device.type
     mode = plan.pop("mode", None)
-    modes = [mode] if mode else ["all"]
-    run = probe(
-        str(resolve_model_arg(source)),
-        plan,
-        rig,
-        modes=modes,
-        on_case=lambda name, result: progress(f"case {name}", None),
-        environment=run_environment(device),
-    )
-    run.config["model"] = source
-    return run
+    rig = dict(rig_kwargs)
+    if rig.get("compile_model") is None:  # as `probe`: stale reads do not depend on it
+        rig["compile_model"] = False
+    spec = resolve_run(source, plan=plan, default_max_num_seqs=PROBE_DEFAULT_SEQS, **rig)
+    total, done = [0], [0]
+
+    def on_plan(cases: list[Any]) -> None:
+        total[0] = len(cases)
+        progress(f"{total[0]} cases planned", 0.0)
+
+    def on_case(name: str, result: Any) -> None:
+        if result is None:
+            progress(f"case {done[0] + 1}/{total[0]}: {name}", done[0] / max(total[0], 1))
+        else:
+            done[0] += 1
+            progress(f"case {name}: {result.status}", done[0] / max(total[0], 1))
+
+    return probe(spec, modes=[mode] if mode else ["all"], on_plan=on_plan, on_case=on_case)

@@ -35,13 +35,16 @@ from eaglegraph.probes.spec import RunSpec
 from eaglegraph.results.codec import decode
 from eaglegraph.results.probe import (
     CanaryHit,
+    CaseGraph,
     CaseResult,
     GuardViolation,
     InvariantViolation,
     PaddingRegion,
     ReferenceDivergence,
 )
+from eaglegraph.results.capture import CaptureEvent
 from eaglegraph.rig.buffers import StepCounts
+from eaglegraph.rig.descriptors import BatchDescriptor
 from eaglegraph.rig.driver import Session
 from eaglegraph.rig.kv_cache import NULL_BLOCK
 from eaglegraph.rig.modes import Mode
@@ -131,8 +134,10 @@ def _execute(case: ProbeCase, start: float) -> CaseResult:
         config = replace(config, dtype="float32")
     rig = Rig(pair, config)
     mode = config.options.mode
+    graphs: list[CaseGraph] = []
     if mode is not Mode.NONE:
-        rig.capture(case.spec.pool)
+        events, _ = rig.capture(case.spec.pool)
+        graphs = _case_graphs(rig, events)
     assert rig.guard_log is not None
     session = Session(rig)
     ref = reference_for(rig)
@@ -174,6 +179,7 @@ def _execute(case: ProbeCase, start: float) -> CaseResult:
                       "seed": config.seed, "steps": 3},
     )  # fmt: skip
     result.invariants.extend(broken)
+    result.graphs = graphs
     if divergence is not None:
         result.divergence = _typed(divergence)
     outputs: dict[str, dict[str, torch.Tensor | list[Any]]] = {}
@@ -201,6 +207,9 @@ def _execute(case: ProbeCase, start: float) -> CaseResult:
         remaining = scan(tab).tolist()
         scans[run] = remaining
         result.descriptors = dict(out.descriptors)
+        result.replayed = {
+            g.phase: g.index for g in graphs if result.descriptors.get(g.phase) == g.descriptor
+        }
         if run == "A" and result.divergence is None:
             with timer("reference"):
                 hit = compare_step(2, rig, ref, batch, out, ref_out)
@@ -363,6 +372,18 @@ def result_to_json(result: CaseResult) -> dict[str, Any]:
 
 def result_from_json(data: dict[str, Any]) -> CaseResult:
     return decode(CaseResult, data, "probe worker result")
+
+
+def _case_graphs(rig: Rig, events: list[CaptureEvent]) -> list[CaseGraph]:
+    """Each captured graph keyed as the step names descriptors, with the pool it lives in."""
+    pools = rig.graph_context.pools if rig.graph_context is not None else None
+    out = []
+    for e in events:
+        key = BatchDescriptor(Mode[e.mode], e.num_tokens, e.num_reqs, e.uniform_token_count)
+        label = pools.label_for(e.pool) if pools is not None and e.pool is not None else "—"
+        pool = str(e.pool) if e.pool is not None else None
+        out.append(CaseGraph(e.index, e.phase, key.label(), pool, label, e.bytes))
+    return out
 
 
 def _typed(d: Divergence) -> ReferenceDivergence:

@@ -39,7 +39,9 @@ font-size:12px;cursor:pointer}.bars span.l{flex:0 0 45%;overflow:hidden;white-sp
 text-overflow:ellipsis}.bars span.t{flex:1;position:relative;height:10px;background:#f0f2f5}
 .bars span.b{position:absolute;top:0;height:10px;background:#3f7fdc;min-width:2px}
 .bars span.b.draft_prefill{background:#1b9aaa}.bars span.b.draft_decode{background:#a34fc4}
-.bars span.b.error{background:#b3261e}
+.bars span.b.error{background:#b3261e}.bars span.t{overflow:hidden}
+.zoom{display:flex;gap:.4em;align-items:center;font-size:12px;margin:.2em 0 .4em}
+.zoom button{font:inherit;padding:0 .5em}#back{font:inherit}
 """
 
 _JS = r"""
@@ -89,17 +91,54 @@ function bars(el, nodes, key) {
   if (!nodes.length) { el.style.display = 'none'; return; }
   let end = 0; nodes.forEach(n => end = Math.max(end, key === 'time' ? n.start_s + n.duration_s : n.bytes));
   end = end || 1;
-  el.innerHTML += nodes.map(n => {
-    const left = key === 'time' ? 100 * n.start_s / end : 0;
+  const rows = document.createElement('div'); el.appendChild(rows);
+  rows.innerHTML = nodes.map(n => {
     const width = key === 'time' ? 100 * n.duration_s / end : 100 * n.bytes / end;
     return `<div class="r" data-id="${esc(n.id)}"><span class="l">${esc(n.label)}</span><span class="t">` +
-      `<span class="b ${esc(n.phase)} ${esc(n.severity)}" style="left:${left}%;width:${width}%"></span></span></div>`;
+      `<span class="b ${esc(n.phase)} ${esc(n.severity)}" style="left:0%;width:${width}%"></span></span></div>`;
   }).join('');
+  return {end, rows};
 }
-bars($('timeline'), order.map(id => N[id]).filter(n => n.start_s !== null), 'time');
+// The timeline's window: zoom scales it, pan moves it; bars outside the window are clipped.
+const T = {scale: 1, lo: 0, nodes: order.map(id => N[id]).filter(n => n.start_s !== null)};
+T.view = bars($('timeline-rows'), T.nodes, 'time');
+if (!T.view) $('timeline').style.display = 'none';
+function drawTimeline() {
+  if (!T.view) return;
+  const span = T.view.end / T.scale, lo = T.lo * T.view.end;
+  T.view.rows.querySelectorAll('div.r').forEach((r, i) => {
+    const n = T.nodes[i], b = r.querySelector('span.b');
+    b.style.left = `${100 * (n.start_s - lo) / span}%`;
+    b.style.width = `${100 * n.duration_s / span}%`;
+  });
+  $('zoom-label').textContent = `zoom ×${T.scale}  window ${lo.toFixed(3)}–${(lo + span).toFixed(3)} s`;
+}
+function zoom(f) { T.scale = Math.max(1, Math.min(1024, T.scale * f)); T.lo = Math.min(T.lo, 1 - 1 / T.scale); drawTimeline(); }
+function pan(step) { T.lo = Math.max(0, Math.min(1 - 1 / T.scale, T.lo + step * 0.25 / T.scale)); drawTimeline(); }
+$('zoom-in').onclick = () => zoom(2); $('zoom-out').onclick = () => zoom(0.5);
+$('pan-left').onclick = () => pan(-1); $('pan-right').onclick = () => pan(1);
+drawTimeline();
 bars($('pools'), order.map(id => N[id]).filter(n => n.section === 'Pools' && n.bytes), 'bytes');
+document.addEventListener('keydown', e => {
+  if (e.target.matches('input, select')) return;
+  const keys = {'+': () => zoom(2), '=': () => zoom(2), '-': () => zoom(0.5),
+    'ArrowLeft': () => pan(-1), 'ArrowRight': () => pan(1), '/': () => $('q').focus(),
+    'b': () => history.back()};
+  if (keys[e.key]) { e.preventDefault(); keys[e.key](); }
+});
+function exportView() {
+  const ids = order.filter(id => visible(N[id]));
+  const view = {schema: M.schema, selected, search: $('q').value,
+    filters: Object.fromEntries(['section', 'phase', 'severity', 'kind'].map(a => [a, $('f-' + a).value || null])),
+    nodes: ids.map(id => N[id])};
+  const a = $('export');
+  a.href = URL.createObjectURL(new Blob([JSON.stringify(view, null, 2)], {type: 'application/json'}));
+}
+$('export').addEventListener('click', exportView);
+$('back').onclick = () => history.back();
 document.addEventListener('click', e => {
-  const link = e.target.closest('[data-link]'); if (link) { e.preventDefault(); show(link.dataset.link); return; }
+  const link = e.target.closest('[data-link]');
+  if (link) { e.preventDefault(); location.hash = encodeURIComponent(link.dataset.link); return; }
   const row = e.target.closest('[data-id]'); if (row) show(row.dataset.id);
 });
 document.querySelectorAll('th[data-key]').forEach(th => th.addEventListener('click', () => {
@@ -122,11 +161,16 @@ _PAGE = """<!DOCTYPE html>
 <select id="f-section"><option value="">all sections</option></select>
 <select id="f-phase"><option value="">all phases</option></select>
 <select id="f-severity"><option value="">all severities</option></select>
-<select id="f-kind"><option value="">all kinds</option></select><span id="count"></span></div>
+<select id="f-kind"><option value="">all kinds</option></select><span id="count"></span>
+<button id="back" title="back (b)">← back</button>
+<a id="export" download="eaglegraph-explore-view.json" href="#">export view (JSON)</a></div>
 <main><div id="left"><table><thead><tr><th data-key="section">section</th>
 <th data-key="label">item</th><th data-key="phase">phase</th><th data-key="severity">severity</th>
 <th data-key="kind">kind</th></tr></thead><tbody id="rows"></tbody></table>
-<div class="bars" id="timeline"><b>capture timeline</b></div>
+<div class="bars" id="timeline"><b>capture timeline</b><div class="zoom">
+<button id="zoom-out" title="zoom out (-)">−</button><button id="zoom-in" title="zoom in (+)">+</button>
+<button id="pan-left" title="earlier (←)">←</button><button id="pan-right" title="later (→)">→</button>
+<span id="zoom-label"></span></div><div id="timeline-rows"></div></div>
 <div class="bars" id="pools"><b>pool bytes</b></div></div>
 <div id="right"><div id="detail"></div></div></main>{report}
 <script type="application/json" id="model">{model}</script>

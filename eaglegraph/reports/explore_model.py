@@ -19,7 +19,7 @@ from eaglegraph.results.capture import CaptureEvent, CaptureRun
 from eaglegraph.results.findings import Finding
 from eaglegraph.results.inspect import InspectReport
 from eaglegraph.results.memdiff import MemdiffRun
-from eaglegraph.results.probe import ProbeRun
+from eaglegraph.results.probe import CaseResult, ProbeRun
 from eaglegraph.results.registry import schema_of
 from eaglegraph.results.triage import TriageResult
 
@@ -31,6 +31,7 @@ SECTIONS = (
     "Buffers",
     "Cases",
     "Evidence",
+    "Rules",
     "Hazards",
     "Run",
 )
@@ -199,10 +200,24 @@ def _finding(b: _Builder, f: Finding, i: int) -> Node:
             detail=detail,
         )
     )
-    hazard = HAZARDS.get(f.hazard) if f.hazard else None
-    if hazard is not None:
+    hazards = [HAZARDS[f.hazard]] if f.hazard in HAZARDS else _hazards_by_ref(f.ref)
+    for hazard in hazards:
         b.link(node.id, _hazard(b, hazard).id)
     return node
+
+
+def _hazards_by_ref(ref: str | None) -> list[Hazard]:
+    """The known hazards an upstream reference documents ("vllm#1" or "vllm-project/vllm#1"):
+    those it fixed, else those it is an issue of."""
+    if not ref:
+        return []
+
+    def named(r: str | None) -> bool:
+        change = UPSTREAM.get(r) if r else None
+        return r == ref or (change is not None and change.full_ref == ref)
+
+    fixed = [h for h in HAZARDS.values() if named(h.fixed_by)]
+    return fixed or [h for h in HAZARDS.values() if any(named(r) for r in h.refs)]
 
 
 def _hazard(b: _Builder, h: Hazard) -> Node:
@@ -300,6 +315,12 @@ def _capture(b: _Builder, run: CaptureRun, prefix: str) -> None:
         b.link(phase.id, node.id)
         if e.pool is not None and str(e.pool) in pools:
             b.link(node.id, pools[str(e.pool)])
+    for pid, pool_node in pools.items():
+        mine = [e for e in events if e.pool is not None and str(e.pool) == pid]
+        b.nodes[pool_node].detail += [
+            ("lives here", f"#{e.index} {e.phase} {e.descriptor} {fmt_bytes(e.bytes, 'N/A')}")
+            for e in mine
+        ]
     for ph in (n for n in b.nodes.values() if n.kind == "phase" and n.id.startswith(tag)):
         if not ph.detail:
             mine = [e for e in events if f"{tag}phase:{e.phase}" == ph.id]
@@ -428,6 +449,7 @@ def _probe(b: _Builder, run: ProbeRun) -> None:
         for buf in {v.buffer for v in case.violations} | {r.buffer for r in case.regions}:
             if any(v.buffer == buf for v in case.violations):
                 b.link(node.id, f"buffer:{buf}")
+        _case_graphs(b, case, str(run.config.get("pool") or "—"))
     for i, f in enumerate(run.findings):
         node = _finding(b, f, i)
         if f.buffer:
@@ -435,10 +457,82 @@ def _probe(b: _Builder, run: ProbeRun) -> None:
         if f.phase:
             b.link(node.id, f"phase:{f.phase}")
         for case in run.cases:
-            if (f.buffer and any(v.buffer == f.buffer for v in case.violations)) or (
-                f.buffer and f.buffer in case.differential + case.nan_outputs
-            ):
+            if _observed_in(f, case):
                 b.link(node.id, f"case:{case.name}")
+                if f.phase in case.replayed:
+                    b.link(node.id, f"case:{case.name}:graph:{case.replayed[f.phase]}")
+
+
+def _observed_in(f: Finding, case: CaseResult) -> bool:
+    """Whether the case recorded what the finding reports: its own case, or the guard hit,
+    broken invariant or divergence on the finding's buffer in the finding's phase."""
+    if f.id.endswith(f":{case.name}"):
+        return True
+    if not f.buffer:
+        return False
+    same = [(v.buffer, v.phase) for v in case.violations]
+    same += [(v.buffer, v.phase) for v in case.invariants]
+    if case.divergence is not None:
+        same.append((case.divergence.buffer, case.divergence.phase))
+    return (f.buffer, f.phase) in same
+
+
+def _case_graphs(b: _Builder, case: CaseResult, policy: str) -> None:
+    """The graphs a case captured, the pools they live in, and which one each phase replayed."""
+    tag = f"case:{case.name}"
+    replayed = {i: ph for ph, i in case.replayed.items()}
+    for g in case.graphs:
+        pool_id = f"{tag}:pool:{g.pool}"
+        mine = [x for x in case.graphs if x.pool == g.pool]
+        pool = b.add(
+            Node(
+                pool_id,
+                "Pools",
+                f"{g.pool_label} {g.pool or ''} [{case.name}]".replace("  ", " "),
+                "pool",
+                bytes=None,
+                detail=[
+                    ("pool", g.pool or "—"),
+                    ("label", g.pool_label),
+                    ("policy", policy),
+                    ("case", case.name),
+                    ("graphs", str(len(mine))),
+                    *[
+                        (
+                            "lives here",
+                            f"#{x.index} {x.phase} {x.descriptor} {fmt_bytes(x.bytes, 'N/A')}",
+                        )
+                        for x in mine
+                    ],
+                ],
+            )
+        )
+        node = b.add(
+            Node(
+                f"{tag}:graph:{g.index}",
+                "Graphs",
+                f"#{g.index} {g.phase} {g.descriptor} [{case.name}]",
+                "graph",
+                phase=g.phase,
+                bytes=g.bytes,
+                detail=[
+                    ("phase", g.phase),
+                    ("descriptor", g.descriptor),
+                    ("case", case.name),
+                    ("pool", f"{g.pool_label} {g.pool or '—'}"),
+                    ("graph bytes", fmt_bytes(g.bytes, "N/A (emulated)")),
+                    (
+                        "replayed",
+                        f"by the probed {replayed[g.index]} step"
+                        if g.index in replayed
+                        else "no (captured, not used at this batch)",
+                    ),
+                ],
+            )
+        )
+        b.link(node.id, pool.id)
+        if g.index in replayed:
+            b.link(tag, node.id)
 
 
 # --- inspect ---------------------------------------------------------------------------------
@@ -551,9 +645,28 @@ def _triage(b: _Builder, run: TriageResult) -> None:
     for i, f in enumerate(run.findings):
         _finding(b, f, i)
     rules = {f.kind: f"finding:{i}" for i, f in enumerate(run.findings) if f.kind}
+    for a in run.alternatives:
+        rules.setdefault(
+            a.category,
+            b.add(
+                Node(
+                    f"alternative:{a.category}",
+                    "Rules",
+                    f"alternative {a.category}",
+                    "alternative",
+                    detail=[
+                        ("category", a.category),
+                        ("score", f"{a.score:.2f}"),
+                        ("confidence", f"{a.confidence:.2f}"),
+                    ],
+                )
+            ).id,
+        )
     lines = ([run.primary_error] if run.primary_error else []) + run.secondary_errors
     lines += run.evidence
     for ev in lines:
+        if f"line:{ev.line}" in b.nodes:
+            continue  # the primary error is also in the evidence list
         node = b.add(
             Node(
                 f"line:{ev.line}",
@@ -571,10 +684,14 @@ def _triage(b: _Builder, run: TriageResult) -> None:
                 ],
             )
         )
+        signal = b.add(Node(f"signal:{ev.signal}", "Rules", ev.signal, "signal", detail=[]))
+        signal.detail.append(("matched", f"L{ev.line} ({ev.role}, weight {ev.weight:.2f})"))
+        b.link(node.id, signal.id)
         if ev.category in rules:
             b.link(node.id, rules[ev.category])
+            b.link(signal.id, rules[ev.category])
     for j, fx in enumerate(run.fixes):
-        b.add(
+        fix = b.add(
             Node(
                 f"fix:{j}",
                 "Hazards",
@@ -584,7 +701,10 @@ def _triage(b: _Builder, run: TriageResult) -> None:
             )
         )
         for fid in rules.values():
-            b.link(fid, f"fix:{j}")
+            if fid.startswith("finding:"):
+                b.link(fid, fix.id)
+        for hazard in _hazards_by_ref(fx.ref):
+            b.link(fix.id, _hazard(b, hazard).id)
     for cap in run.phase.captures:
         b.add(
             Node(

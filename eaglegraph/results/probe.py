@@ -86,6 +86,19 @@ class ReferenceDivergence:
 
 
 @dataclass
+class CaseGraph:
+    """A graph the case captured and the pool it lives in, so a padded descriptor leads to
+    its captured graph, its pool, and the other graphs sharing that pool."""
+
+    index: int
+    phase: str
+    descriptor: str  # as the step's descriptors name it: the key the padded step replayed
+    pool: str | None  # the pool id as capture runs write it: "(0,1)", "private"
+    pool_label: str  # the policy's name for it: "global", "eagle (dedicated)", "private"
+    bytes: int | None = None  # None on the emulated backend
+
+
+@dataclass
 class CaseResult:
     name: str
     mode: str
@@ -102,6 +115,9 @@ class CaseResult:
     canaries: list[CanaryHit] = field(default_factory=list)
     invariants: list[InvariantViolation] = field(default_factory=list)
     divergence: ReferenceDivergence | None = None
+    # the graphs captured for the case; `replayed` is the index the probed step used per phase
+    graphs: list[CaseGraph] = field(default_factory=list)
+    replayed: dict[str, int] = field(default_factory=dict)
     # how to rerun the case: mode, batches, K, prompt and weight seeds, steps
     reproduction: dict[str, Any] = field(default_factory=dict)
     # seconds spent on each signal beyond the probed step itself
