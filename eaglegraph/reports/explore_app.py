@@ -20,7 +20,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Header, Input, OptionList, ProgressBar, Static, Tree
+from textual.widgets import Input, OptionList, ProgressBar, Static, Tree
 from textual.widgets.option_list import Option
 
 from eaglegraph.reports.explore_model import Explorer, Node, build
@@ -44,6 +44,10 @@ HELP = """\
   c  r          start a capture / a probe (explore MODEL_DIR only)
   ?             this help        q  quit
 """
+
+
+# The key line under the panes (one Static: Textual's Footer builds a widget per key).
+KEYS = " ?help /search p s k filter t timeline b back x export q quit"
 
 
 class HelpScreen(ModalScreen[None]):
@@ -126,6 +130,8 @@ class ExploreApp(App[None]):
     #search { display: none; }
     #search.shown { display: block; }
     #status { height: 1; background: $boost; }
+    #title { height: 1; background: $primary; color: $text; text-style: bold; }
+    #keys { height: 1; background: $panel; color: $text-muted; }
     #work { display: none; height: 1; }
     #work.shown { display: block; }
     #help { width: 72; height: auto; border: solid $primary; padding: 1 2; background: $panel; }
@@ -167,7 +173,7 @@ class ExploreApp(App[None]):
     # --- layout ---------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield Static(id="title")
         with Horizontal():
             yield Tree("run", id="nav")
             with Vertical(id="right"):
@@ -175,14 +181,18 @@ class ExploreApp(App[None]):
                     yield Static(id="body")
                 yield OptionList(id="links")
         yield Input(placeholder="search…", id="search")
-        yield ProgressBar(id="work", show_eta=False)
         yield Static(id="status")
-        yield Footer()
+        yield Static(KEYS, id="keys")
 
     def on_mount(self) -> None:
-        self.sub_title = self.explorer.title
+        self.show_title()
         self.refresh_tree()
         self.query_one("#nav", Tree).focus()
+
+    def show_title(self) -> None:
+        # one plain line instead of Textual's Header: its clock and icon widgets cost startup
+        self.sub_title = self.explorer.title
+        self.query_one("#title", Static).update(f" eaglegraph explore — {self.explorer.title}")
 
     # --- tree and filters -----------------------------------------------------------------
 
@@ -331,11 +341,20 @@ class ExploreApp(App[None]):
         self.exported = [Path(svg), out]
         self.notify(f"wrote {svg} and {out}")
 
+    def _work_bar(self) -> ProgressBar:
+        """The progress bar of a run started from inside, mounted on first use (startup)."""
+        found = self.query("#work")
+        if found:
+            return found.first(ProgressBar)
+        bar = ProgressBar(id="work", show_eta=False)
+        self.mount(bar, before=self.query_one("#status"))
+        return bar
+
     def action_start(self, name: str) -> None:
         if name not in self.actions:
             self.notify(f"{name}: start explore on a MODEL_DIR to run one", severity="warning")
             return
-        bar = self.query_one("#work", ProgressBar)
+        bar = self._work_bar()
         bar.add_class("shown")
         bar.update(total=None, progress=0)
         self.notify(f"{name} started")
@@ -358,15 +377,15 @@ class ExploreApp(App[None]):
 
         worker = event.worker
         if event.state == WorkerState.SUCCESS:
-            self.query_one("#work", ProgressBar).remove_class("shown")
+            self._work_bar().remove_class("shown")
             self.explorer = build(worker.result)
-            self.sub_title = self.explorer.title
+            self.show_title()
             self.selected = None
             self.history.clear()
             self.refresh_tree()
             self.notify(f"{worker.name} done")
         elif event.state == WorkerState.ERROR:
-            self.query_one("#work", ProgressBar).remove_class("shown")
+            self._work_bar().remove_class("shown")
             self.notify(f"{worker.name} failed: {worker.error}", severity="error")
 
 

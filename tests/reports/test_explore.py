@@ -97,6 +97,60 @@ def test_probe_finding_drills_down_to_its_pr_and_back(
     assert seen[2] == seen[0]
 
 
+def _follow(app: ExploreApp, target: str) -> list[str]:
+    """Keys that follow the link to `target` from the selected node: Tab, ↓ × its index, Enter."""
+    index = app.explorer.nodes[app.selected or ""].links.index(target)
+    return ["tab", *["down"] * index, "enter"]
+
+
+def test_probe_finding_drills_to_its_graph_and_pool(saved: dict[str, Path], tmp_path: Path) -> None:
+    """finding → the graph its phase replayed → that graph's pool (and what else lives there)
+    → back to the finding, keys only."""
+
+    async def steps(app: ExploreApp, pilot: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"start": app.selected}
+        graph = next(x for x in app.explorer.nodes["finding:0"].links if ":graph:" in x)
+        await pilot.press(*_follow(app, graph))
+        await pilot.pause()
+        out["graph"] = (app.selected, screen_text(app))
+        pool = next(x for x in app.explorer.nodes[graph].links if ":pool:" in x)
+        await pilot.press("shift+tab", *_follow(app, pool))
+        await pilot.pause()
+        out["pool"] = (app.selected, screen_text(app), app.explorer.nodes[pool])
+        await pilot.press("shift+tab", "b", "b")
+        await pilot.pause()
+        out["back"] = app.selected
+        return out
+
+    out = drive(load_run(saved["probe"]), steps, tmp_path)
+    assert out["start"] == "finding:0"
+    graph, text = out["graph"]
+    assert graph.startswith("case:piecewise-b1:graph:")
+    assert "draft_decode PIECEWISE(tokens=4" in text and "by the probed draft_decode step" in text
+    pool, text, node = out["pool"]
+    assert pool == "case:piecewise-b1:pool:(0,1)" and "global" in text
+    lives = [v for k, v in node.detail if k == "lives here"]
+    # every graph of the case lives in the one global pool: all three phases share it
+    assert len(lives) == len([n for n in node.links if ":graph:" in n]) > 3
+    assert {v.split()[1] for v in lives} == {"target", "draft_prefill", "draft_decode"}
+    assert out["back"] == "finding:0"
+
+
+def test_triage_line_links_to_the_rule_that_used_it(saved: dict[str, Path]) -> None:
+    from eaglegraph.reports.explore_model import build
+
+    nodes = build(load_run(saved["triage"])).nodes
+    primary = next(n for n in nodes.values() if n.section == "Evidence" and n.severity)
+    signal = nodes[next(x for x in primary.links if x.startswith("signal:"))]
+    assert signal.section == "Rules" and primary.id in signal.links
+    assert any(v.startswith(primary.label.split()[0]) for k, v in signal.detail if k == "matched")
+    finding = nodes["finding:0"]
+    assert finding.id in primary.links and finding.id in signal.links
+    fix = nodes[next(x for x in finding.links if x.startswith("fix:"))]
+    hazard = next(nodes[x] for x in fix.links if x.startswith("hazard:"))
+    assert "PR" in dict(hazard.detail) and "affected" in dict(hazard.detail)
+
+
 def test_hazard_detail_has_fix_and_affected_versions(saved: dict[str, Path]) -> None:
     from eaglegraph.reports.explore_model import build
 
@@ -203,3 +257,35 @@ def test_a_run_started_from_inside_replaces_the_view(
     before, after = asyncio.run(main())
     assert calls == ["capture"]
     assert (before, after) == ("eaglegraph.inspect/1", "eaglegraph.capture/1")
+
+
+def test_explore_model_dir_starts_a_real_capture(tmp_path: Path) -> None:
+    """`explore MODEL_DIR`: inspect, then `c` runs the command layer's capture (three FULL
+    graphs, the smallest plan) in the app's worker; its progress reaches the status line and
+    the capture replaces the inspect view."""
+    from eaglegraph.cli.explore_cmd import _open
+
+    plan = {"mode": "FULL", "capture_sizes": "4", "max_num_seqs": 4}
+    report, actions = _open("tiny-llama-eagle3", plan, {"device": "cpu"})
+    seen: list[tuple[str, float | None]] = []
+
+    def capture(progress: Any) -> Any:
+        return actions["capture"](lambda text, f: (seen.append((text, f)), progress(text, f)))
+
+    async def main() -> tuple[str, str, str]:
+        app = ExploreApp(report, actions={"capture": capture}, export_dir=tmp_path)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            before = app.explorer.schema
+            await pilot.press("c")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            return before, app.explorer.schema, screen_text(app)
+
+    before, after, shown = asyncio.run(main())
+    assert (before, after) == ("eaglegraph.inspect/1", "eaglegraph.capture/1")
+    fractions = [f for _, f in seen if f is not None]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert any(text.startswith("graph 3/3: draft_decode FULL") for text, _ in seen)
+    assert "Graphs" in shown and "capture" in shown
+    assert sorted(actions) == ["capture", "probe"]

@@ -81,6 +81,45 @@ def test_drill_down_from_finding_to_pr(browser, pages) -> None:  # type: ignore[
     assert _errors(browser) == []
 
 
+def test_drill_down_to_graph_and_pool_and_back(browser, pages) -> None:  # type: ignore[no-untyped-def]
+    browser.get(pages["probe"].as_uri())
+    browser.find_element("css selector", 'tr[data-id="finding:0"]').click()
+    browser.find_element("css selector", '#links [data-link*=":graph:"]').click()
+    assert "by the probed draft_decode step" in browser.find_element("id", "detail").text
+    browser.find_element("css selector", '#links [data-link*=":pool:"]').click()
+    detail = browser.find_element("id", "detail").text
+    assert browser.find_element("id", "d-title").text.startswith("global (0,1)")
+    assert detail.count("lives here") > 3
+    browser.find_element("id", "back").click()
+    browser.find_element("id", "back").click()
+    assert browser.find_element("id", "d-title").text == "stale-read:draft.kv_indptr"
+    assert _errors(browser) == []
+
+
+def test_timeline_zoom_and_pan(browser, pages) -> None:  # type: ignore[no-untyped-def]
+    browser.get(pages["capture"].as_uri())
+    label = browser.find_element("id", "zoom-label")
+    assert label.text.startswith("zoom ×1 ")
+
+    def spans() -> list[tuple[float, float]]:
+        bars = browser.find_elements("css selector", "#timeline div.r span.b")
+        return [(float(b.value_of_css_property("left")[:-2]), b.size["width"]) for b in bars]
+
+    before = spans()
+    browser.find_element("id", "zoom-in").click()
+    browser.find_element("id", "zoom-in").click()
+    assert label.text.startswith("zoom ×4 ")
+    after = spans()
+    # four times the pixels per second: every bar is wider, by about four
+    assert all(a[1] > 3 * b[1] for a, b in zip(after, before, strict=True) if b[1] > 4)
+    browser.find_element("id", "pan-right").click()
+    panned = spans()
+    assert all(p[0] < a[0] for p, a in zip(panned, after, strict=True))
+    browser.find_element("id", "zoom-out").click()
+    assert label.text.startswith("zoom ×2 ")
+    assert _errors(browser) == []
+
+
 def test_filter_and_sort(browser, pages) -> None:  # type: ignore[no-untyped-def]
     from selenium.webdriver.support.ui import Select
 
