@@ -32,6 +32,7 @@ from eaglegraph.probes.poisoning import (
 )
 from eaglegraph.probes.reference_diff import Divergence, compare_step, reference_for
 from eaglegraph.probes.spec import RunSpec
+from eaglegraph.results.capture import CaptureEvent
 from eaglegraph.results.codec import decode
 from eaglegraph.results.probe import (
     CanaryHit,
@@ -42,7 +43,6 @@ from eaglegraph.results.probe import (
     PaddingRegion,
     ReferenceDivergence,
 )
-from eaglegraph.results.capture import CaptureEvent
 from eaglegraph.rig.buffers import StepCounts
 from eaglegraph.rig.descriptors import BatchDescriptor
 from eaglegraph.rig.driver import Session
