@@ -175,14 +175,18 @@ class ExploreApp(App[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="title")
         with Horizontal():
-            yield Tree("run", id="nav")
+            # no root row and narrow guides: at 80 columns the labels need the width
+            nav: Tree[str] = Tree("run", id="nav")
+            nav.show_root = False
+            nav.guide_depth = 2
+            yield nav
             with Vertical(id="right"):
                 with VerticalScroll(id="detail", can_focus=False):
                     yield Static(id="body")
                 yield OptionList(id="links")
         yield Input(placeholder="search…", id="search")
         yield Static(id="status")
-        yield Static(KEYS, id="keys")
+        yield Static(KEYS + (" c capture r probe" if self.actions else ""), id="keys")
 
     def on_mount(self) -> None:
         self.show_title()
@@ -192,7 +196,9 @@ class ExploreApp(App[None]):
     def show_title(self) -> None:
         # one plain line instead of Textual's Header: its clock and icon widgets cost startup
         self.sub_title = self.explorer.title
-        self.query_one("#title", Static).update(f" eaglegraph explore — {self.explorer.title}")
+        self.query_one("#title", Static).update(
+            f" eaglegraph explore — {self.explorer.title} ({self.explorer.schema})"
+        )
 
     # --- tree and filters -----------------------------------------------------------------
 
@@ -212,8 +218,14 @@ class ExploreApp(App[None]):
             if not shown:
                 continue
             branch = tree.root.add(f"{section} ({len(shown)})", expand=section != "Graphs")
+            groups: dict[str, Any] = {}
             for n in shown:
-                branch.add_leaf(_label(n), data=n.id)
+                parent = branch
+                if n.group is not None:
+                    if n.group not in groups:
+                        groups[n.group] = branch.add(n.group, expand=False)
+                    parent = groups[n.group]
+                parent.add_leaf(_label(n), data=n.id)
                 first = first or n.id
         tree.root.expand()
         self.update_status()
@@ -275,12 +287,17 @@ class ExploreApp(App[None]):
 
     def _select_in_tree(self, node_id: str) -> None:
         tree = self.query_one("#nav", Tree)
-        for branch in tree.root.children:
-            for leaf in branch.children:
-                if leaf.data == node_id:
-                    branch.expand()
-                    self.call_after_refresh(tree.move_cursor, leaf)
+        stack: list[tuple[Any, list[Any]]] = [(tree.root, [])]
+        while stack:
+            parent, path = stack.pop()
+            for child in parent.children:
+                if child.data == node_id:
+                    for branch in path:
+                        branch.expand()
+                    self.call_after_refresh(tree.move_cursor, child)
                     return
+                if child.children:
+                    stack.append((child, [*path, child]))
 
     def action_back(self) -> None:
         if self.history:

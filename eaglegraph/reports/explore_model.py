@@ -53,6 +53,9 @@ class Node:
     start_s: float | None = None
     duration_s: float | None = None
     bytes: int | None = None
+    # A sub-heading inside the section (the probe case a graph or pool belongs to), so many
+    # cases' graphs fold into one branch each instead of one long list.
+    group: str | None = None
 
     def text(self) -> str:
         """Everything searchable about the node, lower-cased."""
@@ -73,6 +76,7 @@ class Node:
             "start_s": self.start_s,
             "duration_s": self.duration_s,
             "bytes": self.bytes,
+            "group": self.group,
         }
 
 
@@ -490,7 +494,7 @@ def _case_graphs(b: _Builder, case: CaseResult, policy: str) -> None:
                 "Pools",
                 f"{g.pool_label} {g.pool or ''} [{case.name}]".replace("  ", " "),
                 "pool",
-                bytes=None,
+                group=case.name,
                 detail=[
                     ("pool", g.pool or "—"),
                     ("label", g.pool_label),
@@ -515,6 +519,7 @@ def _case_graphs(b: _Builder, case: CaseResult, policy: str) -> None:
                 "graph",
                 phase=g.phase,
                 bytes=g.bytes,
+                group=case.name,
                 detail=[
                     ("phase", g.phase),
                     ("descriptor", g.descriptor),
