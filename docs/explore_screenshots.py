@@ -1,8 +1,8 @@
 """Regenerate the explore screenshots in docs/ from a saved run (the README shows them).
 
-Terminal: the Textual app headless at 100×32, a probe finding followed to its hazard, saved as
-SVG and rendered to PNG by headless Chromium; browser: the HTML explorer with the same
-finding selected, as PNG.
+Terminal: the Textual app headless at 100×32 on a probe finding (kernel, descriptor, guard
+evidence, and its links: hazard, buffer, case, the graph it replayed), saved as SVG and rendered
+to PNG by headless Chromium; browser: the HTML explorer with the same finding selected, as PNG.
 
 Run: python docs/explore_screenshots.py probe-all.json
 """
@@ -29,8 +29,6 @@ FLAGS = (
 async def terminal(run_path: str) -> Path:
     app = ExploreApp(load_run(run_path))
     async with app.run_test(size=(100, 32)) as pilot:
-        await pilot.pause()
-        await pilot.press("tab", "enter")
         await pilot.pause()
         app.save_screenshot(filename="explore-terminal.svg", path=str(DOCS))
     return DOCS / "explore-terminal.svg"

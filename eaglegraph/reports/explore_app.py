@@ -10,6 +10,7 @@ caller's functions in a worker thread, so the app itself never computes a result
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -23,6 +24,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, ProgressBar, Static, Tree
 from textual.widgets.option_list import Option
 
+from eaglegraph.errors import BadInput
 from eaglegraph.reports.explore_model import Explorer, Node, build
 from eaglegraph.reports.format import SEVERITY_STYLE
 from eaglegraph.serial import atomic_write
@@ -340,9 +342,14 @@ class ExploreApp(App[None]):
         self.refresh_tree()
 
     def action_export(self) -> None:
-        """The screen as SVG and the selected node (with its linked nodes) as JSON."""
-        stem = f"eaglegraph-explore-{(self.selected or 'view').replace(':', '-')}"
-        svg = self.save_screenshot(filename=f"{stem}.svg", path=str(self.export_dir))
+        """The screen as SVG, and the view as JSON: the selected node with its linked nodes,
+        the filters and search in force and the ids they leave shown. Never replaces a file:
+        a second export of the same view gets a numbered name."""
+        base = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.selected or "view").strip("-")
+        stem, n = f"eaglegraph-explore-{base}", 1
+        while any((self.export_dir / f"{stem}{s}").exists() for s in (".svg", ".json")):
+            n += 1
+            stem = f"eaglegraph-explore-{base}-{n}"
         nodes = self.explorer.nodes
         picked = [self.selected, *nodes[self.selected].links] if self.selected else []
         data = {
@@ -350,11 +357,16 @@ class ExploreApp(App[None]):
             "selected": self.selected,
             "filters": self.filters,
             "search": self.query_text,
+            "shown": [i for i, node in nodes.items() if self.visible(node)],
             "nodes": [nodes[i].to_json() for i in picked],
         }
-        out = atomic_write(
-            self.export_dir / f"{stem}.json", json.dumps(data, indent=2) + "\n", overwrite=True
-        )
+        try:
+            self.export_dir.mkdir(parents=True, exist_ok=True)
+            svg = self.save_screenshot(filename=f"{stem}.svg", path=str(self.export_dir))
+            out = atomic_write(self.export_dir / f"{stem}.json", json.dumps(data, indent=2) + "\n")
+        except (OSError, BadInput) as exc:
+            self.notify(f"export failed: {exc}", severity="error")
+            return
         self.exported = [Path(svg), out]
         self.notify(f"wrote {svg} and {out}")
 

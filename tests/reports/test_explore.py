@@ -203,6 +203,9 @@ def test_help_timeline_and_export(saved: dict[str, Path], tmp_path: Path) -> Non
         await pilot.press("escape", "x")
         await pilot.pause()
         out["files"] = app.exported
+        await pilot.press("s", "x")  # severity filter on, export again: a new pair of files
+        await pilot.pause()
+        out["again"] = app.exported
         return out
 
     out = drive(load_run(saved["capture"]), steps, tmp_path)
@@ -213,6 +216,10 @@ def test_help_timeline_and_export(saved: dict[str, Path], tmp_path: Path) -> Non
     assert svg.suffix == ".svg" and svg.read_text().startswith("<svg")
     exported = json.loads(data.read_text())
     assert exported["schema"] == "eaglegraph.capture/1" and exported["nodes"]
+    svg2, data2 = out["again"]
+    assert svg2 != svg and data2 != data and svg.exists()  # the first export is kept
+    filtered = json.loads(data2.read_text())
+    assert filtered["filters"]["severity"] and 0 < len(filtered["shown"]) < len(exported["shown"])
 
 
 def test_command_exports_without_a_terminal(saved: dict[str, Path], tmp_path: Path) -> None:
