@@ -296,3 +296,31 @@ def test_explore_model_dir_starts_a_real_capture(tmp_path: Path) -> None:
     assert any(text.startswith("graph 3/3: draft_decode FULL") for text, _ in seen)
     assert "Graphs" in shown and "capture" in shown
     assert sorted(actions) == ["capture", "probe"]
+
+
+def test_explore_model_dir_probe_runs_the_probe_command_spec(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`r` probes with the spec `eaglegraph probe` would build (4 requests, no compile, the
+    --mode given) and turns its plan and case callbacks into progress."""
+    import eaglegraph.probes.probing as probing
+    from eaglegraph.cli.explore_cmd import _open
+
+    calls: dict[str, Any] = {}
+
+    def fake_probe(spec: Any, *, modes: list[str], on_plan: Any, on_case: Any) -> str:
+        calls.update(spec=spec, modes=modes)
+        on_plan(["a", "b"])
+        on_case("a", None)
+        on_case("a", type("R", (), {"status": "ok"})())
+        return "run"
+
+    monkeypatch.setattr(probing, "probe", fake_probe)
+    plan = {"mode": "PIECEWISE", "behavior": "vllm-pre-39773"}
+    _, actions = _open("tiny-llama-eagle3", plan, {"device": "cpu"})
+    seen: list[tuple[str, float | None]] = []
+    assert actions["probe"](lambda text, f: seen.append((text, f))) == "run"
+    spec = calls["spec"]
+    assert calls["modes"] == ["PIECEWISE"] and spec.options.max_num_seqs == 4
+    assert spec.compile_model is False and spec.options.behavior.name == "vllm-pre-39773"
+    assert seen == [("2 cases planned", 0.0), ("case 1/2: a", 0.0), ("case a: ok", 0.5)]
