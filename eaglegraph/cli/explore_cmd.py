@@ -48,7 +48,8 @@ def command(
     """Explore a saved run (capture, memdiff, probe, inspect, triage) or a model folder.
 
     Keys: arrows move, Tab + Enter follow a link, b back, / search, p/s/k filter by phase,
-    severity, kind, t timeline, x export, ? help, q quit. With --html the explorer is written
+    severity, kind, t timeline, x export, ? help, q quit; on a MODEL_DIR, c starts a capture
+    and r a probe with these options. With --html the explorer is written
     as one self-contained page; --json prints the explorer's nodes and links.
     """
     app = make_app(ctx, json_output, no_color)
