@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from eaglegraph.kernels.rope import apply_rotary
+from eaglegraph.models import ops
 from eaglegraph.models.layers import AttentionFn, DecoderLayer, LayerSpec, RMSNorm, new_param
 from eaglegraph.models.rope import build_cos_sin_cache, cache_length
 from eaglegraph.models.target import TargetModel
@@ -40,6 +40,10 @@ class DFlashArch:
     target_hidden_size: int
     mask_token_id: int
     own_head: bool = False
+
+    @property
+    def kind(self) -> str:
+        return "dflash"
 
 
 class DFlashDraft(nn.Module):
@@ -110,7 +114,7 @@ class DFlashDraft(nn.Module):
                 k = attn.k_norm(k)
             k = k.contiguous()
             scratch_q = torch.zeros((t, 1, s.head_dim), dtype=k.dtype, device=k.device)
-            apply_rotary(scratch_q, k, positions, self.cos_sin_cache, t)  # RoPE on k only
+            ops.rotary(scratch_q, k, positions, self.cos_sin_cache)  # RoPE on k only
             write(self.layer_offset + i, k, v.reshape(t, s.num_kv_heads, s.head_dim))
 
     def forward(

@@ -54,6 +54,8 @@ class MTPArch:
     standard attention. `gemma_norm`: norms scale by `1 + w`. `output_gate`: q_proj also
     produces a sigmoid gate over the attention output (Qwen3.5 `attn_output_gate`).
     `rotary_dim`: rotated dims per head (`partial_rotary_factor`); 0 means all.
+    `num_modules` > 1 with K > 1 drafts module by module over each request's window (vLLM's
+    multi-module speculator); otherwise module `step % n` runs step by step, as EAGLE.
     """
 
     style: str
@@ -63,6 +65,16 @@ class MTPArch:
     output_gate: bool = False
     rotary_dim: int = 0
     mask_position_zero: bool = True
+    # what the build reads from the config besides the geometry (DeepSeek-style: MLA and
+    # MoE dims, checkpoint rope order; every style: the config's YaRN keys)
+    mla: MLADims | None = None
+    moe: MoEDims | None = None
+    rope_interleave: bool = True
+    rope_extras: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def kind(self) -> str:
+        return "mtp"
 
 
 class GemmaRMSNorm(RMSNorm):

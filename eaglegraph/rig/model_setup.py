@@ -12,12 +12,10 @@ from dataclasses import dataclass
 import torch
 
 from eaglegraph.errors import BadInput
-from eaglegraph.models.dflash_build import build_dflash_draft, dflash_arch
 from eaglegraph.models.drafts import Draft, DraftArch, draft_build, load_draft, random_draft
-from eaglegraph.models.init import random_target
-from eaglegraph.models.loading import load_target, resolve_dtype
-from eaglegraph.models.mtp_build import build_mtp_draft, build_target, mtp_arch
+from eaglegraph.models.loading import resolve_dtype
 from eaglegraph.models.target import TargetModel, target_family
+from eaglegraph.models.target_build import build_target
 from eaglegraph.pair.kinds import DraftKind, supported_titles
 from eaglegraph.pair.mla import mla_dims
 from eaglegraph.pair.model import Pair
@@ -74,7 +72,7 @@ def check_buildable(pair: Pair, random_weights: bool) -> None:
         raise BadInput(pair.missing or "no target model found; give MODEL_DIR with a target")
     if facts is None or pair.draft is None:
         raise BadInput(pair.missing or "no draft model found; the rig needs an EAGLE draft")
-    if not facts.kind.supported and facts.kind not in (DraftKind.MTP, DraftKind.DFLASH):
+    if not facts.kind.supported:
         raise BadInput(
             f"draft kind {facts.kind.value} is recognised but not supported by the rig "
             f"({supported_titles()} only)"
@@ -116,114 +114,37 @@ def build_models(
     framework: str = "vllm",
     max_positions: int | None = None,
 ) -> LoadedPair:
+    """The pair's target and draft modules, whatever the kind: its `BUILD` says how."""
     check_buildable(pair, random_weights)
     assert pair.target is not None and pair.draft is not None and pair.draft_facts is not None
-    if pair.draft_facts.kind is DraftKind.DFLASH:
-        return _build_dflash(pair, dtype, device, random_weights, seed, max_positions)
-    if pair.draft_facts.kind is DraftKind.MTP or mla_dims(pair.target.config) is not None:
-        return _build_mtp(pair, dtype, device, random_weights, seed, max_positions)
-    arch = draft_arch(pair)
-    aux = aux_layer_ids(pair, framework)
+    kind = pair.draft_facts.kind
+    build = draft_build(kind)
+    if mla_dims(pair.target.config) is not None and not build.mla_target:
+        raise BadInput(
+            f"an MLA target with a {kind.value} draft is not supported by the rig (MTP "
+            "drafts of MLA targets are)"
+        )
+    arch = build.arch(pair)
+    aux = build.aux_layer_ids(pair, framework)
     if aux and max(aux) >= pair.target.geometry.num_hidden_layers:
         raise BadInput(
             f"aux layer ids {list(aux)} ({framework} convention) tap past the target's "
             f"{pair.target.geometry.num_hidden_layers} layers"
         )
+    target = build_target(
+        pair.target, dtype, device,
+        random_weights=random_weights, seed=seed, max_positions=max_positions,
+    )  # fmt: skip
     if random_weights:
-        target = random_target(
-            pair.target.geometry, dtype, device, seed, max_positions=max_positions
-        )
         draft = random_draft(
-            pair.draft.geometry, arch, target, dtype, device, seed + 1, max_positions=max_positions
-        )
-    else:
-        target = load_target(
-            pair.target.path, pair.target.geometry, dtype, device, max_positions=max_positions
-        )
-        draft = load_draft(
-            pair.draft.path,
-            pair.draft.geometry,
-            arch,
-            target,
-            dtype,
-            device,
+            pair.draft.geometry, arch, target, dtype, device, seed + 1,  # type: ignore[arg-type]
             max_positions=max_positions,
-        )
+        )  # fmt: skip
+    else:
+        draft = load_draft(
+            pair.draft.path, pair.draft.geometry, arch, target, dtype, device,  # type: ignore[arg-type]
+            max_positions=max_positions,
+        )  # fmt: skip
     target.eval()
     draft.eval()
-    return LoadedPair(
-        target, draft, arch, pair.draft_facts.kind, aux, dtype, device, random_weights
-    )
-
-
-def _build_mtp(
-    pair: Pair,
-    dtype: torch.dtype,
-    device: torch.device,
-    random_weights: bool,
-    seed: int,
-    max_positions: int | None,
-) -> LoadedPair:
-    """An MLA target (or a standard one) and its MTP draft."""
-    assert pair.target is not None and pair.draft_facts is not None
-    if pair.draft_facts.kind is not DraftKind.MTP:
-        raise BadInput(
-            f"an MLA target with a {pair.draft_facts.kind.value} draft is not supported by the "
-            "rig (its MTP layers are)"
-        )
-    arch = mtp_arch(pair)
-    target = build_target(
-        pair.target, dtype, device,
-        random_weights=random_weights, seed=seed, max_positions=max_positions,
-    )  # fmt: skip
-    draft = build_mtp_draft(
-        pair, arch, target, dtype, device,
-        random_weights=random_weights, seed=seed + 1, max_positions=max_positions,
-    )  # fmt: skip
-    target.eval()
-    draft.eval()
-    return LoadedPair(
-        target,  # type: ignore[arg-type]
-        draft,  # type: ignore[arg-type]
-        arch,  # type: ignore[arg-type]
-        DraftKind.MTP,
-        (),
-        dtype,
-        device,
-        random_weights,
-    )
-
-
-def _build_dflash(
-    pair: Pair,
-    dtype: torch.dtype,
-    device: torch.device,
-    random_weights: bool,
-    seed: int,
-    max_positions: int | None,
-) -> LoadedPair:
-    """A standard target tapped at the DFlash layers, and the DFlash draft."""
-    assert pair.target is not None
-    arch = dflash_arch(pair)
-    target = build_target(
-        pair.target, dtype, device,
-        random_weights=random_weights, seed=seed, max_positions=max_positions,
-    )  # fmt: skip
-    if not isinstance(target, TargetModel):
-        raise BadInput("a DFlash draft over an MLA target is not supported by the rig")
-    draft = build_dflash_draft(
-        pair, arch, target, dtype, device,
-        random_weights=random_weights, seed=seed + 1, max_positions=max_positions,
-    )  # fmt: skip
-    target.eval()
-    draft.eval()
-    return LoadedPair(
-        target,
-        draft,  # type: ignore[arg-type]
-        arch,  # type: ignore[arg-type]
-        DraftKind.DFLASH,
-        arch.aux_layer_ids,
-        dtype,
-        device,
-        random_weights,
-    )
+    return LoadedPair(target, draft, arch, kind, aux, dtype, device, random_weights)  # type: ignore[arg-type]

@@ -2,9 +2,10 @@
 
 Each request is recomputed from scratch every step with dense causal attention over its whole
 sequence: the target verifies, greedy rejection keeps the longest agreeing prefix, the draft
-reruns over the accepted sequence (token i+1 with the target's feature at i) and then extends
-itself K-1 times with its own tokens and hidden states. The rig's paged, padded, buffer-reusing
-step must produce exactly the same draft and accepted tokens.
+drafts as its kind's `dense_drafts` says (EAGLE and one-module MTP: rerun over the accepted
+sequence, then extend itself K-1 times; multi-module MTP: module by module over the sequence;
+DFlash: one non-causal block over the context). The rig's paged, padded, buffer-reusing step
+must produce exactly the same draft and accepted tokens.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from eaglegraph.models import ops
+from eaglegraph.models.drafts import Verified, draft_build
 from eaglegraph.rig.driver import StepOutput
 from eaglegraph.rig.model_setup import LoadedPair
 from eaglegraph.rig.workload import Request, ScheduledRequest
@@ -148,17 +150,8 @@ class ReferenceEngine:
         full = [*context[:valid], next_token]
         self.history[req.rid] = full[:valid]
 
-        feature = m.draft.prefill_feature(hidden[:valid], aux[:valid] if aux is not None else None)
-        tokens = full[1 : valid + 1]
-        feats = [feature]
-        out_drafts: list[int] = []
-        for _ in range(k):
-            d_ids, d_pos = self._tensor(tokens)
-            h_in = torch.cat(feats, 0)
-            logit_h, h_out = m.draft(d_ids, d_pos, h_in, _attn)
-            draft_logits = m.draft.compute_logits(logit_h[-1:])
-            token = int(m.draft.draft_to_target(draft_logits.argmax(-1))[0])
-            out_drafts.append(token)
-            tokens = [*tokens, token]
-            feats.append(h_out[-1:])
+        verified = Verified(
+            full, hidden[:valid], aux[:valid] if aux is not None else None, k, _attn
+        )
+        out_drafts = draft_build(m.kind).dense_drafts(m.draft, verified)
         return next_token, n, out_drafts

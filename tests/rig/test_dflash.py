@@ -14,11 +14,11 @@ from eaglegraph.cli import cli
 from eaglegraph.pair import load_pair
 from eaglegraph.pair.presets import materialize
 from eaglegraph.rig.config import RigConfig
-from eaglegraph.rig.dflash_reference import DFlashReference
 from eaglegraph.rig.driver import run_workload
 from eaglegraph.rig.model_setup import build_models
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.options import resolve_plan_options
+from eaglegraph.rig.reference import ReferenceEngine
 from eaglegraph.rig.step import Rig
 from eaglegraph.rig.workload import Schedule
 
@@ -42,7 +42,7 @@ def test_dflash_matches_dense_reference(backend: str, mode: str, device: torch.d
         events, findings = rig.capture("shared")
         assert events and not findings
     result = run_workload(rig, SCHEDULE)
-    ref = DFlashReference(build_models(pair, torch.float32, device), K, 4, 256)
+    ref = ReferenceEngine(build_models(pair, torch.float32, device), K, 4, 256)
     want = run_workload(ref, SCHEDULE)
     for a, b in zip(result.steps, want.steps, strict=True):
         assert (a.next_tokens, a.accepted, a.draft_tokens) == (
@@ -66,11 +66,6 @@ def _probe(behavior: str) -> dict:  # type: ignore[type-arg]
     return json.loads(result.stdout)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the probe's reference differential is EAGLE-shaped: DFlash cases crash "
-    "(DFlashDraft has no prefill_feature) before the stale reads are reported",
-)
 def test_probe_finds_unpadded_dflash_query_buffers() -> None:
     doc = _probe("vllm-pre-50065")
     found = {(f["buffer"], f["phase"], f["ref"]) for f in doc["findings"]}

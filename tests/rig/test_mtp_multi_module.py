@@ -19,8 +19,8 @@ from eaglegraph.rig.driver import run_workload
 from eaglegraph.rig.model_setup import build_models
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.mtp_plan import multi_module_mode
-from eaglegraph.rig.mtp_reference import MultiModuleMTPReference
 from eaglegraph.rig.options import resolve_plan_options
+from eaglegraph.rig.reference import ReferenceEngine
 from eaglegraph.rig.step import Rig
 from eaglegraph.rig.workload import Schedule
 
@@ -39,7 +39,7 @@ def _rig(backend: str, mode: str, device: torch.device) -> Rig:
 
 def _reference(device: torch.device) -> list[tuple[list[int], list[int], list[list[int]]]]:
     pair = load_pair(materialize(PRESET))
-    ref = MultiModuleMTPReference(build_models(pair, torch.float32, device), K, 4, 256)
+    ref = ReferenceEngine(build_models(pair, torch.float32, device), K, 4, 256)
     return [(s.next_tokens, s.accepted, s.draft_tokens) for s in run_workload(ref, SCHEDULE).steps]
 
 

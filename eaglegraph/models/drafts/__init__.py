@@ -16,14 +16,22 @@ from typing import Any
 import torch
 
 from eaglegraph.errors import BadInput
-from eaglegraph.models.drafts.base import BuildArgs, Draft, DraftArch, DraftBuild
+from eaglegraph.models.drafts.base import BuildArgs, Draft, DraftArch, DraftBuild, Verified
 from eaglegraph.models.init import generator
 from eaglegraph.models.loading import folder_rope_extras, open_index, resolve_dtype
 from eaglegraph.models.target import TargetModel
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.kinds import DraftKind, all_specs
 
-__all__ = ["BuildArgs", "Draft", "DraftArch", "DraftBuild", "draft_build", "load_draft"]
+__all__ = [
+    "BuildArgs",
+    "Draft",
+    "DraftArch",
+    "DraftBuild",
+    "Verified",
+    "draft_build",
+    "load_draft",
+]
 
 
 def _supported() -> str:

@@ -97,10 +97,60 @@ class BuildArgs:
         }
 
 
+@dataclass(frozen=True)
+class Verified:
+    """One request right after a dense target pass, where every kind's dense drafting starts.
+
+    `tokens` is the accepted sequence followed by the target's next token (`valid + 1` ids);
+    `hidden` and `aux` are the target's final hidden rows and tapped states of the `valid`
+    accepted positions; `attention` is plain causal attention over a whole sequence.
+    """
+
+    tokens: list[int]
+    hidden: torch.Tensor
+    aux: torch.Tensor | None
+    num_speculative_tokens: int
+    attention: AttentionFn
+
+    @property
+    def valid(self) -> int:
+        return len(self.tokens) - 1
+
+
+def positions_of(
+    ids: list[int], device: torch.device, start: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids, positions start..) as int64 tensors on `device`."""
+    n = len(ids)
+    return (
+        torch.tensor(ids, dtype=torch.int64, device=device),
+        torch.arange(start, start + n, dtype=torch.int64, device=device),
+    )
+
+
+def autoregressive_drafts(draft: Draft, v: Verified) -> list[int]:
+    """EAGLE-style drafting, densely: the draft reruns over the accepted sequence (token i+1
+    with the target's feature at i), then extends itself K-1 times with its own tokens and
+    recycled hidden states, recomputing every position each time (no cache)."""
+    feature = draft.prefill_feature(v.hidden, v.aux)
+    tokens, feats, out = v.tokens[1:], [feature], []
+    for _ in range(v.num_speculative_tokens):
+        ids, pos = positions_of(tokens, feature.device)
+        logit_h, h_out = draft(ids, pos, torch.cat(feats, 0), v.attention)
+        logits = draft.compute_logits(logit_h[-1:])
+        token = int(draft.draft_to_target(logits.argmax(-1))[0])
+        out.append(token)
+        tokens = [*tokens, token]
+        feats.append(h_out[-1:])
+    return out
+
+
 class DraftBuild(Protocol):
     """A kind's torch side (`models/drafts/<kind>.py` exports one as `BUILD`)."""
 
     kind: DraftKind
+    # the kind can draft for an MLA (latent-attention) target
+    mla_target: bool
 
     def arch(self, pair: Pair) -> DraftArch:
         """The module's arch from the inspected pair's facts."""
@@ -124,6 +174,11 @@ class DraftBuild(Protocol):
         self, index: CheckpointIndex, arch: DraftArch, target: TargetModel, args: BuildArgs
     ) -> Draft:
         """A module with the checkpoint's weights, every tensor checked against its header."""
+        ...
+
+    def dense_drafts(self, draft: Draft, verified: Verified) -> list[int]:
+        """The K draft tokens of one request by plain dense recomputation (no paging, no
+        buffers, no graphs): the reference the rig's step must reproduce."""
         ...
 
 

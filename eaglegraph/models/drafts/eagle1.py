@@ -12,8 +12,11 @@ from torch import nn
 from eaglegraph.errors import BadInput
 from eaglegraph.models.drafts.base import (
     BuildArgs,
+    Draft,
     DraftArch,
     DraftBase,
+    Verified,
+    autoregressive_drafts,
     draft_layer_spec,
     stacked_kv_layers,
 )
@@ -94,6 +97,7 @@ class Eagle1Draft(DraftBase):
 class Eagle1Build:
     kind = DraftKind.EAGLE1
     module = Eagle1Draft
+    mla_target = False
 
     def arch(self, pair: Pair) -> DraftArch:
         facts, target = pair.draft_facts, pair.target
@@ -140,6 +144,9 @@ class Eagle1Build:
         plan.note(["embed_tokens.weight"], (target.vocab_size, args.geometry.hidden_size))
         draft.extra_tensors = plan.run(args.device)
         return draft
+
+    def dense_drafts(self, draft: Draft, verified: Verified) -> list[int]:
+        return autoregressive_drafts(draft, verified)
 
 
 BUILD = Eagle1Build()

@@ -17,8 +17,11 @@ from torch import nn
 from eaglegraph.errors import BadInput
 from eaglegraph.models.drafts.base import (
     BuildArgs,
+    Draft,
     DraftArch,
     DraftBase,
+    Verified,
+    autoregressive_drafts,
     draft_layer_spec,
     stacked_kv_layers,
 )
@@ -198,6 +201,7 @@ class Eagle3Draft(DraftBase):
 class Eagle3Build:
     kind = DraftKind.EAGLE3
     module = Eagle3Draft
+    mla_target = False
 
     def arch(self, pair: Pair) -> DraftArch:
         facts, draft, target = pair.draft_facts, pair.draft, pair.target
@@ -289,6 +293,9 @@ class Eagle3Build:
         draft.extra_tensors = plan.run(args.device)
         _check_d2t(draft, index.folder)
         return draft
+
+    def dense_drafts(self, draft: Draft, verified: Verified) -> list[int]:
+        return autoregressive_drafts(draft, verified)
 
 
 BUILD = Eagle3Build()

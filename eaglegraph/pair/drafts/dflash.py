@@ -1,4 +1,4 @@
-"""DFlash block drafters: recognised (config, architecture, tensors), not built by the rig."""
+"""DFlash block drafters: recognised by config, architecture or tensors; built by the rig."""
 
 from __future__ import annotations
 
@@ -40,6 +40,8 @@ def _fc_over_layers(ev: Evidence) -> KindVerdict | None:
 class DFlashSpec(KindSpec):
     kind = DraftKind.DFLASH
     title = "DFlash"
+    supported = True
+    engine_methods = ("dflash",)
     speculators_names = ("dflash",)
     recognisers = (
         Recogniser(20, _architecture),

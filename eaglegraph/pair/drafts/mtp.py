@@ -1,4 +1,4 @@
-"""Multi-token-prediction (MTP) layers: recognised inside a target's checkpoint, not built yet.
+"""Multi-token-prediction (MTP) drafts: layers inside a target's checkpoint, or a separate draft.
 
 A DeepSeek/GLM/Qwen target declares MTP layers in its config (`num_nextn_predict_layers`, ...)
 and stores them past its declared stack (`model.layers.{L+i}.*`) or under `mtp.*`.
@@ -70,6 +70,8 @@ def _separate_draft(ev: Evidence) -> KindVerdict | None:
 class MTPSpec(KindSpec):
     kind = DraftKind.MTP
     title = "MTP"
+    supported = True
+    engine_methods = ("mtp",)
     recognisers = (Recogniser(22, _separate_draft), Recogniser(80, _target_with_mtp))
 
     def in_target(self, cfg: Config, index: CheckpointIndex) -> InTarget | None:

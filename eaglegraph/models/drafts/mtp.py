@@ -1,0 +1,156 @@
+"""MTP drafts: DeepSeek/GLM modules inside the target checkpoint, Qwen-style separate drafts.
+
+The module is `models.mtp.MTPDraft`; its weights come from the target's folder
+(`model.layers.{L+i}.*`, DeepSeek style, MLA blocks) or the draft's own (`mtp.*`, SpecForge
+`Qwen3_5MTPDraftModel`, standard attention). Drafting: one module reused step by step as
+EAGLE-1 does, or with several modules and K > 1 every module over each request's window.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from eaglegraph.errors import BadInput
+from eaglegraph.models.drafts.base import (
+    BuildArgs,
+    Verified,
+    autoregressive_drafts,
+    positions_of,
+)
+from eaglegraph.models.init import fill_random
+from eaglegraph.models.mtp import GemmaRMSNorm, MTPArch, MTPDraft, Target
+from eaglegraph.models.mtp_loading import load_mtp_draft
+from eaglegraph.models.rope import rope_extras_from_config
+from eaglegraph.models.target_build import rope_interleave
+from eaglegraph.pair.kinds import DraftKind
+from eaglegraph.pair.mla import mla_dims, moe_dims
+from eaglegraph.pair.model import Pair
+from eaglegraph.pair.mtp_layout import MTPLayout, in_target_mtp, separate_mtp_draft
+from eaglegraph.pair.tensors import CheckpointIndex
+
+
+def mtp_layout(pair: Pair) -> MTPLayout | None:
+    """Where the pair's MTP modules live: in the target's folder or the draft's own."""
+    assert pair.draft is not None
+    cfg, index = pair.draft.config, pair.draft.checkpoint
+    if pair.target is not None and pair.draft.path == pair.target.path:
+        return in_target_mtp(cfg, index)
+    return separate_mtp_draft(cfg, set(index.tensors))
+
+
+def _deepseek_arch(pair: Pair, layout: MTPLayout | None) -> MTPArch:
+    assert pair.draft is not None
+    if layout is None or layout.style != "deepseek" or layout.attention != "mla":
+        style = layout.style if layout else "unknown"
+        raise BadInput(
+            f"in-checkpoint MTP of style {style!r} is recognised but not built by the rig "
+            "(DeepSeek-style MLA modules at model.layers.{L+i} are)"
+        )
+    cfg = pair.draft.config
+    return MTPArch(
+        "deepseek",
+        layout.modules or 1,
+        mla=mla_dims(cfg),
+        moe=moe_dims(cfg),
+        rope_interleave=rope_interleave(cfg),
+        rope_extras=tuple(rope_extras_from_config(cfg).items()),
+    )
+
+
+def _qwen_arch(pair: Pair, layout: MTPLayout) -> MTPArch:
+    assert pair.draft is not None
+    cfg, g = pair.draft.config, pair.draft.geometry
+    factor = cfg.float("partial_rotary_factor", default=1.0)
+    return MTPArch(
+        "qwen",
+        layout.modules or 1,
+        own_head=layout.share_lm_head is False,
+        gemma_norm=True,
+        output_gate=bool(cfg.bool("attn_output_gate", default=False)),
+        rotary_dim=int(g.head_dim * factor) if factor < 1.0 else 0,
+        mask_position_zero=False,
+        rope_extras=tuple(rope_extras_from_config(cfg).items()),
+    )
+
+
+def window_drafts(draft: MTPDraft, v: Verified) -> list[int]:
+    """Several modules, densely: module s reads the token s+1 ahead and module s-1's
+    recycled hidden (the target's for s = 0) over the whole accepted sequence; its argmax at
+    the last position is draft s, the token the deeper modules see past the known sequence."""
+    feature, out, valid = v.hidden, [], v.valid
+    try:
+        for s in range(v.num_speculative_tokens):
+            tokens = (v.tokens + out)[s + 1 : s + 1 + valid]
+            ids, pos = positions_of(tokens, feature.device)
+            draft.step = s
+            logit_h, feature = draft(ids, pos, feature, v.attention)
+            logits = draft.compute_logits(logit_h[-1:])
+            out.append(int(draft.draft_to_target(logits.argmax(-1))[0]))
+    finally:
+        draft.step = 0
+    return out
+
+
+class MTPBuild:
+    kind = DraftKind.MTP
+    module = MTPDraft
+    mla_target = True
+
+    def arch(self, pair: Pair) -> MTPArch:
+        assert pair.draft is not None and pair.target is not None
+        layout = mtp_layout(pair)
+        if pair.draft.path == pair.target.path:
+            return _deepseek_arch(pair, layout)
+        if layout is None:
+            raise BadInput(f"{pair.draft.path} is not an MTP draft")
+        if mla_dims(pair.target.config) is not None:
+            raise BadInput("a Qwen-style MTP draft over an MLA target is not supported")
+        return _qwen_arch(pair, layout)
+
+    def aux_layer_ids(self, pair: Pair, framework: str) -> tuple[int, ...]:
+        return ()  # MTP reads the target's final hidden state only
+
+    def kv_layers(self, pair: Pair) -> list[tuple[int, int]]:
+        """One KV layer per MTP module: a latent row for MLA modules, k/v heads otherwise."""
+        assert pair.draft is not None
+        layout = mtp_layout(pair)
+        count = (layout.modules if layout else None) or 1
+        mla = mla_dims(pair.draft.config)
+        if mla is not None:
+            return [(1, mla.cache_width)] * count
+        g = pair.draft.geometry
+        return [(g.num_key_value_heads, g.head_dim)] * count
+
+    def _module(self, arch: MTPArch, target: Target, args: BuildArgs) -> MTPDraft:
+        kwargs = args.module_kwargs()
+        kwargs["rope_extras"] = dict(arch.rope_extras) if arch.rope_extras else args.rope_extras
+        return MTPDraft(args.geometry, arch, target, mla=arch.mla, moe=arch.moe, **kwargs)
+
+    def random(
+        self, arch: MTPArch, target: Target, args: BuildArgs, gen: torch.Generator
+    ) -> MTPDraft:
+        """Seeded modules; Gemma-style norms at their identity (0)."""
+        draft = self._module(arch, target, args)
+        fill_random(draft, gen)
+        with torch.no_grad():
+            for sub in draft.modules():
+                if isinstance(sub, GemmaRMSNorm):
+                    sub.weight.zero_()
+        return draft
+
+    def load(
+        self, index: CheckpointIndex, arch: MTPArch, target: Target, args: BuildArgs
+    ) -> MTPDraft:
+        return load_mtp_draft(
+            index.folder, args.geometry, arch, target, args.dtype, args.device,
+            mla=arch.mla, moe=arch.moe, rope_interleave=arch.rope_interleave,
+            max_positions=args.max_positions,
+        )  # fmt: skip
+
+    def dense_drafts(self, draft: MTPDraft, verified: Verified) -> list[int]:
+        if min(draft.num_modules, verified.num_speculative_tokens) > 1:
+            return window_drafts(draft, verified)
+        return autoregressive_drafts(draft, verified)  # type: ignore[arg-type]
+
+
+BUILD = MTPBuild()
