@@ -152,7 +152,7 @@ def _draft_target_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
     assert draft is not None
     g = draft.geometry
     spec = facts.kind.spec
-    out: list[Finding] = spec.own_findings(facts, g)
+    out: list[Finding] = spec.own_findings(facts, g) + facts.kind_findings
     if target is None:
         return out
     t = target.geometry

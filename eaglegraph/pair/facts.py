@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.drafts.base import DraftKind, FactsInput, KindVerdict
 from eaglegraph.pair.tensors import CheckpointIndex, TensorInfo
+from eaglegraph.results.findings import Finding
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ class DraftFacts:
     speculative_tokens: int | None
     mtp_layers: int | None = None
     notes: list[str] = field(default_factory=list)
+    kind_facts: list[tuple[str, str]] = field(default_factory=list)  # (label, value) rows
+    kind_findings: list[Finding] = field(default_factory=list)
 
 
 def default_aux_layers(num_layers: int) -> list[int]:
@@ -160,6 +163,7 @@ def draft_facts(
             explicit_aux_ids=explicit_ids,
             aux_ids_source=ids_source,
             use_aux=use_aux,
+            index=index,
         )
     )
     expected_fc = shape.expected_fc_in
@@ -186,4 +190,6 @@ def draft_facts(
         verifier=verifier,
         speculative_tokens=spec_tokens,
         notes=shape.notes,
+        kind_facts=shape.rows,
+        kind_findings=shape.findings,
     )

@@ -34,9 +34,9 @@ class _Folder:
 
     def side(self, role: str, facts: DraftFacts | None = None) -> ModelSide:
         estimate = (
-            estimate_draft_parameters(self.geometry, facts)
+            estimate_draft_parameters(self.geometry, facts, self.config)
             if role == "draft"
-            else estimate_target_parameters(self.geometry)
+            else estimate_target_parameters(self.geometry, self.config)
         )
         return ModelSide(
             role=role,
@@ -71,6 +71,7 @@ def _assemble(root: Path, layout: str, target: _Folder | None, draft: _Folder | 
     facts = _facts(draft, target) if draft is not None else None
     missing = None
     inner_side = None
+    inner_tensors: list[str] = []
     if draft is None and target is not None:
         inner = _draft_in_target(target)
         if inner is not None:
@@ -78,6 +79,9 @@ def _assemble(root: Path, layout: str, target: _Folder | None, draft: _Folder | 
             facts = _inner_facts(target, spec, found)
             inner_side = target.side("draft", facts)
             inner_side.architecture = f"{target.geometry.architecture} ({spec.title} layers)"
+            if found.tensors:  # the checkpoint holds both: each side gets its own tensors
+                inner_side.weights = summarize_weights(target.index, found.tensors)
+                inner_tensors = found.tensors
             layout = f"{layout}, target with {spec.title} layers"
         else:
             missing = f"no draft found: {target.path} was inspected alone as a target"
@@ -91,13 +95,21 @@ def _assemble(root: Path, layout: str, target: _Folder | None, draft: _Folder | 
     pair = Pair(
         root=root,
         layout=layout,
-        target=target.side("target") if target else None,
+        target=_target_side(target, inner_tensors) if target else None,
         draft=draft.side("draft", facts) if draft else inner_side,
         draft_facts=facts,
         missing=missing,
     )
     pair.findings = check_pair(pair)
     return pair
+
+
+def _target_side(target: _Folder, draft_tensors: list[str]) -> ModelSide:
+    """The target side; its weights leave out a draft stored in its own checkpoint."""
+    side = target.side("target")
+    if draft_tensors:
+        side.weights = summarize_weights(target.index, draft_tensors, exclude=True)
+    return side
 
 
 def _draft_in_target(target: _Folder) -> tuple[KindSpec, InTarget] | None:
@@ -121,6 +133,8 @@ def _inner_facts(target: _Folder, spec: KindSpec, found: InTarget) -> DraftFacts
     )
     facts.mtp_layers = found.layers
     facts.notes += found.notes
+    facts.kind_facts += found.rows
+    facts.embed_tokens = facts.lm_head = "shared (the target's)"
     return facts
 
 

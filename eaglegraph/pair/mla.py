@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from eaglegraph.errors import BadInput
 from eaglegraph.pair.config import Config
+from eaglegraph.pair.geometry import Geometry
 
 MLA_MODEL_TYPES = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "kimi_k2")
 
@@ -141,3 +142,42 @@ def mla_layer_params(
 def mtp_module_params(hidden: int, layer: int) -> int:
     """One MTP module besides its block: enorm, hnorm, eh_proj, shared-head norm."""
     return 3 * hidden + 2 * hidden * hidden + layer
+
+
+def mla_model_parameters(g: Geometry, cfg: Config) -> int | None:
+    """An MLA target's own weights (embedding, its `num_hidden_layers` layers, final norm,
+    head; MTP layers stored past the stack are the draft's), or None for standard attention."""
+    mla = mla_dims(cfg)
+    if mla is None:
+        return None
+    moe = moe_dims(cfg)
+    h = g.hidden_size
+    layers = sum(
+        mla_layer_params(h, g.intermediate_size, g.num_attention_heads, mla, moe, i)
+        for i in range(g.num_hidden_layers)
+    )
+    embed = g.vocab_size * h
+    return embed + layers + h + (0 if g.tie_word_embeddings else embed)
+
+
+def mla_mtp_parameters(g: Geometry, cfg: Config, modules: int) -> int | None:
+    """DeepSeek-style MTP modules at layers L..L+n-1 (their blocks routed as layer L+i would
+    be), without the embedding and head copies each stores (serving shares the target's)."""
+    mla = mla_dims(cfg)
+    if mla is None:
+        return None
+    moe = moe_dims(cfg)
+    h, base = g.hidden_size, g.num_hidden_layers
+    return sum(
+        mtp_module_params(
+            h, mla_layer_params(h, g.intermediate_size, g.num_attention_heads, mla, moe, base + i)
+        )
+        for i in range(modules)
+    )
+
+
+def mla_kv_bytes_per_token(cfg: Config, layers: int, nbytes: int) -> int | None:
+    """Latent KV cache: one `kv_lora_rank + qk_rope_head_dim` row per layer and token (no
+    separate K and V, no heads), or None for standard attention."""
+    mla = mla_dims(cfg)
+    return layers * mla.cache_width * nbytes if mla is not None else None

@@ -290,6 +290,16 @@ PRESETS: dict[str, Preset] = {
             seed=23,
         ),
         Preset(
+            "tiny-qwen3-mtp",
+            "6-layer Qwen3 + SpecForge-style Qwen3.5 MTP draft (Qwen3_5MTPDraftModel, one "
+            "module, mtp_config.share_lm_head); seeded weights",
+            _TINY_QWEN3,
+            presets_mtp.qwen_mtp_draft(_TINY_QWEN3),
+            "mtp",
+            True,
+            seed=31,
+        ),
+        Preset(
             "tiny-qwen3-dflash",
             "6-layer Qwen3 + SpecForge-style DFlash draft (2 layers, taps 1/3/4, mask token "
             "383); seeded weights",
@@ -430,6 +440,8 @@ def _tiny_weights(preset: Preset) -> tuple[dict[str, np.ndarray], dict[str, np.n
     target["lm_head.weight"] = embed[inv] * 0.5 + w.normal(v, h, std=0.05)
 
     draft: dict[str, np.ndarray] = {}
+    if preset.kind == "mtp":  # a separate Qwen-style MTP draft sharing the target's head
+        return target, presets_mtp.qwen_mtp_draft_weights(d, target["lm_head.weight"], preset.seed)
     if preset.kind == "dflash":
         embed[d["dflash_config"]["mask_token_id"]] *= 0.01  # the mask token carries ~nothing
         return target, presets_mtp.dflash_draft_weights(d, preset.seed)

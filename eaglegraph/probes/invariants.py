@@ -101,7 +101,8 @@ Build = Callable[[StepView, Any], Check | None]
 @dataclass(frozen=True)
 class Invariant:
     """A named check: the buffer it guards, the phase after which it holds, the kernel (or
-    host routine) that writes the buffer, and how to build it from the step's facts."""
+    host routine) that writes the buffer, how to build it from the step's facts, and the
+    rig speculators (`Rig.speculator`) whose phase writes that buffer."""
 
     name: str
     phase: str
@@ -109,6 +110,7 @@ class Invariant:
     writer: str
     build: Build
     what: str
+    speculators: tuple[str, ...] = ("eagle", "window", "block")
 
 
 def _eq(t: torch.Tensor, values: list[int]) -> Check | None:
@@ -166,6 +168,9 @@ def _decode_positions(v: StepView, bufs: Any) -> Check | None:
     return Check(bufs.eagle_seq_lens, v.rb, REL_EQ, (1,) * v.rb, ref=bufs.decode_positions)
 
 
+# the speculators whose draft prefill builds the eagle.* inputs (DFlash's block has its own)
+EAGLE_INPUTS = ("eagle", "window")
+
 INVARIANTS: tuple[Invariant, ...] = (
     Invariant("qsl-prefix-sums", "target", "target.query_start_loc", "prepare_inputs",
               lambda v, b: _eq(b.query_start_loc, v.qsl),
@@ -194,17 +199,17 @@ INVARIANTS: tuple[Invariant, ...] = (
               _csr("target", 2), "last_page_len matches seq_lens"),
     Invariant("eagle-qsl", "draft_prefill", "eagle.query_start_loc", "prepare_eagle_inputs",
               lambda v, b: _eq(b.eagle_qsl, v.qsl),
-              "the draft's query starts are the target's"),
+              "the draft's query starts are the target's", EAGLE_INPUTS),
     Invariant("last-token-in-query", "draft_prefill", "eagle.last_token_indices",
               "prepare_eagle_inputs",
               lambda v, b: Check(b.last_token_indices, v.rb, REL_IN, ref=b.query_start_loc),
-              "last_token_indices[r] in [qsl[r], qsl[r+1])"),
+              "last_token_indices[r] in [qsl[r], qsl[r+1])", EAGLE_INPUTS),
     Invariant("last-token-accepted", "draft_prefill", "eagle.last_token_indices",
               "prepare_eagle_inputs",
               lambda v, b: _eq(b.last_token_indices, [
                   q + len(r.query) - 1 - (r.num_drafts - a)
                   for q, r, a in zip(v.qsl, v.batch, v.accepted or [], strict=False)]),
-              "last_token_indices point at each request's last accepted token"),
+              "last_token_indices point at each request's last accepted token", EAGLE_INPUTS),
     Invariant("decode-seq-lens", "draft_decode", "eagle.seq_lens", "update_eagle_draft_inputs",
               _decode_seq_lens, "draft seq_lens grow by one per draft position"),
     Invariant("decode-seq-lens-positions", "draft_decode", "eagle.seq_lens",
@@ -228,6 +233,8 @@ def check_phase(view: StepView, phase: str) -> list[dict[str, Any]]:
         if inv.phase != phase:
             continue
         if phase == "draft_decode" and view.rig.num_speculative_tokens < 2:
+            continue
+        if view.rig.speculator not in inv.speculators:
             continue
         check = inv.build(view, view.rig.bufs)
         if check is not None:

@@ -75,8 +75,10 @@ def compare_step(
         for j, b in enumerate(batch):
             a, w = got.draft_tokens[j][pos], want.draft_tokens[j][pos]
             if a != w:
-                phase = "draft_prefill" if pos == 0 else "draft_decode"
-                kernel = "argmax_map_draft" if pos == 0 else "update_eagle_draft_inputs"
+                # window/block speculators draft every position in the draft_prefill graph
+                first = pos == 0 or rig.speculator != "eagle"
+                phase = "draft_prefill" if first else "draft_decode"
+                kernel = "argmax_map_draft" if first else "update_eagle_draft_inputs"
                 return Divergence(step, phase, b.rid, "eagle.draft_tokens", kernel,
                                   f"draft position {pos}", str(a), str(w))  # fmt: skip
     return None
@@ -120,9 +122,10 @@ def _kv_blocks(
         blocks = torch.tensor(b.blocks, dtype=torch.int64, device=pos.device)[pos // bs]
         offs = pos % bs
         for layer in sorted(trace.kv):
-            for which, (cache, want) in enumerate(
-                zip(rig.kv_caches[layer], trace.kv[layer], strict=True)
-            ):
+            caches, wants = rig.kv_caches[layer], trace.kv[layer]
+            if caches[0] is caches[1]:  # one latent row (MLA): V is a view of K's row
+                caches, wants = caches[:1], wants[:1]
+            for which, (cache, want) in enumerate(zip(caches, wants, strict=True)):
                 got = cache[blocks, offs].float()
                 tol = _tolerance(cache.dtype)
                 bad = ~torch.isclose(got, want[:end].float(), atol=tol, rtol=tol)

@@ -80,9 +80,11 @@ def _facts_table(report: InspectReport) -> Table | None:
     supported = "" if f.supported else " [yellow](recognised, not supported by the rig)[/yellow]"
     table.add_row("kind", f"{f.kind}{' / ' + f.style if f.style else ''}{supported}")
     table.add_row("evidence", "; ".join(f.evidence))
-    if f.mtp_layers:
+    if f.mtp_layers and not f.kind_facts:
         table.add_row("MTP layers", str(f.mtp_layers))
-    if f.supported:
+    for label, value in f.kind_facts:
+        table.add_row(label, value)
+    if f.supported and not f.kind_facts:  # kinds that describe themselves say it all
         fc = f"{f.fc_in_features} ({f.fc_in_source})" if f.fc_in_features else "—"
         if f.expected_fc_in and f.fc_in_features != f.expected_fc_in:
             fc += f" [red]expected {f.expected_fc_in}[/red]"
@@ -94,6 +96,7 @@ def _facts_table(report: InspectReport) -> Table | None:
         if f.t2d_shape:
             maps.append(f"t2d {f.t2d_shape}")
         table.add_row("vocab maps", ", ".join(maps) or "none")
+    if f.supported:
         table.add_row("embed_tokens / lm_head", f"{f.embed_tokens} / {f.lm_head}")
     if f.aux is not None:
         ids = (

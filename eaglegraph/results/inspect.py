@@ -112,6 +112,7 @@ class DraftFacts(SideFacts):
     notes: list[str] = field(default_factory=list)
     aux_layer_ids: list[int] | None = None
     aux_layer_ids_effective: list[int] | None = None
+    kind_facts: list[list[str]] = field(default_factory=list)  # [label, value] per kind fact
 
     @property
     def present(self) -> bool:

@@ -10,13 +10,29 @@ from __future__ import annotations
 
 from eaglegraph.known.heads import head_dtype
 from eaglegraph.pair.geometry import DTYPE_BYTES, Geometry
-from eaglegraph.pair.model import Pair
+from eaglegraph.pair.mla import mla_dims, mla_kv_bytes_per_token
+from eaglegraph.pair.model import ModelSide, Pair
 from eaglegraph.results.inspect import MemoryEstimate
+from eaglegraph.rig.kv_specs import draft_layer_count
 from eaglegraph.rig.plan import CapturePlan
 
 
 def _kv_per_token(g: Geometry, layers: int, nbytes: int) -> int:
     return 2 * layers * g.num_key_value_heads * g.head_dim * nbytes
+
+
+def _side_kv(side: ModelSide, layers: int, nbytes: int) -> int:
+    """KV bytes per token of `layers` layers of one side: latent rows for MLA, K+V else."""
+    latent = mla_kv_bytes_per_token(side.config, layers, nbytes)
+    return latent if latent is not None else _kv_per_token(side.geometry, layers, nbytes)
+
+
+def _draft_layers(pair: Pair) -> int:
+    """The draft's KV layers (MTP: one per module, not its config's stack)."""
+    assert pair.draft is not None
+    if pair.draft_facts is not None and pair.draft_facts.kind.supported and pair.target:
+        return draft_layer_count(pair)
+    return pair.draft.geometry.num_hidden_layers
 
 
 def _draft_activation_bytes(g: Geometry, fc_in: int, tokens: int, nbytes: int) -> int:
@@ -46,8 +62,13 @@ def estimate_memory(pair: Pair, plan: CapturePlan, dtype: str | None = None) -> 
     )
     largest = max(plan.capture_sizes) if plan.capture_sizes else 0
     rows_draft = min(largest, plan.max_num_seqs) if largest else 0
-    kv_t = _kv_per_token(t, t.num_hidden_layers, nbytes) if t else None
-    kv_d = _kv_per_token(d, d.num_hidden_layers, nbytes) if d else None
+    kv_t = _side_kv(pair.target, t.num_hidden_layers, nbytes) if pair.target and t else None
+    kv_d = _side_kv(pair.draft, _draft_layers(pair), nbytes) if pair.draft else None
+    if any(s is not None and mla_dims(s.config) for s in (pair.target, pair.draft)):
+        notes.append(
+            "MLA layers cache one latent row (kv_lora_rank + qk_rope_head_dim) per token, "
+            "not K and V heads; head_dim does not size them"
+        )
     head = head_dtype(plan.framework)
     # the target's sampler widens to fp32 (eagerly); the draft's graphs hold the head dtype
     target_logits = (

@@ -27,6 +27,7 @@ from eaglegraph.results.inspect import (
 )
 from eaglegraph.rig.estimate import estimate_memory
 from eaglegraph.rig.plan import CapturePlan, build_plan
+from eaglegraph.rig.speculators import speculator_plan
 
 
 def open_pair(
@@ -42,7 +43,7 @@ def open_pair(
 
 
 def inspect_pair(pair: Pair, plan_options: Any, dtype: str | None = None) -> InspectReport:
-    plan = build_plan(plan_options)
+    _, plan = speculator_plan(pair, build_plan(plan_options))  # the draft phases its kind runs
     memory = estimate_memory(pair, plan, dtype)
     return InspectReport(
         root=str(pair.root),
@@ -137,6 +138,7 @@ def _draft(side: ModelSide | None, facts: PairDraftFacts | None) -> DraftFacts |
     draft.speculative_tokens = facts.speculative_tokens
     draft.mtp_layers = facts.mtp_layers
     draft.notes = list(facts.notes)
+    draft.kind_facts = [[label, value] for label, value in facts.kind_facts]
     draft.aux_layer_ids = aux.layer_ids if aux else None
     draft.aux_layer_ids_effective = aux.vllm_entering_layers if aux else None
     return draft

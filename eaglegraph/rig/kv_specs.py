@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import torch
 
+from eaglegraph.models.drafts import draft_build
 from eaglegraph.pair.geometry import Geometry
-from eaglegraph.pair.kinds import DraftKind
 from eaglegraph.pair.mla import mla_dims
 from eaglegraph.pair.model import ModelSide, Pair
-from eaglegraph.pair.mtp_layout import in_target_mtp, separate_mtp_draft
 from eaglegraph.rig.kv_cache import KVLayout
 
 
@@ -30,15 +29,11 @@ def _side_layout(side: ModelSide, block_size: int, dtype: torch.dtype) -> KVLayo
 
 
 def draft_layer_count(pair: Pair) -> int:
-    """Attention layers of the draft: MTP modules for MTP, the config's layers otherwise."""
+    """Attention layers of the draft, as its kind's build counts them (MTP: one per module,
+    whatever the config's `num_hidden_layers` says); the config's layers for other kinds."""
     assert pair.draft is not None and pair.draft_facts is not None
-    if pair.draft_facts.kind is DraftKind.MTP:
-        cfg, index = pair.draft.config, pair.draft.checkpoint
-        if pair.target is not None and pair.draft.path == pair.target.path:
-            layout = in_target_mtp(cfg, index)
-        else:
-            layout = separate_mtp_draft(cfg, set(index.tensors))
-        return (layout.modules if layout else None) or 1
+    if pair.draft_facts.kind.supported:
+        return len(draft_build(pair.draft_facts.kind).kv_layers(pair))
     return pair.draft.geometry.num_hidden_layers
 
 

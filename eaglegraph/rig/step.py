@@ -25,7 +25,6 @@ from eaglegraph.kernels.guard import Guard, GuardLog
 from eaglegraph.kernels.sampling import argmax_rows, greedy_verify
 from eaglegraph.known.heads import head_dtype
 from eaglegraph.models.compile import CompiledForward
-from eaglegraph.pair.kinds import DraftKind
 from eaglegraph.pair.model import Pair
 from eaglegraph.results.capture import CaptureEvent
 from eaglegraph.results.findings import Finding
@@ -40,7 +39,6 @@ from eaglegraph.rig.buffers import BufferRegistry
 from eaglegraph.rig.capture import CaptureFailed, capture_graphs, graph_max_query_len
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.descriptors import BatchDescriptor, uniform_token_count
-from eaglegraph.rig.dflash_plan import dflash_plan
 from eaglegraph.rig.dflash_window import DFlashWindow
 from eaglegraph.rig.driver import StepOutput
 from eaglegraph.rig.graphs import CaptureTracer, GraphContext, PhaseRunner
@@ -53,11 +51,11 @@ from eaglegraph.rig.model_setup import (
     resolve_model_dtype,
 )
 from eaglegraph.rig.modes import Mode
-from eaglegraph.rig.mtp_plan import multi_module_plan
 from eaglegraph.rig.mtp_window import MTPWindow
 from eaglegraph.rig.plan import CapturePlan, build_plan
 from eaglegraph.rig.routines import PhaseRoutines
 from eaglegraph.rig.sglang_padding import PADDED_SEQ_LEN, pad_draft_rows, padded_slot_mapping
+from eaglegraph.rig.speculators import speculator_plan
 from eaglegraph.rig.step_buffers import StepBuffers, h2d
 from eaglegraph.rig.workload import Request, ScheduledRequest
 
@@ -160,17 +158,15 @@ class Rig:
         # multi-module MTP and DFlash: all drafting in one speculator graph, no decodes
         self.mtp_window: MTPWindow | None = None
         self.dflash: DFlashWindow | None = None
-        modules = getattr(self.models.draft, "num_modules", 1)
-        if self.models.kind is DraftKind.MTP and min(modules, k) > 1:
-            self.plan = multi_module_plan(self.plan, modules)
+        self.speculator, self.plan = speculator_plan(pair, self.plan)
+        if self.speculator == "window":
             self.mtp_window = MTPWindow(
                 reg, self.bufs, self.models.draft, self.attention, self.guard, max_num_seqs=r,
                 num_speculative_tokens=k, hidden_size=dg.hidden_size, dtype=kv_dtype, device=dev,
             )  # fmt: skip
             window = self.mtp_window
             prefill_routine = lambda nr, nt: window.routine(routines._model, nr, nt)  # noqa: E731
-        elif self.models.kind is DraftKind.DFLASH:
-            self.plan = dflash_plan(self.plan)
+        elif self.speculator == "block":
             capacity = max(
                 (d.num_reqs or 0 for d in self.plan.phase("draft_prefill").descriptors), default=r
             )

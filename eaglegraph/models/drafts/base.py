@@ -176,6 +176,12 @@ class DraftBuild(Protocol):
         """A module with the checkpoint's weights, every tensor checked against its header."""
         ...
 
+    def speculator(self, pair: Pair, num_speculative_tokens: int) -> str:
+        """How the rig drafts for this kind: "eagle" (a prefill graph, then K-1 decode
+        graphs), "window" (every MTP module over each request's window, one graph) or
+        "block" (one graph drafts the whole block, no decodes)."""
+        ...
+
     def dense_drafts(self, draft: Draft, verified: Verified) -> list[int]:
         """The K draft tokens of one request by plain dense recomputation (no paging, no
         buffers, no graphs): the reference the rig's step must reproduce."""

@@ -91,6 +91,9 @@ class DFlashBuild:
         draft.extra_tensors = plan.run(args.device)
         return draft
 
+    def speculator(self, pair: Pair, num_speculative_tokens: int) -> str:
+        return "block"
+
     def dense_drafts(self, draft: DFlashDraft, v: Verified) -> list[int]:
         """The accepted sequence's tapped states become context K/V at positions 0..valid-1;
         the block (next token, then K mask tokens, at valid..valid+K) attends to the context

@@ -145,6 +145,9 @@ class Eagle1Build:
         draft.extra_tensors = plan.run(args.device)
         return draft
 
+    def speculator(self, pair: Pair, num_speculative_tokens: int) -> str:
+        return "eagle"
+
     def dense_drafts(self, draft: Draft, verified: Verified) -> list[int]:
         return autoregressive_drafts(draft, verified)
 

@@ -294,6 +294,9 @@ class Eagle3Build:
         _check_d2t(draft, index.folder)
         return draft
 
+    def speculator(self, pair: Pair, num_speculative_tokens: int) -> str:
+        return "eagle"
+
     def dense_drafts(self, draft: Draft, verified: Verified) -> list[int]:
         return autoregressive_drafts(draft, verified)
 

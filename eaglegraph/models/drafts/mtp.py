@@ -147,6 +147,12 @@ class MTPBuild:
             max_positions=args.max_positions,
         )  # fmt: skip
 
+    def speculator(self, pair: Pair, num_speculative_tokens: int) -> str:
+        """Several modules and K > 1: all module steps over each request's window in one
+        graph (vLLM's multi-module speculator); else one module reused step by step."""
+        modules = len(self.kv_layers(pair))
+        return "window" if min(modules, num_speculative_tokens) > 1 else "eagle"
+
     def dense_drafts(self, draft: MTPDraft, verified: Verified) -> list[int]:
         if min(draft.num_modules, verified.num_speculative_tokens) > 1:
             return window_drafts(draft, verified)

@@ -103,6 +103,8 @@ class ShapeFacts:
     draft_vocab_size: int | None = None
     aux: AuxTaps | None = None
     notes: list[str] = field(default_factory=list)
+    rows: list[tuple[str, str]] = field(default_factory=list)  # kind facts (label, value)
+    findings: list[Finding] = field(default_factory=list)  # the kind's own checks
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,7 @@ class FactsInput:
     explicit_aux_ids: list[int] | None
     aux_ids_source: str
     use_aux: bool | None
+    index: CheckpointIndex | None = None
 
 
 class KindSpec:
@@ -158,7 +161,7 @@ class KindSpec:
     def expected_fc_from_target(self, facts: DraftFacts, t: Geometry) -> int | None:
         return None
 
-    def estimate_parameters(self, g: Geometry, facts: DraftFacts) -> int | None:
+    def estimate_parameters(self, g: Geometry, facts: DraftFacts, cfg: Config) -> int | None:
         """The draft's own weights (None: count it like a plain model)."""
         return None
 
@@ -174,3 +177,5 @@ class InTarget:
     evidence: list[str]
     layers: int | None
     notes: list[str] = field(default_factory=list)
+    tensors: list[str] = field(default_factory=list)  # the draft's tensors in the checkpoint
+    rows: list[tuple[str, str]] = field(default_factory=list)  # kind facts (label, value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from eaglegraph.known.hazards import hazard
+from eaglegraph.pair.config import Config
 from eaglegraph.pair.drafts.base import (
     LAYER_RE,
     DraftKind,
@@ -95,7 +96,7 @@ class Eagle1Spec(KindSpec):
     def expected_fc_from_target(self, facts: DraftFacts, t: Geometry) -> int | None:
         return 2 * t.hidden_size
 
-    def estimate_parameters(self, g: Geometry, facts: DraftFacts) -> int | None:
+    def estimate_parameters(self, g: Geometry, facts: DraftFacts, cfg: Config) -> int | None:
         total = (facts.fc_in_features or 0) * g.hidden_size
         total += layer_params(g, g.hidden_size, False)
         total += (g.num_hidden_layers - 1) * layer_params(g, g.hidden_size, True)

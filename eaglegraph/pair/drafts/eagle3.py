@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from eaglegraph.known.hazards import hazard
+from eaglegraph.pair.config import Config
 from eaglegraph.pair.drafts.base import (
     DraftKind,
     Evidence,
@@ -137,7 +138,7 @@ class Eagle3Spec(KindSpec):
         n_aux = len(facts.aux.layer_ids) if facts.aux and facts.aux.layer_ids else 3
         return n_aux * t.hidden_size
 
-    def estimate_parameters(self, g: Geometry, facts: DraftFacts) -> int | None:
+    def estimate_parameters(self, g: Geometry, facts: DraftFacts, cfg: Config) -> int | None:
         total = (facts.fc_in_features or 0) * g.hidden_size
         total += layer_params(g, 2 * g.hidden_size, True) + g.hidden_size  # + hidden_norm
         total += (g.num_hidden_layers - 1) * layer_params(g, g.hidden_size, True)

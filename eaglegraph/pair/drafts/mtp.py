@@ -6,18 +6,29 @@ and stores them past its declared stack (`model.layers.{L+i}.*`) or under `mtp.*
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.drafts.base import (
     LAYER_RE,
     DraftKind,
     Evidence,
+    FactsInput,
     InTarget,
     KindSpec,
     KindVerdict,
     Recogniser,
+    ShapeFacts,
 )
-from eaglegraph.pair.mtp_layout import separate_mtp_draft
+from eaglegraph.pair.geometry import Geometry
+from eaglegraph.pair.mla import mla_mtp_parameters, mtp_module_params
+from eaglegraph.pair.model import layer_params
+from eaglegraph.pair.mtp_layout import MTPLayout, in_target_mtp, separate_mtp_draft
 from eaglegraph.pair.tensors import CheckpointIndex
+from eaglegraph.results.findings import Finding, Severity
+
+if TYPE_CHECKING:
+    from eaglegraph.pair.facts import DraftFacts
 
 MTP_COUNT_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
 
@@ -71,23 +82,82 @@ class MTPSpec(KindSpec):
     kind = DraftKind.MTP
     title = "MTP"
     supported = True
+    checked_against_target = True
     engine_methods = ("mtp",)
     recognisers = (Recogniser(22, _separate_draft), Recogniser(80, _target_with_mtp))
 
     def in_target(self, cfg: Config, index: CheckpointIndex) -> InTarget | None:
-        count, key = mtp_layer_count(cfg)
-        names = mtp_weight_names(cfg, index)
-        if not count and not names:
+        layout = in_target_mtp(cfg, index)
+        if layout is None:
             return None
-        evidence = []
-        if count:
-            evidence.append(f"config {key} = {count}")
-        if names:
-            evidence.append(f"{len(names)} MTP tensors, e.g. {names[0]!r}")
-        found = InTarget(evidence, count or None)
-        if count and not names and index.has_weights:
-            found.notes.append("config declares MTP layers but the weights have none (stripped?)")
+        names = mtp_weight_names(cfg, index)
+        found = InTarget(layout.evidence, layout.modules, list(layout.notes), names)
+        found.rows = layout_rows(layout)
         return found
+
+    def shape_facts(self, given: FactsInput) -> ShapeFacts:
+        names = set(given.index.tensors) if given.index is not None else set()
+        layout = separate_mtp_draft(given.cfg, names)
+        rows = layout_rows(layout) if layout is not None else []
+        return ShapeFacts(draft_vocab_size=given.draft_vocab, rows=rows)
+
+    def target_width_findings(self, facts: DraftFacts, g: Geometry, t: Geometry) -> list[Finding]:
+        """The module fuses the target's embedding with its hidden state: widths must agree."""
+        if g.hidden_size == t.hidden_size:
+            return []
+        return [
+            Finding(
+                id="hidden-mismatch",
+                severity=Severity.ERROR,
+                message=f"MTP draft hidden_size {g.hidden_size} ≠ target hidden_size "
+                f"{t.hidden_size}: eh_proj/fc fuses the target's embedding and hidden state",
+            )
+        ]
+
+    def estimate_parameters(self, g: Geometry, facts: DraftFacts, cfg: Config) -> int | None:
+        """MTP modules without the embedding and head they share with the target: MLA
+        blocks for DeepSeek-style modules, a standard layer plus fc and norms otherwise."""
+        modules = facts.mtp_layers or cfg.int("num_hidden_layers", default=1, minimum=1) or 1
+        if facts.mtp_layers:
+            mla = mla_mtp_parameters(g, cfg, modules)
+            if mla is not None:
+                return mla
+        layer = layer_params(g, g.hidden_size, True)
+        layout = separate_mtp_draft(cfg, set())
+        own_head = layout is not None and layout.share_lm_head is False
+        head = g.vocab_size * g.hidden_size if own_head else 0
+        return modules * mtp_module_params(g.hidden_size, layer) + head
+
+
+def layout_rows(layout: MTPLayout) -> list[tuple[str, str]]:
+    """What `inspect` shows of an MTP layout: modules, where they live, attention, head."""
+    where = "in the target's checkpoint" if layout.in_target else "a separate draft folder"
+    modules = f"{layout.modules or '?'}"
+    if layout.count_key:
+        modules += f" ({layout.count_key})"
+    rows = [
+        ("MTP modules", f"{modules}, module 0 at {layout.prefix or '?'}*"),
+        ("layout", f"{layout.style}, {where}, {layout.attention} attention"),
+    ]
+    if layout.eh_proj_shape:
+        rows.append(("eh_proj / fc", f"{layout.eh_proj_shape} (embedding ⊕ hidden → hidden)"))
+    m = layout.mla
+    if m is not None:
+        rows.append((
+            "MLA",
+            f"q_lora {m.q_lora_rank or '—'}, kv_lora {m.kv_lora_rank}, qk {m.qk_head_dim} "
+            f"({m.qk_nope_head_dim}+{m.qk_rope_head_dim} rope), v {m.v_head_dim}, "
+            f"latent cache row {m.cache_width}",
+        ))  # fmt: skip
+    if layout.share_lm_head is not None:
+        head = "the target's (mtp_config.share_lm_head)" if layout.share_lm_head else "its own"
+        rows.append(("lm_head", head))
+    built = (layout.in_target and layout.style == "deepseek" and layout.attention == "mla") or (
+        not layout.in_target and layout.attention == "standard"
+    )
+    if not built:
+        rows.append(("rig", f"recognised; the rig does not build {layout.style} MTP modules"))
+    return rows
 
 
 SPEC = MTPSpec()
