@@ -168,7 +168,8 @@ def _decode_positions(v: StepView, bufs: Any) -> Check | None:
     return Check(bufs.eagle_seq_lens, v.rb, REL_EQ, (1,) * v.rb, ref=bufs.decode_positions)
 
 
-# the speculators whose draft prefill builds the eagle.* inputs (DFlash's block has its own)
+# the speculators whose draft prefill builds the eagle.* inputs (DFlash's block has its own;
+# multi-module MTP's window moves last_token_indices along as its modules run)
 EAGLE_INPUTS = ("eagle", "window")
 
 INVARIANTS: tuple[Invariant, ...] = (
@@ -209,7 +210,7 @@ INVARIANTS: tuple[Invariant, ...] = (
               lambda v, b: _eq(b.last_token_indices, [
                   q + len(r.query) - 1 - (r.num_drafts - a)
                   for q, r, a in zip(v.qsl, v.batch, v.accepted or [], strict=False)]),
-              "last_token_indices point at each request's last accepted token", EAGLE_INPUTS),
+              "last_token_indices point at each request's last accepted token", ("eagle",)),
     Invariant("decode-seq-lens", "draft_decode", "eagle.seq_lens", "update_eagle_draft_inputs",
               _decode_seq_lens, "draft seq_lens grow by one per draft position"),
     Invariant("decode-seq-lens-positions", "draft_decode", "eagle.seq_lens",

@@ -46,7 +46,7 @@ def test_every_kind_has_its_spec_and_every_supported_kind_its_build() -> None:
         else:
             with pytest.raises(BadInput, match=f"unsupported draft kind '{spec.kind.value}'"):
                 draft_build(spec.kind)
-    assert supported_titles() == "EAGLE-1 and EAGLE-3"
+    assert supported_titles() == "EAGLE-1, EAGLE-3, MTP and DFlash"
 
 
 def test_engine_methods_name_kinds() -> None:

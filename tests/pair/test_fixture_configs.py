@@ -90,13 +90,17 @@ def test_fixture_identified(name: str, tmp_path: Path) -> None:
         assert g.dtype == facts["dtype"]
 
 
-def test_dflash_is_recognised_not_supported(tmp_path: Path) -> None:
+def test_dflash_is_recognised_and_built_never_called_eagle(tmp_path: Path) -> None:
     shutil.copy(
         CONFIGS / "specforge-qwen3-8b-dflash-draft-not-eagle.json", tmp_path / "config.json"
     )
     pair = load_pair(tmp_path)
-    assert pair.draft_facts is not None and not pair.draft_facts.kind.supported
-    assert "unsupported-draft-kind" in {f.id for f in pair.findings}
+    facts = pair.draft_facts
+    assert facts is not None and facts.kind.value == "dflash" and facts.kind.supported
+    assert "unsupported-draft-kind" not in {f.id for f in pair.findings}
+    rows = dict(facts.kind_facts)
+    assert "outputs of layers [1, 9, 17, 25, 33]" in rows["target taps"]
+    assert "non-causal" in rows["drafting"]
 
 
 def test_vicuna_eagle1_without_bias_key_warns_about_fc_bias(tmp_path: Path) -> None:
