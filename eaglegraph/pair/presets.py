@@ -26,7 +26,7 @@ from eaglegraph.errors import BadInput
 from eaglegraph.pair import presets_mtp
 from eaglegraph.pair.kinds import DraftKind
 
-PRESET_FORMAT = 2  # bump when preset contents change, so caches are rebuilt
+PRESET_FORMAT = 3  # bump when preset contents change, so caches are rebuilt
 
 
 @dataclass(frozen=True)

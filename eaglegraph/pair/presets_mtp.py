@@ -69,7 +69,13 @@ DEEPSEEK_V3: dict[str, Any] = {
     "vocab_size": 129280,
 }
 
-DEEPSEEK_V3_4L = dict(DEEPSEEK_V3, num_hidden_layers=4, n_routed_experts=16)
+# real widths, 4 of 61 layers and 16 of 256 routed experts (`pair.reduced` says what changes)
+DEEPSEEK_V3_4L = dict(
+    DEEPSEEK_V3,
+    num_hidden_layers=4,
+    n_routed_experts=16,
+    eaglegraph_reduced_from={"num_hidden_layers": 61, "n_routed_experts": 256},
+)
 
 TINY_DEEPSEEK: dict[str, Any] = dict(
     DEEPSEEK_V3,

@@ -11,6 +11,21 @@ from eaglegraph.reports.format import fmt_bytes, fmt_count, fmt_sizes
 from eaglegraph.reports.prediction_view import render_prediction
 from eaglegraph.results.inspect import InspectReport, PlanFacts, SideFacts
 
+
+def _head_dim(s: SideFacts) -> str:
+    g = s.geometry
+    assert g is not None
+    m = g.mla
+    if m is None:
+        return f"{g.head_dim} ({'explicit' if g.head_dim_explicit else 'derived'})"
+    qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+    return (
+        f"MLA qk {qk} ({m.qk_nope_head_dim}+{m.qk_rope_head_dim} rope) / v {m.v_head_dim}, "
+        f"latent {m.kv_lora_rank}+{m.qk_rope_head_dim} [dim](config head_dim {g.head_dim} "
+        "unused)[/dim]"
+    )
+
+
 _GEOMETRY_ROWS = (
     ("architecture", lambda s: s.architecture or "—"),
     ("hidden_size", lambda s: str(s.geometry.hidden_size)),
@@ -20,12 +35,7 @@ _GEOMETRY_ROWS = (
         "heads / kv heads",
         lambda s: f"{s.geometry.num_attention_heads} / {s.geometry.num_key_value_heads}",
     ),
-    (
-        "head_dim",
-        lambda s: (
-            f"{s.geometry.head_dim} ({'explicit' if s.geometry.head_dim_explicit else 'derived'})"
-        ),
-    ),
+    ("head_dim", lambda s: _head_dim(s)),
     ("vocab_size", lambda s: str(s.geometry.vocab_size)),
     (
         "rope",

@@ -29,6 +29,17 @@ class RopeFacts:
 
 
 @dataclass
+class MLAFacts:
+    """Latent-attention widths; they, not `head_dim`, size an MLA layer and its KV row."""
+
+    q_lora_rank: int | None
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+
+@dataclass
 class GeometryFacts:
     architecture: str
     model_type: str
@@ -46,6 +57,7 @@ class GeometryFacts:
     rope: RopeFacts
     rms_norm_eps: float
     attention_bias: bool
+    mla: MLAFacts | None = None
 
 
 @dataclass

@@ -13,6 +13,7 @@ from eaglegraph.known.profiles import get_profile
 from eaglegraph.pair import Pair, load_pair
 from eaglegraph.pair.facts import DraftFacts as PairDraftFacts
 from eaglegraph.pair.geometry import Geometry
+from eaglegraph.pair.mla import mla_dims
 from eaglegraph.pair.model import ModelSide
 from eaglegraph.pair.presets import resolve_model_arg
 from eaglegraph.results.inspect import (
@@ -20,6 +21,7 @@ from eaglegraph.results.inspect import (
     DraftFacts,
     GeometryFacts,
     InspectReport,
+    MLAFacts,
     PhasePlanFacts,
     PlanFacts,
     RopeFacts,
@@ -88,11 +90,18 @@ def _geometry(g: Geometry) -> GeometryFacts:
 
 
 def _side(side: ModelSide, cls: type[SideFacts]) -> Any:
+    geometry = _geometry(side.geometry)
+    mla = mla_dims(side.config)
+    if mla is not None:
+        geometry.mla = MLAFacts(
+            mla.q_lora_rank, mla.kv_lora_rank, mla.qk_nope_head_dim, mla.qk_rope_head_dim,
+            mla.v_head_dim,
+        )  # fmt: skip
     return cls(
         role=side.role,
         path=str(side.path),
         architecture=side.architecture,
-        geometry=_geometry(side.geometry),
+        geometry=geometry,
         weights=side.weights,
         parameter_count=side.weights.parameter_count,
         estimated_parameter_count=side.estimated_parameter_count,

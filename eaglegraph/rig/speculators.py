@@ -8,8 +8,11 @@ follow it; the rig and `inspect` both take the plan from here.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from eaglegraph.models.drafts import draft_build
 from eaglegraph.pair.model import Pair
+from eaglegraph.pair.reduced import reduced_geometry_findings
 from eaglegraph.rig.dflash_plan import dflash_plan
 from eaglegraph.rig.mtp_plan import multi_module_plan
 from eaglegraph.rig.plan import CapturePlan
@@ -24,8 +27,12 @@ def speculator_of(pair: Pair, num_speculative_tokens: int) -> str:
 
 
 def speculator_plan(pair: Pair, plan: CapturePlan) -> tuple[str, CapturePlan]:
-    """The speculator and `plan` with its draft phases."""
+    """The speculator and `plan` with its draft phases; a reduced real-geometry model's
+    finding rides on the plan, so every run on it (capture, memdiff, probe) says so."""
     speculator = speculator_of(pair, plan.num_speculative_tokens)
+    reduced = reduced_geometry_findings(pair)
+    if reduced:
+        plan = replace(plan, findings=[*plan.findings, *reduced])
     if speculator == "window":  # one module per draft KV layer
         assert pair.draft_facts is not None
         modules = len(draft_build(pair.draft_facts.kind).kv_layers(pair))

@@ -1,0 +1,157 @@
+"""MTP and DFlash through every command path: replayed graphs give the eager step's tokens
+under the profiles that run them, the probe is clean on current profiles, capture saves a
+run that `report` re-renders, and memdiff refuses CPU with its one line.
+
+CPU runs the emulated backend on a sample of (preset, profile, mode, pool); CUDA runs every
+mode × pool the profiles allow (vLLM: every mode, shared and per-graph pools, vllm-0.22's
+dedicated pool; SGLang: its modes, its shared pool).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from eaglegraph.cli import cli
+from eaglegraph.pair import load_pair
+from eaglegraph.pair.presets import materialize
+from eaglegraph.probes.probing import SGLANG_MODES, VLLM_MODES
+from eaglegraph.rig.config import RigConfig
+from eaglegraph.rig.driver import run_workload
+from eaglegraph.rig.options import resolve_plan_options
+from eaglegraph.rig.step import Rig
+from eaglegraph.rig.workload import Schedule
+
+SCHEDULE = Schedule.grow_shrink(4, waves=1)
+PRESETS = ["tiny-deepseek-mtp", "tiny-deepseek-mtp2", "tiny-qwen3-mtp", "tiny-qwen3-dflash"]
+SPECULATOR = {
+    "tiny-deepseek-mtp": "eagle",
+    "tiny-deepseek-mtp2": "window",
+    "tiny-qwen3-mtp": "eagle",
+    "tiny-qwen3-dflash": "block",
+}
+
+
+def _rig(preset: str, behavior: str, mode: str, device: torch.device) -> Rig:
+    sglang = behavior.startswith("sglang")
+    opts = resolve_plan_options(
+        max_num_seqs=4, num_speculative_tokens=3, mode=mode, max_num_batched_tokens=64,
+        capture_sizes="4,8,16", behavior=behavior, framework="sglang" if sglang else "vllm",
+        attention_backend="flashinfer" if sglang else "flash_attn",
+    )  # fmt: skip
+    config = RigConfig(opts, device, dtype="float32", max_model_len=256)
+    return Rig(load_pair(materialize(preset)), config)
+
+
+@functools.cache
+def _eager(preset: str, behavior: str, device: str) -> tuple:  # type: ignore[type-arg]
+    rig = _rig(preset, behavior, "NONE", torch.device(device))
+    return tuple(run_workload(rig, SCHEDULE).token_trace())
+
+
+def _check(preset: str, behavior: str, mode: str, pool: str, device: torch.device) -> None:
+    rig = _rig(preset, behavior, mode, device)
+    assert rig.speculator == SPECULATOR[preset]
+    events, findings = rig.capture(pool)
+    assert events and not findings
+    assert all(e.backend == ("cuda" if device.type == "cuda" else "emulated") for e in events)
+    result = run_workload(rig, SCHEDULE)
+    used = {d.split("(")[0] for s in result.steps for d in s.descriptors.values()}
+    assert used - {"NONE"}, "no step replayed a graph"
+    assert tuple(result.token_trace()) == _eager(preset, behavior, device.type)
+    assert result.acceptance_rate is not None and 0 < result.acceptance_rate < 1
+
+
+CPU_CASES = [
+    ("tiny-deepseek-mtp", "vllm-current", "FULL_AND_PIECEWISE", "shared"),
+    ("tiny-deepseek-mtp", "sglang-current", "BREAKABLE", "shared"),
+    ("tiny-deepseek-mtp2", "sglang-current", "FULL", "shared"),
+    ("tiny-qwen3-mtp", "vllm-current", "PIECEWISE", "per-graph"),
+]
+
+
+@pytest.mark.parametrize(("preset", "behavior", "mode", "pool"), CPU_CASES)
+def test_emulated_replay_matches_eager(preset: str, behavior: str, mode: str, pool: str) -> None:
+    _check(preset, behavior, mode, pool, torch.device("cpu"))
+
+
+def _cuda_cases() -> list[tuple[str, str, str, str]]:
+    cases = []
+    for preset in PRESETS:
+        pools = ("shared", "per-graph") if preset == "tiny-deepseek-mtp" else ("shared",)
+        cases += [(preset, "vllm-current", m, p) for m in VLLM_MODES if m != "NONE" for p in pools]
+        cases.append((preset, "vllm-0.22", "FULL_AND_PIECEWISE", "dedicated"))
+        cases += [(preset, "sglang-current", m, "shared") for m in SGLANG_MODES if m != "NONE"]
+    return cases
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize(("preset", "behavior", "mode", "pool"), _cuda_cases())
+def test_cuda_replay_matches_eager(preset: str, behavior: str, mode: str, pool: str) -> None:
+    _check(preset, behavior, mode, pool, torch.device("cuda"))
+
+
+def _invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout
+
+
+@pytest.mark.parametrize(
+    ("preset", "behavior", "mode"),
+    [
+        ("tiny-deepseek-mtp", "vllm-current", "FULL_AND_PIECEWISE"),
+        ("tiny-deepseek-mtp2", "sglang-current", "FULL"),
+        ("tiny-qwen3-mtp", "vllm-current", "FULL_AND_PIECEWISE"),
+    ],
+)
+def test_probe_is_clean_on_current_profiles(preset: str, behavior: str, mode: str) -> None:
+    code, out = _invoke(
+        "probe", preset, "--behavior", behavior, "--max-num-seqs", "4", "-K", "3",
+        "--capture-sizes", "4,8,16", "--mode", mode, "--batches", "3", "--device", "cpu",
+        "--max-model-len", "256", "--no-isolation", "--json", "--fail-on", "never",
+    )  # fmt: skip
+    assert code == 0, out
+    doc = json.loads(out)
+    assert doc["cases"] and all(c["status"] == "ok" for c in doc["cases"]), doc["cases"]
+    assert not doc["findings"]
+
+
+@pytest.mark.parametrize("preset", ["tiny-deepseek-mtp2", "tiny-qwen3-dflash"])
+def test_capture_saves_a_run_report_rerenders(preset: str, tmp_path: Path) -> None:
+    saved = tmp_path / "run.json"
+    code, out = _invoke(
+        "capture", preset, "--max-num-seqs", "4", "-K", "3", "--capture-sizes", "4,8",
+        "--device", "cpu", "--max-model-len", "256", "--save", str(saved), "--json",
+    )  # fmt: skip
+    assert code == 0, out
+    doc = json.loads(saved.read_text())
+    assert doc["config"]["draft_kind"] == ("mtp" if "mtp" in preset else "dflash")
+    phases = {e["phase"] for e in doc["events"]}
+    assert phases == {"target", "draft_prefill"}  # window/block speculators: no decode graphs
+    code, again = _invoke("report", str(saved), "--json")
+    assert code == 0 and json.loads(again)["events"] == doc["events"]
+
+
+def test_memdiff_refuses_cpu_in_one_line() -> None:
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    result = CliRunner().invoke(cli, ["memdiff", "tiny-deepseek-mtp", "--device", "cpu"])
+    assert result.exit_code == 3 and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("preset", ["tiny-deepseek-mtp", "tiny-qwen3-dflash"])
+def test_cuda_memdiff_same_tokens_both_pools(preset: str) -> None:
+    code, out = _invoke(
+        "memdiff", preset, "--max-num-seqs", "4", "-K", "3", "--capture-sizes", "4,8,16",
+        "--pool", "shared", "--against", "dedicated", "--json",
+    )  # fmt: skip
+    assert code == 0, out
+    doc = json.loads(out)
+    assert doc["tokens_identical"] is True
