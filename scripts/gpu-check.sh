@@ -72,15 +72,25 @@ if want memory; then
   TAIL=10 run memory-bench-capture python3 benchmarks/bench_capture.py
 fi
 if want mtp; then
+  # issue 12: MLA/MTP/DFlash on CUDA (equivalence to the dense reference, then replay == eager
+  # for every mode x pool the profiles allow), probes on the tiny presets, real-geometry capture
   run mtp-tests python3 -m pytest -q -p no:cacheprovider tests/kernels/test_mla.py \
-    tests/rig/test_mtp_equivalence.py tests/rig/test_mtp_multi_module.py
+    tests/rig/test_mtp_equivalence.py tests/rig/test_mtp_multi_module.py tests/rig/test_dflash.py
+  TAIL=40 run mtp-cuda-matrix python3 -m pytest -q -m cuda -p no:cacheprovider tests/rig/test_mtp_kinds.py
   TAIL=45 run capture-mtp-tiny $EG capture tiny-deepseek-mtp --max-num-seqs 8 --replay --no-color \
     --save "$OUT/capture-mtp-tiny.json" --force
   TAIL=30 run probe-mtp-current $EG probe tiny-deepseek-mtp --mode all --no-color
+  TAIL=30 run probe-mtp-sglang $EG probe tiny-deepseek-mtp --behavior sglang-current --mode all --no-color
   TAIL=40 run probe-mtp-pre39773 $EG probe tiny-deepseek-mtp --behavior vllm-pre-39773 \
     --attention-backend flashinfer --mode PIECEWISE --no-color
   TAIL=30 run probe-mtp2-current $EG probe tiny-deepseek-mtp2 -K 2 --mode all --no-color
-  # DeepSeek-V3 at real widths, 4 target layers + its MTP layer, 16 routed experts
+  TAIL=30 run probe-mtp2-sglang $EG probe tiny-deepseek-mtp2 --behavior sglang-current --mode all --no-color
+  TAIL=30 run probe-qwen-mtp-current $EG probe tiny-qwen3-mtp --mode all --no-color
+  TAIL=30 run probe-dflash-current $EG probe tiny-qwen3-dflash --mode all --no-color
+  # expected: stale dflash.sample_indices / dflash.seq_lens reads (vllm#50065), exit 1
+  TAIL=40 run probe-dflash-pre50065 $EG probe tiny-qwen3-dflash --behavior vllm-pre-50065 \
+    --max-num-seqs 4 -K 3 --capture-sizes 4,8,16 --mode FULL_AND_PIECEWISE --batches 3 --no-color
+  # DeepSeek-V3 at real widths, 4 of 61 target layers + its MTP layer, 16 of 256 routed experts
   TAIL=45 run capture-mtp-real $EG capture deepseek-v3-mtp-4l --random-weights -K 3 --max-num-seqs 64 \
     --no-color --save "$OUT/capture-mtp-real.json" --force
   TAIL=70 run memdiff-mtp-real $EG memdiff deepseek-v3-mtp-4l --random-weights -K 3 --max-num-seqs 64 \

@@ -23,6 +23,7 @@ from eaglegraph.rig.workload import Schedule
 CASES = [
     ("tiny-deepseek-mtp", "flash_attn"),
     ("tiny-deepseek-mtp", "flashinfer"),
+    ("tiny-qwen3-mtp", "flashinfer"),  # SpecForge Qwen3.5-style separate draft
 ]
 
 
@@ -35,7 +36,8 @@ def test_mtp_rig_matches_reference(preset: str, backend: str, device: torch.devi
     )  # fmt: skip
     config = RigConfig(options=opts, device=device, max_model_len=256, dtype="float32")
     rig = Rig(pair, config)
-    assert rig.kv_caches[0][0] is rig.kv_caches[0][1]  # latent cache: one tensor per layer
+    latent = preset.startswith("tiny-deepseek")  # MLA: one latent tensor per layer
+    assert (rig.kv_caches[0][0] is rig.kv_caches[0][1]) == latent
     schedule = Schedule.grow_shrink(4, waves=1)
     got = run_workload(rig, schedule)
     reference = ReferenceEngine(build_models(pair, torch.float32, device), 3, 4, 256)

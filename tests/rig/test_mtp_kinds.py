@@ -3,8 +3,8 @@ under the profiles that run them, the probe is clean on current profiles, captur
 run that `report` re-renders, and memdiff refuses CPU with its one line.
 
 CPU runs the emulated backend on a sample of (preset, profile, mode, pool); CUDA runs every
-mode × pool the profiles allow (vLLM: every mode, shared and per-graph pools, vllm-0.22's
-dedicated pool; SGLang: its modes, its shared pool).
+mode of each profile on every preset (vLLM's and SGLang's shared pool) and the other pool
+policies (per-graph; vllm-0.22's dedicated EAGLE pool) on the in-checkpoint MTP preset.
 """
 
 from __future__ import annotations
@@ -82,11 +82,12 @@ def test_emulated_replay_matches_eager(preset: str, behavior: str, mode: str, po
 
 def _cuda_cases() -> list[tuple[str, str, str, str]]:
     cases = []
-    for preset in PRESETS:
-        pools = ("shared", "per-graph") if preset == "tiny-deepseek-mtp" else ("shared",)
-        cases += [(preset, "vllm-current", m, p) for m in VLLM_MODES if m != "NONE" for p in pools]
-        cases.append((preset, "vllm-0.22", "FULL_AND_PIECEWISE", "dedicated"))
+    for preset in PRESETS:  # every mode of each profile; the pool policies on one preset
+        cases += [(preset, "vllm-current", m, "shared") for m in VLLM_MODES if m != "NONE"]
         cases += [(preset, "sglang-current", m, "shared") for m in SGLANG_MODES if m != "NONE"]
+    for mode in ("FULL_AND_PIECEWISE", "PIECEWISE"):
+        cases.append(("tiny-deepseek-mtp", "vllm-current", mode, "per-graph"))
+    cases.append(("tiny-deepseek-mtp", "vllm-0.22", "FULL_AND_PIECEWISE", "dedicated"))
     return cases
 
 
