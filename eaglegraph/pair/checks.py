@@ -14,6 +14,7 @@ from eaglegraph.known.hazards import hazard
 from eaglegraph.pair.facts import DraftFacts
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.kinds import DraftKind, supported_titles
+from eaglegraph.pair.mla import mla_dims
 from eaglegraph.pair.model import ModelSide, Pair
 from eaglegraph.results.findings import Finding, Severity
 
@@ -124,7 +125,8 @@ def side_findings(side: ModelSide) -> list[Finding]:
             )
         )
     g = side.geometry
-    if g.head_dim_explicit and g.head_dim * g.num_attention_heads != g.hidden_size:
+    mla = mla_dims(side.config) is not None  # MLA widths come from their own keys
+    if g.head_dim_explicit and not mla and g.head_dim * g.num_attention_heads != g.hidden_size:
         out.append(
             Finding(
                 id="explicit-head-dim",
@@ -245,7 +247,12 @@ def check_pair(pair: Pair) -> list[Finding]:
     findings: list[Finding] = []
     for side in (pair.target, pair.draft):
         if side is not None:
-            findings += side_findings(side)
+            # a draft inside the target's checkpoint (MTP layers) shares its folder's findings
+            inner = (
+                side.role == "draft" and pair.target is not None and side.path == pair.target.path
+            )
+            if not inner:
+                findings += side_findings(side)
             target_geometry = pair.target.geometry if pair.target else None
             findings += shape_findings(
                 side, pair.draft_facts if side.role == "draft" else None, target_geometry

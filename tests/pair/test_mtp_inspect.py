@@ -60,6 +60,8 @@ def test_glm5_uses_the_mla_dims_not_head_dim(tmp_path: Path) -> None:
     mla = doc["target"]["geometry"]["mla"]
     assert (mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"], mla["v_head_dim"]) == (256, 256)
     assert doc["target"]["geometry"]["head_dim"] == 64
+    # no head_dim warning for MLA layers, and the shared folder is reported once
+    assert [f["id"] for f in doc["findings"]] == ["missing-weights"]
     assert "qk 256 (192+64 rope), v 256" in dict(doc["draft"]["kind_facts"])["MLA"]
     layers = doc["target"]["geometry"]["num_hidden_layers"]
     assert doc["memory"]["kv_bytes_per_token_target"] == layers * (512 + 64) * 2
