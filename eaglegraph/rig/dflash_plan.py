@@ -1,5 +1,6 @@
 """The graph plan of a DFlash speculator: one manager holding context step, query forward
-and sampling; FULL_DECODE_ONLY when the draft attention supports uniform batches, else eager.
+and sampling; FULL_DECODE_ONLY when the draft attention supports uniform batches, else eager
+(vLLM); SGLang's DFlash worker captures through the target-verify runner instead.
 
 Uniform descriptors hold K+1 tokens per request, for capture sizes up to max_num_seqs·(K+1);
 a batch between two sizes replays the larger graph with padded requests.
@@ -19,6 +20,8 @@ UNIFORM_BATCH_BACKENDS = ("flash_attn", "triton")
 def dflash_plan(plan: CapturePlan) -> CapturePlan:
     """`plan` with the draft phases of a DFlash speculator."""
     k1 = plan.num_speculative_tokens + 1
+    if plan.framework == "sglang":
+        return _sglang(plan, k1)
     full = plan.resolved_mode.decode_mode() is Mode.FULL
     supported = plan.attention_backend in UNIFORM_BATCH_BACKENDS
     mode = Mode.FULL_DECODE_ONLY if full and supported else Mode.NONE
@@ -44,3 +47,25 @@ def dflash_plan(plan: CapturePlan) -> CapturePlan:
     decode = PhasePlan("draft_decode", Mode.NONE, 1, [], "no draft decodes (one parallel block)")
     phases = [p for p in plan.phases if p.phase == "target"] + [prefill, decode]
     return replace(plan, phases=phases)
+
+
+def _sglang(plan: CapturePlan, k1: int) -> CapturePlan:
+    """SGLang drafts DFlash through the target-verify runner: one graph per captured batch
+    size, bs·(K+1) tokens, the target's sizes (none when its graphs are off)."""
+    target = plan.phase("target")
+    descs = [
+        BatchDescriptor(Mode.FULL, d.num_tokens, d.num_reqs, k1)
+        for d in target.descriptors
+        if d.mode is Mode.FULL and d.num_reqs
+    ]
+    mode = Mode.FULL if descs else Mode.NONE
+    note = (
+        f"target-verify runner path: one graph per batch size, {k1} tokens per request "
+        f"(context step, non-causal block, sampling), up to {descs[-1].num_reqs} requests"
+        if descs
+        else "eager: no target-verify graphs to draft through"
+    )
+    rule = f"FULL: uniform {k1} tokens/request, bs → next captured bs" if descs else "eager"
+    prefill = PhasePlan("draft_prefill", mode, k1, descs, rule, [note])
+    decode = PhasePlan("draft_decode", Mode.NONE, 1, [], "no draft decodes (one parallel block)")
+    return replace(plan, phases=[target, prefill, decode])

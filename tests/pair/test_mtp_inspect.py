@@ -102,7 +102,7 @@ def test_dflash_plan_has_one_block_graph_per_size_and_no_decodes() -> None:
     doc = _inspect("tiny-qwen3-dflash", "--max-num-seqs", "4", "--capture-sizes", "4,8,16")
     phases = {p["phase"]: p for p in doc["plan"]["phases"]}
     assert phases["draft_prefill"]["mode"] == "FULL_DECODE_ONLY"
-    assert [d["num_reqs"] for d in phases["draft_prefill"]["descriptors"]] == [1, 2, 4]
+    assert [reqs for _, reqs in phases["draft_prefill"]["descriptors"]] == [1, 2, 4]
     assert phases["draft_decode"]["descriptor_count"] == 0
     rows = dict(doc["draft"]["kind_facts"])
     assert "outputs of layers [1, 3, 4] (entering [2, 4, 5])" in rows["target taps"]
@@ -115,3 +115,12 @@ def test_reduced_real_geometry_preset_says_what_the_cut_changes() -> None:
     assert "4 of 61 layers and 16 of 256 routed experts" in reduced[0]["message"]
     assert doc["target"]["geometry"]["hidden_size"] == 7168
     assert materialize("deepseek-v3-mtp-4l").exists()
+
+
+def test_sglang_dflash_drafts_through_the_target_verify_graphs() -> None:
+    doc = _inspect("tiny-qwen3-dflash", "--behavior", "sglang-current", "--max-num-seqs", "4")
+    phases = {p["phase"]: p for p in doc["plan"]["phases"]}
+    target = [d for d, m in zip(phases["target"]["descriptors"],
+                                phases["target"]["descriptor_modes"], strict=True) if m == "FULL"]  # fmt: skip
+    assert phases["draft_prefill"]["descriptors"] == target and target
+    assert "target-verify runner" in phases["draft_prefill"]["notes"][0]

@@ -72,6 +72,7 @@ CPU_CASES = [
     ("tiny-deepseek-mtp", "sglang-current", "BREAKABLE", "shared"),
     ("tiny-deepseek-mtp2", "sglang-current", "FULL", "shared"),
     ("tiny-qwen3-mtp", "vllm-current", "PIECEWISE", "per-graph"),
+    ("tiny-qwen3-dflash", "sglang-current", "FULL", "shared"),  # the target-verify runner path
 ]
 
 
