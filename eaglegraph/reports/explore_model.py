@@ -211,8 +211,8 @@ def _finding(b: _Builder, f: Finding, i: int) -> Node:
 
 
 def _hazards_by_ref(ref: str | None) -> list[Hazard]:
-    """The known hazards an upstream reference documents ("vllm#1" or "vllm-project/vllm#1"):
-    those it fixed, else those it is an issue of."""
+    """The known hazards an upstream reference documents, in its short or its full form
+    (owner/repo): those it fixed, else those it is an issue of."""
     if not ref:
         return []
 
