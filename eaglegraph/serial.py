@@ -12,6 +12,7 @@ import enum
 import json
 import math
 import os
+import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -102,6 +103,35 @@ def atomic_write(path: Path | str, data: str | bytes, *, overwrite: bool = False
     return path
 
 
+MAX_JSON_BYTES = 256 * 2**20  # far above any config or saved run; a bound on what is read
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words (for "is not a regular file (a FIFO)")."""
+    for test, name in (
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISFIFO, "named pipe"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISSOCK, "socket"),
+    ):
+        if test(mode):
+            return name
+    return "special file"
+
+
+def regular_file_size(path: Path, what: str = "file") -> int:
+    """The size of `path`, refusing what is not a regular file: reading a FIFO blocks and a
+    device like /dev/zero never ends. OS errors are one line with the path and the reason."""
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise BadInput(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise BadInput(f"{what} {path} is not a regular file (a {file_kind(st.st_mode)})")
+    return st.st_size
+
+
 def read_json_file(path: Path | str, what: str = "file") -> Any:
     """Read JSON with one-line errors that name the file, line and column."""
     path = Path(path)
@@ -109,12 +139,18 @@ def read_json_file(path: Path | str, what: str = "file") -> Any:
         raise BadInput(f"{what} {path} does not exist")
     if path.is_dir():
         raise BadInput(f"{what} {path} is a directory, expected a JSON file")
+    size = regular_file_size(path, what)
+    if size > MAX_JSON_BYTES:
+        raise BadInput(
+            f"{what} {path} is {size / 2**20:.0f} MiB: too large for a JSON {what} "
+            f"(at most {MAX_JSON_BYTES // 2**20} MiB)"
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise BadInput(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
-        raise BadInput(f"cannot read {path}: {exc.strerror}") from None
+        raise BadInput(f"cannot read {what} {path}: {exc.strerror or exc}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from eaglegraph.reports.console import TrimmedConsole
 from eaglegraph.serial import document, dumps
 
 
@@ -28,9 +30,9 @@ class App:
     @classmethod
     def create(cls, json_output: bool, no_color: bool) -> App:
         color = not no_color and "NO_COLOR" not in os.environ
-        out = Console(no_color=not color, highlight=False, soft_wrap=False)
+        out = TrimmedConsole(no_color=not color, highlight=False, soft_wrap=False)
         if not color:
-            out = Console(no_color=True, highlight=False, color_system=None)
+            out = TrimmedConsole(no_color=True, highlight=False, color_system=None)
         err = Console(stderr=True, no_color=not color, highlight=False)
         return cls(json_output=json_output, color=color, out=out, err=err)
 
@@ -47,7 +49,9 @@ class App:
 
     @contextlib.contextmanager
     def progress(self, description: str, total: int | None = None) -> Iterator[ProgressHandle]:
-        """A live progress display on stderr; silent when stderr is not a terminal."""
+        """Progress on stderr: a live bar on a terminal, else one line per milestone (a stage,
+        a phase, a probe case) with its count, so piped runs still show where they are.
+        EAGLEGRAPH_NO_PROGRESS silences both."""
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -57,7 +61,8 @@ class App:
             TimeElapsedColumn,
         )
 
-        enabled = self.err.is_terminal and not os.environ.get("EAGLEGRAPH_NO_PROGRESS")
+        quiet = bool(os.environ.get("EAGLEGRAPH_NO_PROGRESS"))
+        live = self.err.is_terminal and not quiet
         progress = Progress(
             SpinnerColumn(),
             TextColumn("[progress.description]{task.description}"),
@@ -66,22 +71,30 @@ class App:
             TimeElapsedColumn(),
             console=self.err,
             transient=True,
-            disable=not enabled,
+            disable=not live,
         )
+        lines = None if live or quiet else description
         with progress:
             task = progress.add_task(description, total=total)
-            yield ProgressHandle(progress, task)
+            yield ProgressHandle(progress, task, lines)
 
 
 @dataclass
 class ProgressHandle:
-    """What library code sees: `update(description, advance, total)`; no rich types leak."""
+    """What library code sees: `update(description, advance, total, milestone)`; no rich types
+    leak. `milestone` names a step worth a line of its own when stderr is not a terminal."""
 
     _progress: Any
     _task: Any
+    _lines: str | None = None  # the command's label in line mode; None: live bar or quiet
+    _start: float = field(default_factory=time.monotonic)
 
     def __call__(
-        self, description: str | None = None, advance: float = 0, total: float | None = None
+        self,
+        description: str | None = None,
+        advance: float = 0,
+        total: float | None = None,
+        milestone: str | None = None,
     ) -> None:
         kwargs: dict[str, Any] = {"advance": advance}
         if description is not None:
@@ -89,6 +102,11 @@ class ProgressHandle:
         if total is not None:
             kwargs["total"] = total
         self._progress.update(self._task, **kwargs)
+        if milestone is not None and self._lines is not None:
+            task = self._progress.tasks[0]
+            count = f" [{task.completed:.0f}/{task.total:.0f}]" if task.total else ""
+            elapsed = time.monotonic() - self._start
+            click.echo(f"{self._lines}: {milestone}{count} ({elapsed:.0f} s)", err=True)
 
 
 def output_options(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -8,14 +8,20 @@ from typing import Any
 import click
 
 from eaglegraph.cli.app import make_app, output_options
-from eaglegraph.cli.options import pair_arguments, plan_options
+from eaglegraph.cli.options import pair_arguments, plan_options_for, warn_suspicious
 from eaglegraph.cli.outputs import Writes, check_outputs
 from eaglegraph.cli.rig_options import build_spec, rig_options
+from eaglegraph.rig.options import CPU_CAPTURE_MAX_NUM_SEQS, DEFAULT_MAX_NUM_SEQS
+
+_CPU_NOTE = (
+    f"; on CPU {CPU_CAPTURE_MAX_NUM_SEQS['vllm']} (SGLang {CPU_CAPTURE_MAX_NUM_SEQS['sglang']}) "
+    "unless --full-plan"
+)
 
 
 @click.command("capture")
 @pair_arguments
-@plan_options
+@plan_options_for(DEFAULT_MAX_NUM_SEQS, seqs_note=_CPU_NOTE)
 @click.option(
     "--pool",
     type=click.Choice(["shared", "dedicated", "per-graph"]),
@@ -53,6 +59,11 @@ from eaglegraph.cli.rig_options import build_spec, rig_options
     show_default=True,
     help="On CUDA, predict each pool on the CPU first; stop with what fits if it will not.",
 )
+@click.option(
+    "--full-plan",
+    is_flag=True,
+    help="On CPU, capture the engine's whole default plan (minutes) instead of the quick one.",
+)
 @click.option("--force", is_flag=True, help="Replace existing output files.")
 @output_options
 @click.pass_context
@@ -68,6 +79,7 @@ def command(
     trace: str | None,
     snapshot: str | None,
     predict: bool,
+    full_plan: bool,
     force: bool,
     json_output: bool,
     no_color: bool,
@@ -76,11 +88,13 @@ def command(
     """Capture target, draft-prefill and draft-decode graphs and show the timeline and pools.
 
     On CUDA graphs are real (torch.cuda.CUDAGraph, real pools, allocator snapshot); on CPU
-    the emulated backend replays captured routines and memory figures are N/A. Exit 1 when a
-    capture fails (e.g. OOM): the partial timeline is still shown and saved.
+    the emulated backend replays captured routines and memory figures are N/A, and without
+    --max-num-seqs or --capture-sizes it captures a quick, smaller plan (the run says what it
+    left out; --full-plan captures all of it). Exit 1 when a capture fails (e.g. OOM): the
+    partial timeline is still shown and saved.
     """
     app = make_app(ctx, json_output, no_color)
-    from eaglegraph.probes.capture import CaptureRequest, run_capture
+    from eaglegraph.probes.capture import CaptureRequest, preflight, run_capture
     from eaglegraph.reports.capture_view import render_capture
     from eaglegraph.reports.html import write_html
     from eaglegraph.reports.trace import write_trace
@@ -90,8 +104,16 @@ def command(
 
     outputs = {"--save": save, "--html": html, "--trace": trace, "--snapshot": snapshot}
     check_outputs(outputs, force=force, inputs=(model_dir, target_dir, draft_dir))
-    spec = build_spec(model_dir, kwargs, target_dir=target_dir, draft_dir=draft_dir, pool=pool)
+    spec = build_spec(
+        model_dir,
+        kwargs,
+        target_dir=target_dir,
+        draft_dir=draft_dir,
+        pool=pool,
+        cpu_max_num_seqs=None if full_plan else CPU_CAPTURE_MAX_NUM_SEQS,
+    )
     pair = spec.open_pair()
+    warn_suspicious(pair, spec.options, spec.max_model_len)
     request = CaptureRequest.from_spec(
         spec,
         replay=replay,
@@ -99,13 +121,21 @@ def command(
         overwrite=force,
         predict=predict,
     )
-    total = sum(p.descriptor_count for p in build_plan(spec.options).phases)
-    with app.progress("Capturing CUDA graphs", total=total) as progress:
+    preflight(pair, request.config)
+    phases = build_plan(spec.options).phases
+    total = sum(p.descriptor_count for p in phases)
+    sizes = {p.phase: p.descriptor_count for p in phases}
+    seen: set[str] = set()
+
+    def on_event(event: Any) -> None:
+        first = event.phase not in seen
+        seen.add(event.phase)
+        label = f"{event.phase}: {sizes.get(event.phase, '?')} graphs" if first else None
+        progress(f"{event.phase} {event.descriptor}", advance=1, milestone=label)
+
+    with app.progress("capture", total=total) as progress:
         run = run_capture(
-            pair,
-            request,
-            on_event=lambda e: progress(f"{e.phase} {e.descriptor}", advance=1),
-            on_stage=lambda s: progress(s),
+            pair, request, on_event=on_event, on_stage=lambda s: progress(s, milestone=s)
         )
     writes = Writes()
     if save:
@@ -118,4 +148,8 @@ def command(
     if snapshot and Path(snapshot).exists():
         click.echo(f"wrote {snapshot}", err=True)
     app.emit(CAPTURE_SCHEMA, run, render_capture)
+    if request.left_out is not None and app.json_output:  # the view shows it as a finding
+        click.echo(
+            f"eaglegraph: note: {request.left_out.message}; {request.left_out.fix}", err=True
+        )
     writes.finish(ctx, 0 if run.ok else 1)

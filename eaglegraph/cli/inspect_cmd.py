@@ -11,15 +11,16 @@ from eaglegraph.cli.options import (
     dtype_option,
     fail_on_option,
     pair_arguments,
-    plan_options,
+    plan_options_for,
     pop_plan_kwargs,
+    warn_suspicious,
 )
 from eaglegraph.results.findings import reaches
 
 
 @click.command("inspect")
 @pair_arguments
-@plan_options
+@plan_options_for(engine_defaults=True)
 @dtype_option
 @click.option(
     "--predict-memory",
@@ -64,6 +65,7 @@ def command(
         architecture=target.architecture if target else None,
         head_dim=target.geometry.head_dim if target else None,
     )
+    warn_suspicious(pair, options)
     report = inspect_pair(pair, options, None if dtype == "auto" else dtype)
     if predict_memory:
         import torch

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from eaglegraph.cli.app import make_app, output_options
-from eaglegraph.cli.options import Seconds, plan_options
+from eaglegraph.cli.options import Seconds, plan_options, warn_suspicious
 from eaglegraph.cli.outputs import Writes, check_outputs
 from eaglegraph.cli.rig_options import build_spec, rig_options
 
@@ -90,6 +90,7 @@ def command(
         {"--save": save, "--html": html, "--trace": trace}, force=force, inputs=(model_dir,)
     )
     spec = build_spec(model_dir, kwargs, pool=pool)
+    warn_suspicious(spec.open_pair(), spec.options, spec.max_model_len)
     with app.progress("memdiff") as progress:
         run = memdiff(spec, against, timeout, on_stage=lambda s: progress(s), predict=predict)
     writes = Writes()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import click
@@ -11,83 +11,109 @@ import click
 from eaglegraph.errors import BadInput
 from eaglegraph.known.choose import profile_for_engine
 from eaglegraph.results.findings import FAIL_ON_CHOICES
+from eaglegraph.rig.options import (
+    ATTENTION_BACKENDS,
+    DEFAULT_MAX_NUM_BATCHED_TOKENS,
+    DEFAULT_MAX_NUM_SEQS,
+    FRAMEWORKS,
+)
 
 _MODE_OPTION = click.option(
     "--mode",
     default=None,
-    help="cudagraph mode: NONE, PIECEWISE, FULL, FULL_DECODE_ONLY, FULL_AND_PIECEWISE "
-    "(vLLM default), BREAKABLE; case-insensitive.",
+    help="cudagraph mode: NONE, PIECEWISE, FULL, FULL_DECODE_ONLY, FULL_AND_PIECEWISE, "
+    "BREAKABLE; case-insensitive (default: FULL_AND_PIECEWISE for vllm, FULL for sglang).",
 )
 
-_PLAN_OPTIONS: list[Callable[[Any], Any]] = [
-    click.option(
-        "--framework",
-        type=click.Choice(["vllm", "sglang"]),
-        default=None,
-        help="Semantics to rebuild (default: vllm, or the framework of --behavior).",
-    ),
-    click.option(
-        "--max-num-seqs",
-        type=int,
-        default=None,
-        help="Scheduler max_num_seqs (SGLang: max_running_requests). Default 128 (SGLang 48).",
-    ),
-    click.option(
-        "-K",
-        "--num-speculative-tokens",
-        type=int,
-        default=None,
-        help="Draft tokens per step (default: the draft config's, else 3).",
-    ),
-    click.option("--max-num-batched-tokens", type=int, default=None, help="Default 8192."),
-    _MODE_OPTION,
-    click.option(
-        "--attention-backend",
-        type=click.Choice(["flash_attn", "flashinfer", "triton"]),
-        default=None,
-        help="Decides the metadata style and vLLM's mode downgrade (default flash_attn).",
-    ),
-    click.option(
-        "--behavior",
-        default=None,
-        help="Historic semantics, e.g. vllm-pre-39773 (see `eaglegraph probe --list-behaviors`).",
-    ),
-    click.option(
-        "--engine",
-        default=None,
-        metavar="VERSION",
-        help="Engine release to rebuild, e.g. vllm==0.24.0 or 'sglang 0.5.9': picks the "
-        "--behavior profile that release behaves as.",
-    ),
-    click.option(
-        "--gpu",
-        default=None,
-        metavar="NAME",
-        help="GPU the plan is for (H100, H200, B200, A100, L40S, ...): capability and memory "
-        "drive the engine's GPU rules. Default H100.",
-    ),
-    click.option(
-        "--trtllm-artifacts/--no-trtllm-artifacts",
-        default=None,
-        help="Whether FlashInfer's TRT-LLM/XQA kernels load (cubin package or NVIDIA "
-        "artifactory reachable). Default: yes.",
-    ),
-    click.option(
-        "--capture-sizes", default=None, help="Comma-separated capture sizes (vLLM tokens)."
-    ),
-    click.option(
-        "--speculative-config",
-        default=None,
-        metavar="JSON",
-        help='vLLM-style, e.g. \'{"method": "eagle3", "num_speculative_tokens": 3}\'.',
-    ),
-    click.option(
-        "--compilation-config",
-        default=None,
-        metavar="JSON",
-        help='vLLM-style, e.g. \'{"cudagraph_mode": "FULL_AND_PIECEWISE"}\'.',
-    ),
-]
+
+def _seqs_help(seqs: Mapping[str, int], extra: str = "") -> str:
+    return (
+        "Scheduler max_num_seqs (SGLang: max_running_requests). "
+        f"Default {seqs['vllm']} (SGLang {seqs['sglang']}){extra}."
+    )
+
+
+ENGINE_DEFAULTS_HELP = (
+    "Default: what the engine release (--engine/--behavior) picks for --gpu; the report "
+    "lists the values it used under the plan's defaults."
+)
+
+
+def _plan_option_list(seqs_help: str, tokens_help: str) -> list[Callable[[Any], Any]]:
+    return [
+        click.option(
+            "--framework",
+            type=click.Choice(list(FRAMEWORKS)),
+            default=None,
+            help="Semantics to rebuild (default: vllm, or the framework of --behavior).",
+        ),
+        click.option("--max-num-seqs", type=int, default=None, help=seqs_help),
+        click.option(
+            "-K",
+            "--num-speculative-tokens",
+            type=int,
+            default=None,
+            help="Draft tokens per step (default: the draft config's, else 3).",
+        ),
+        click.option(
+            "--max-num-batched-tokens",
+            type=int,
+            default=None,
+            help=tokens_help,
+        ),
+        _MODE_OPTION,
+        click.option(
+            "--attention-backend",
+            type=click.Choice(list(ATTENTION_BACKENDS)),
+            default=None,
+            help="Decides the metadata style and vLLM's mode downgrade (default flash_attn).",
+        ),
+        click.option(
+            "--behavior",
+            default=None,
+            help="Historic semantics, e.g. vllm-pre-39773 (see `eaglegraph probe "
+            "--list-behaviors`; default: the framework's current one).",
+        ),
+        click.option(
+            "--engine",
+            default=None,
+            metavar="VERSION",
+            help="Engine release to rebuild, e.g. vllm==0.24.0 or 'sglang 0.5.9': picks the "
+            "--behavior profile that release behaves as.",
+        ),
+        click.option(
+            "--gpu",
+            default=None,
+            metavar="NAME",
+            help="GPU the plan is for (H100, H200, B200, A100, L40S, ...): capability and "
+            "memory drive the engine's GPU rules. Default H100.",
+        ),
+        click.option(
+            "--trtllm-artifacts/--no-trtllm-artifacts",
+            default=None,
+            help="Whether FlashInfer's TRT-LLM/XQA kernels load (cubin package or NVIDIA "
+            "artifactory reachable). Default: yes.",
+        ),
+        click.option(
+            "--capture-sizes",
+            default=None,
+            help="Comma-separated capture sizes (vLLM tokens; default: the engine's list for "
+            "--max-num-seqs).",
+        ),
+        click.option(
+            "--speculative-config",
+            default=None,
+            metavar="JSON",
+            help='vLLM-style, e.g. \'{"method": "eagle3", "num_speculative_tokens": 3}\'.',
+        ),
+        click.option(
+            "--compilation-config",
+            default=None,
+            metavar="JSON",
+            help='vLLM-style, e.g. \'{"cudagraph_mode": "FULL_AND_PIECEWISE"}\'.',
+        ),
+    ]
+
 
 PLAN_KEYS = (
     "framework",
@@ -106,18 +132,39 @@ PLAN_KEYS = (
 )
 
 
+def plan_options_for(
+    seqs: Mapping[str, int] = DEFAULT_MAX_NUM_SEQS,
+    *,
+    with_mode: bool = True,
+    seqs_note: str = "",
+    engine_defaults: bool = False,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The plan options, with the --max-num-seqs default this command really uses in its help
+    (probe plans fewer requests; capture on CPU too; inspect takes the engine release's batch
+    defaults for the GPU), so help never contradicts the run."""
+    if engine_defaults:
+        seqs_help = "Scheduler max_num_seqs (SGLang: max_running_requests). " + ENGINE_DEFAULTS_HELP
+        tokens_help = "Scheduler token budget per step. " + ENGINE_DEFAULTS_HELP
+    else:
+        seqs_help = _seqs_help(seqs, seqs_note)
+        tokens_help = f"Scheduler token budget per step. Default {DEFAULT_MAX_NUM_BATCHED_TOKENS}."
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(_plan_option_list(seqs_help, tokens_help)):
+            if with_mode or option is not _MODE_OPTION:
+                func = option(func)
+        return func
+
+    return decorate
+
+
 def plan_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    for option in reversed(_PLAN_OPTIONS):
-        func = option(func)
-    return func
+    return plan_options_for()(func)
 
 
 def plan_options_without_mode(func: Callable[..., Any]) -> Callable[..., Any]:
     """For commands whose --mode means something else (probe takes several)."""
-    for option in reversed(_PLAN_OPTIONS):
-        if option is not _MODE_OPTION:
-            func = option(func)
-    return func
+    return plan_options_for(with_mode=False)(func)
 
 
 def pop_plan_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -177,3 +224,12 @@ def dtype_option(func: Callable[..., Any]) -> Callable[..., Any]:
         show_default=True,
         help="Model dtype: auto = the config's on CUDA, float32 on CPU.",
     )(func)
+
+
+def warn_suspicious(pair: Any, options: Any, max_model_len: int | None = None) -> None:
+    """One `eaglegraph: warning:` line on stderr per legal-but-suspicious value (stdout, and
+    so --json, stays clean)."""
+    from eaglegraph.probes.sanity import plan_warnings
+
+    for warning in plan_warnings(pair, options, max_model_len):
+        click.echo(f"eaglegraph: warning: {warning}", err=True)

@@ -7,9 +7,12 @@ from typing import Any
 import click
 
 from eaglegraph.cli.app import make_app, output_options
-from eaglegraph.cli.options import Seconds, fail_on_option, plan_options_without_mode
+from eaglegraph.cli.options import Seconds, fail_on_option, plan_options_for, warn_suspicious
 from eaglegraph.cli.outputs import Writes, check_outputs
 from eaglegraph.cli.rig_options import build_spec, rig_options
+from eaglegraph.rig.options import PROBE_MAX_NUM_SEQS
+
+PROBE_DEFAULT_SEQS = PROBE_MAX_NUM_SEQS  # what `explore` plans with, as probe does
 
 
 def _list_behaviors(app: Any) -> None:
@@ -59,7 +62,7 @@ def _list_behaviors(app: Any) -> None:
     multiple=True,
     help="cudagraph mode to probe; repeat it, or give `all` (default: all).",
 )
-@plan_options_without_mode
+@plan_options_for(PROBE_MAX_NUM_SEQS, with_mode=False)
 @rig_options
 @click.option(
     "--pool",
@@ -114,14 +117,15 @@ def command(
     Each case (mode × padded batch) runs in its own process: capture with guards compiled in,
     dirty every buffer with a large batch, shrink it, poison every padding region and unowned
     KV block, and run the padded step twice with two sentinels. --mode may be given several
-    times, or as `all`. Defaults to 4 requests (SGLang: 10) — padding bugs need only a few.
+    times, or as `all`. Plans for a few requests (see --max-num-seqs): padding bugs need
+    only a few, and fewer requests mean fewer, faster graphs.
     """
     app = make_app(ctx, json_output, no_color)
     if list_behaviors:
         _list_behaviors(app)
         return
     from eaglegraph.errors import BadInput
-    from eaglegraph.probes.probing import PROBE_DEFAULT_SEQS, probe
+    from eaglegraph.probes.probing import probe
     from eaglegraph.reports.probe_view import render_probe
     from eaglegraph.results.findings import reaches
     from eaglegraph.results.probe import PROBE_SCHEMA
@@ -141,7 +145,8 @@ def command(
             ) from None
     if kwargs.get("compile_model") is None:  # stale reads do not depend on compilation,
         kwargs["compile_model"] = False  # and each isolated case would compile again
-    spec = build_spec(model_dir, kwargs, pool=pool, default_max_num_seqs=PROBE_DEFAULT_SEQS)
+    spec = build_spec(model_dir, kwargs, pool=pool, default_max_num_seqs=PROBE_MAX_NUM_SEQS)
+    warn_suspicious(spec.open_pair(), spec.options, spec.max_model_len)
     with app.progress("Probing", total=None) as progress:
         run = probe(
             spec,

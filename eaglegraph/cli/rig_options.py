@@ -62,6 +62,7 @@ def build_spec(
     draft_dir: str | None = None,
     pool: str | None = None,
     default_max_num_seqs: dict[str, int] | None = None,
+    cpu_max_num_seqs: dict[str, int] | None = None,
 ) -> RunSpec:
     """The command's parsed plan and rig options (popped from `kwargs`) as one RunSpec."""
     from eaglegraph.cli.options import pop_plan_kwargs
@@ -74,5 +75,6 @@ def build_spec(
         plan=pop_plan_kwargs(kwargs),
         pool=pool,
         default_max_num_seqs=default_max_num_seqs,
+        cpu_max_num_seqs=cpu_max_num_seqs,
         **pop_rig_kwargs(kwargs),
     )

@@ -7,6 +7,7 @@ file and key, so nothing above this layer ever sees a KeyError or a TypeError fr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,8 @@ class Config:
             return default
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise BadInput(f"{self.source}: '{key}' must be a number, found {value!r:.60}")
+        if not math.isfinite(value):
+            raise BadInput(f"{self.source}: '{key}' must be a finite number, found {value}")
         return float(value)
 
     def bool(self, key: str, default: Any = _REQUIRED) -> Any:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eaglegraph.errors import BadInput
-from eaglegraph.serial import read_json_file
+from eaglegraph.serial import read_json_file, regular_file_size
 
 SAFETENSORS_ITEMSIZE = {
     "BOOL": 1,
@@ -88,11 +88,31 @@ class CheckpointIndex:
         return [self.folder / f for f in self.files]
 
 
+def _check_header_length(path: Path) -> None:
+    """Open the file ourselves first, so an unreadable file says why (the safetensors library
+    reports any open failure as "No such file or directory") and a truncated one says so."""
+    size = regular_file_size(path, "safetensors file")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except OSError as exc:
+        raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(head) < 8:
+        raise BadInput(f"{path}: truncated safetensors file ({size} bytes, no header length)")
+    declared = int.from_bytes(head, "little")
+    if 8 + declared > size:
+        raise BadInput(
+            f"{path}: truncated safetensors header (declares {declared} bytes, "
+            f"the file has {size - 8} after the length)"
+        )
+
+
 def _read_header(path: Path, index: CheckpointIndex) -> None:
     from safetensors import SafetensorError, safe_open
 
     if path.is_dir():
         raise BadInput(f"{path} is a directory, expected a .safetensors file")
+    _check_header_length(path)
     try:
         handle = safe_open(str(path), framework="numpy")
     except SafetensorError as exc:

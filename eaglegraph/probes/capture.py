@@ -7,6 +7,7 @@ delta vLLM logs as "took … GiB"); on CPU the emulated backend gives the timeli
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import tempfile
@@ -22,6 +23,7 @@ from eaglegraph.errors import BadInput, MissingEnvironment
 from eaglegraph.pair.model import Pair
 from eaglegraph.probes.environment import run_environment
 from eaglegraph.probes.fit import check_fit
+from eaglegraph.probes.host_memory import check_rig_memory
 from eaglegraph.probes.memory_predict import predict_policy, record_capture
 from eaglegraph.probes.pool_accounting import emulated_pools, pools_from_segments, snapshot_segments
 from eaglegraph.probes.spec import RunSpec
@@ -29,6 +31,8 @@ from eaglegraph.results.capture import CaptureEvent, CaptureRun, CaptureTotals
 from eaglegraph.results.findings import Finding, Severity
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.driver import run_workload
+from eaglegraph.rig.model_setup import check_buildable
+from eaglegraph.rig.plan import build_plan
 from eaglegraph.rig.step import CaptureFailed, Rig
 from eaglegraph.rig.workload import Schedule
 from eaglegraph.serial import default_file_mode, to_jsonable
@@ -45,6 +49,7 @@ class CaptureRequest:
     overwrite: bool = False
     model: str = ""
     predict: bool = True  # on CUDA: predict the pools first and refuse what will not fit
+    left_out: Finding | None = None  # what a quick CPU plan left out, and how to get it
 
     @classmethod
     def from_spec(
@@ -67,7 +72,38 @@ class CaptureRequest:
             overwrite=overwrite,
             model=spec.model,
             predict=predict,
+            left_out=quick_plan_note(spec),
         )
+
+
+def quick_plan_note(spec: RunSpec) -> Finding | None:
+    """An info finding when the CPU quick plan replaced the default --max-num-seqs: how many
+    graphs the full plan has, and the flag that captures them."""
+    full = spec.full_max_num_seqs
+    if full is None:
+        return None
+    options = spec.options
+    quick = sum(p.descriptor_count for p in build_plan(options).phases)
+    whole = dataclasses.replace(options, max_num_seqs=full)
+    total = sum(p.descriptor_count for p in build_plan(whole).phases)
+    return Finding(
+        id="cpu-quick-plan",
+        severity=Severity.INFO,
+        message=(
+            f"quick CPU answer: planned for --max-num-seqs {options.max_num_seqs} "
+            f"({quick} graphs); the default plan (--max-num-seqs {full}) has {total} graphs, "
+            "each captured through the Triton interpreter, and the emulated backend measures "
+            "no memory"
+        ),
+        fix=f"pass --full-plan (or --max-num-seqs {full}) to capture all {total}",
+    )
+
+
+def preflight(pair: Pair, config: RigConfig) -> None:
+    """What is refused before anything is allocated: a pair the rig cannot build, and one
+    that will not fit the memory left (the kernel's OOM killer gives no message)."""
+    check_buildable(pair, config.random_weights)
+    check_rig_memory(pair, config)
 
 
 def capture_task(args: dict[str, Any]) -> dict[str, Any]:
@@ -117,6 +153,7 @@ def run_capture(
     stage = on_stage or (lambda _: None)
     stage("loading the pair")
     if rig is None:
+        preflight(pair, cfg)
         try:
             rig = Rig(pair, cfg)
         except torch.OutOfMemoryError as exc:
@@ -205,7 +242,7 @@ def run_capture(
         events=events,
         pools=pools,
         totals=totals,
-        findings=rig.plan.findings + findings,
+        findings=rig.plan.findings + findings + ([request.left_out] if request.left_out else []),
         failed=failed,
         replay=replay,
         prediction=prediction,

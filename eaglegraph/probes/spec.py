@@ -46,6 +46,8 @@ class RunSpec:
     seed: int = 0
     pool: str | None = None
     compile_model: bool | None = None  # the target through torch.compile; None: off
+    # set when a quick CPU plan replaced the default --max-num-seqs: the value it replaced
+    full_max_num_seqs: int | None = None
 
     @property
     def backend(self) -> str:
@@ -117,6 +119,7 @@ class RunSpec:
             "seed": self.seed,
             "pool": self.pool,
             "compile_model": self.compile_model,
+            "full_max_num_seqs": self.full_max_num_seqs,
         }
 
     @classmethod
@@ -149,11 +152,15 @@ def spec_for_pair(
     default_max_num_seqs: Mapping[str, int] | None = None,
     source: tuple[str | None, str | None, str | None] | None = None,
     compile_model: bool | None = None,
+    cpu_max_num_seqs: Mapping[str, int] | None = None,
 ) -> RunSpec:
     """Resolve a run for a pair already opened (the one place options and device resolve).
 
     `source` is the (MODEL_DIR, --target, --draft) the pair was opened from, so workers reopen
-    it the same way; without it the pair's own folders are used.
+    it the same way; without it the pair's own folders are used. `cpu_max_num_seqs` is the
+    quick plan for the emulated backend: when the run lands on the CPU and neither
+    --max-num-seqs nor capture sizes were given, it replaces the default request count (and
+    the spec remembers the replaced value, so the result can say what was left out).
     """
     if max_model_len < 16:
         raise BadInput(f"--max-model-len must be at least 16, got {max_model_len}")
@@ -162,6 +169,19 @@ def spec_for_pair(
     options = plan_options(pair, plan or {})
     if default_max_num_seqs and (plan or {}).get("max_num_seqs") is None:
         options = dataclasses.replace(options, max_num_seqs=default_max_num_seqs[options.framework])
+    resolved_device = resolve_device(device).type
+    full_seqs = None
+    chosen = plan or {}
+    if (
+        cpu_max_num_seqs
+        and resolved_device == "cpu"
+        and chosen.get("max_num_seqs") is None
+        and options.capture_sizes is None
+        and options.max_capture_size is None
+        and cpu_max_num_seqs[options.framework] < options.max_num_seqs
+    ):
+        full_seqs = options.max_num_seqs
+        options = dataclasses.replace(options, max_num_seqs=cpu_max_num_seqs[options.framework])
     if source is None:
         source = (
             None,
@@ -174,13 +194,14 @@ def spec_for_pair(
         target=source[1],
         draft=source[2],
         options=options,
-        device=resolve_device(device).type,
+        device=resolved_device,
         dtype=dtype,
         max_model_len=max_model_len,
         random_weights=random_weights,
         seed=seed,
         pool=pool,
         compile_model=compile_model,
+        full_max_num_seqs=full_seqs,
     )
 
 

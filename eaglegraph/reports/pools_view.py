@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from eaglegraph.reports.format import fmt_bytes
+from eaglegraph.reports.layout import Fitted
 from eaglegraph.reports.timeline_view import EMULATED_NA, memory_na, phase_order
 from eaglegraph.results.capture import CaptureRun
 from eaglegraph.results.pools import PoolUsage
@@ -28,13 +29,13 @@ def render_pools(run: CaptureRun, console: Console) -> None:
     title = Text("Pool usage", style="bold")
     title.append(f"  policy {run.pool_policy}", style="dim")
     console.print(title)
-    console.print(Padding(_usage_table(run, na), (0, 0, 0, 2)))
+    console.print(Padding(Fitted(_usage_table(run, na)), (0, 0, 0, 2)))
     if (run.prediction or {}).get("compiled_run"):
         note = "predicted: the uncompiled forward; this run's target is compiled (Inductor)"
         console.print(Padding(Text(note, style="dim"), (0, 0, 0, 2)))
     phases = phase_order(p for pool in run.pools for p in pool.bytes_per_phase)
     if phases and not na:
-        console.print(Padding(_phase_table(run.pools, phases), (0, 0, 0, 2)))
+        console.print(Padding(Fitted(_phase_table(run.pools, phases)), (0, 0, 0, 2)))
     console.print(_accounted_line(run, na))
 
 

@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from eaglegraph.reports.format import SEVERITY_STYLE
+from eaglegraph.reports.layout import Fitted
 from eaglegraph.results.probe import ProbeRun
 
 _KIND_STYLE = {
@@ -74,6 +75,10 @@ def _matrix(run: ProbeRun) -> Table:
         title="Padding regions × phases (×n: stale reads the guards saw; after step: whether "
         "the step filled the padding or left the poison)",
         title_justify="left",
+        box=None,
+        padding=(0, 1),
+        pad_edge=False,
+        header_style="bold",
     )
     table.add_column("buffer", style="bold", no_wrap=True)
     table.add_column("owner", no_wrap=True)
@@ -109,6 +114,6 @@ def render_probe(run: ProbeRun, console: Console) -> None:
         f"{len(run.cases)} case(s) in {run.duration_s:.1f} s"
         + ("" if run.isolated else " · [yellow]not isolated[/yellow]")
     )
-    console.print(_cases_table(run))
+    console.print(Fitted(_cases_table(run)))
     _findings(run, console)
-    console.print(_matrix(run))
+    console.print(Fitted(_matrix(run)))

@@ -97,12 +97,28 @@ def render_timeline(run: CaptureRun, console: Console) -> None:
     widths = _widths(rows, run, na)
 
     console.print(Text("Capture timeline", style="bold"))
+    long = len(rows) > LONG_TIMELINE
+    hidden_total = 0
     for n, phase in enumerate(phase_order(e.phase for e in rows)):
         mine = [e for e in rows if e.phase == phase]
         table = _phase_table(phase, mine, widths, segmented, byte_bar, header=n == 0)
-        for e in mine:
-            table.add_row(*_cells(e, run, na, longest, largest, segmented, byte_bar))
+        for part in _runs(mine) if long else [mine]:
+            shown, hidden = _summarised(part)
+            for e in shown[:HEAD] if hidden else shown:
+                table.add_row(*_cells(e, run, na, longest, largest, segmented, byte_bar))
+            if not hidden:
+                continue
+            hidden_total += len(hidden)
+            console.print(Padding(table, (0, 0, 0, 2)))
+            console.print(Padding(_hidden_line(hidden), (0, 0, 0, 4)))
+            table = _phase_table(phase, mine, widths, segmented, byte_bar, header=False)
+            table.title = None
+            for e in shown[HEAD:]:
+                table.add_row(*_cells(e, run, na, longest, largest, segmented, byte_bar))
         console.print(Padding(table, (0, 0, 0, 2)))
+    if hidden_total:
+        note = f"  {hidden_total} graphs not listed; every graph: --json, --html or --trace"
+        console.print(Text(note, style="dim"))
     legend = Text("  bars: capture time ", style="dim")
     legend.append("█", style="cyan")
     legend.append(f" (longest {fmt_seconds(longest)})", style="dim")
@@ -113,6 +129,43 @@ def render_timeline(run: CaptureRun, console: Console) -> None:
     console.print(legend)
     if na:
         console.print(Text(f"  memory figures: {EMULATED_NA}", style="yellow"))
+
+
+LONG_TIMELINE = 40  # rows from which runs of one mode are summarised
+HEAD, TAIL = 3, 2  # rows kept at each end of a summarised run
+
+
+def _runs(rows: Sequence[CaptureEvent]) -> list[list[CaptureEvent]]:
+    """Consecutive rows of one mode (a phase captures PIECEWISE, then FULL, largest first)."""
+    runs: list[list[CaptureEvent]] = []
+    for e in rows:
+        if runs and runs[-1][-1].mode == e.mode:
+            runs[-1].append(e)
+        else:
+            runs.append([e])
+    return runs
+
+
+def _summarised(rows: list[CaptureEvent]) -> tuple[list[CaptureEvent], list[CaptureEvent]]:
+    """The rows to show (both ends, and every failure) and those a summary line stands for."""
+    if len(rows) <= HEAD + TAIL + 3:
+        return rows, []
+    middle = rows[HEAD:-TAIL]
+    hidden = [e for e in middle if e.status == "ok"]
+    if len(hidden) < 2:
+        return rows, []
+    shown = rows[:HEAD] + [e for e in middle if e.status != "ok"] + rows[-TAIL:]
+    return shown, hidden
+
+
+def _hidden_line(hidden: Sequence[CaptureEvent]) -> Text:
+    sizes = [e.num_tokens for e in hidden]
+    seconds = fmt_seconds(sum(e.duration_s for e in hidden))
+    return Text(
+        f"⋮ {len(hidden)} more {hidden[0].mode}: tokens {max(sizes)} to {min(sizes)}, "
+        f"{seconds} of capture",
+        style="dim",
+    )
 
 
 _HEADERS = ("mode", "tokens/reqs", "pool", "segs", "warmup", "capture", "bytes added")

@@ -24,6 +24,13 @@ from eaglegraph.rig.vllm_plan import breakable_enabled, vllm_batch_defaults
 ATTENTION_BACKENDS = ("flash_attn", "flashinfer", "triton")
 FRAMEWORKS = ("vllm", "sglang")
 DEFAULT_MAX_NUM_SEQS = {"vllm": 128, "sglang": 48}
+DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
+# padding bugs need only a few requests; fewer requests means fewer, faster graphs
+PROBE_MAX_NUM_SEQS = {"vllm": 4, "sglang": 10}
+# capture on CPU (emulated backend) plans for this many requests unless --full-plan: the full
+# vLLM plan is ~200 graphs and minutes of Triton interpretation, and the emulated backend
+# measures no memory, so the small plan already shows every phase, mode and descriptor kind
+CPU_CAPTURE_MAX_NUM_SEQS = {"vllm": 4, "sglang": 4}
 
 
 @dataclass(frozen=True)
@@ -153,7 +160,7 @@ def resolve_plan_options(
         )
     target_gpu = get_gpu(gpu)
     defaults: list[str] = []
-    seqs_default, tokens_default = DEFAULT_MAX_NUM_SEQS[fw], 8192
+    seqs_default, tokens_default = DEFAULT_MAX_NUM_SEQS[fw], DEFAULT_MAX_NUM_BATCHED_TOKENS
     if engine_batch_defaults and fw == "vllm":
         seqs_default, tokens_default = vllm_batch_defaults(target_gpu, beh)
         tokens_default = max(tokens_default, 1)
@@ -168,7 +175,10 @@ def resolve_plan_options(
     if max_num_batched_tokens is None and engine_batch_defaults:
         defaults.append(f"max_num_batched_tokens {tokens_default} (default for {target_gpu.name})")
     seqs = _positive(max_num_seqs if max_num_seqs is not None else seqs_default, "max_num_seqs")
-    tokens = _positive(max_num_batched_tokens or tokens_default, "max_num_batched_tokens")
+    tokens = _positive(
+        max_num_batched_tokens if max_num_batched_tokens is not None else tokens_default,
+        "max_num_batched_tokens",
+    )
     if fw == "vllm" and engine_batch_defaults and max_num_seqs is None:
         seqs = min(seqs, tokens)  # the engine never defaults to more requests than tokens
     breakable = (

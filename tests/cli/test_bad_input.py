@@ -305,3 +305,240 @@ def test_written_files_follow_umask_and_are_named(tmp_path: Path) -> None:
         assert len(writes.failures) == 1 and "gone" in writes.failures[0]
     finally:
         os.umask(old)
+
+
+# -- numbers that were silently replaced ------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", PAIR_COMMANDS)
+@pytest.mark.parametrize("value", ["0", "-8"])
+def test_zero_token_budget_is_refused(command: str, value: str) -> None:
+    refused([command, PRESET, "--max-num-batched-tokens", value], "max_num_batched_tokens")
+
+
+# -- suspicious but legal: a warning that names the value and why -----------------------------
+
+WARNING_CASES = [
+    (["--max-num-batched-tokens", "8"], "--max-num-batched-tokens 8", "not"),
+    (["--max-num-seqs", "64", "--max-num-batched-tokens", "32"], "--max-num-seqs 64", "refuses"),
+    (["-K", "24"], "K=24", "accepted"),
+    (["--max-num-seqs", "6000"], "--max-num-seqs 6000", "far above"),
+    (["--capture-sizes", "4,8,4096", "--max-num-batched-tokens", "512"], "4096", "dropped"),
+]
+
+
+def warned(args: list[str], names: str, why: str) -> tuple[int, str]:
+    code, out, err = run(*args)
+    warnings = [line for line in err.splitlines() if line.startswith("eaglegraph: warning: ")]
+    assert any(names in w and why in w for w in warnings), (args, err)
+    assert "Traceback" not in err
+    return code, out
+
+
+@pytest.mark.parametrize(("extra", "names", "why"), WARNING_CASES, ids=lambda v: str(v))
+def test_inspect_warns_and_still_answers(extra: list[str], names: str, why: str) -> None:
+    code, out = warned(["inspect", PRESET, *extra, "--json"], names, why)
+    assert code == 0 and json.loads(out)["schema"] == "eaglegraph.inspect/1"
+
+
+@pytest.mark.parametrize("command", RIG_COMMANDS)
+@pytest.mark.parametrize(("extra", "names", "why"), WARNING_CASES[:3], ids=lambda v: str(v))
+def test_rig_commands_warn_before_work(
+    command: str, extra: list[str], names: str, why: str
+) -> None:
+    # the config-only pair without --random-weights is refused right after the warnings,
+    # so the warning is seen without running the work
+    code, _ = warned([command, CONFIG_ONLY, *extra], names, why)
+    assert code == 2
+
+
+@pytest.fixture(scope="module")
+def odd_configs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The tiny preset with one config number changed (JSON allows NaN and Infinity)."""
+    from eaglegraph.pair.presets import materialize
+
+    source = materialize(PRESET)
+    out = {}
+    for name, key, value in [
+        ("nan-theta", "rope_theta", "NaN"),
+        ("inf-theta", "rope_theta", "Infinity"),
+        ("neg-theta", "rope_theta", "-5"),
+        ("inf-eps", "rms_norm_eps", "Infinity"),
+        ("tiny-theta", "rope_theta", "0.001"),
+        ("zero-eps", "rms_norm_eps", "0"),
+    ]:
+        folder = tmp_path_factory.mktemp(name)
+        for side in ("target", "draft"):
+            (folder / side).mkdir()
+            for f in (source / side).iterdir():
+                (folder / side / f.name).symlink_to(f)
+        cfg = folder / "target" / "config.json"
+        data = json.loads(cfg.read_text())
+        cfg.unlink()
+        data[key] = "@@"
+        cfg.write_text(json.dumps(data).replace('"@@"', value))
+        out[name] = folder
+    return out
+
+
+@pytest.mark.parametrize("command", PAIR_COMMANDS)
+@pytest.mark.parametrize("case", ["nan-theta", "inf-theta", "neg-theta", "inf-eps"])
+def test_non_finite_or_negative_config_numbers_refused(
+    command: str, case: str, odd_configs: dict[str, Path]
+) -> None:
+    line = refused([command, str(odd_configs[case])], "config.json")
+    assert "rope_theta" in line or "rms_norm_eps" in line
+
+
+@pytest.mark.parametrize(
+    ("case", "names"), [("tiny-theta", "rope_theta 0.001"), ("zero-eps", "rms_norm_eps 0")]
+)
+def test_absurd_config_numbers_warn(case: str, names: str, odd_configs: dict[str, Path]) -> None:
+    code, _ = warned(["inspect", str(odd_configs[case])], names, "target config")
+    assert code == 0
+
+
+# -- files that are not what they claim: one line with the path and the real reason -----------
+
+
+@pytest.fixture(scope="module")
+def broken_pairs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The tiny preset with its draft weights replaced by something unreadable."""
+    from eaglegraph.pair.presets import materialize
+
+    source = materialize(PRESET)
+    weights = (source / "draft" / "model.safetensors").read_bytes()
+    makers: dict[str, Callable[[Path], None]] = {
+        "a folder": lambda p: p.mkdir(),
+        "a fifo": lambda p: os.mkfifo(p),
+        "3 bytes": lambda p: p.write_bytes(weights[:3]),
+        "cut header": lambda p: p.write_bytes(weights[:100]),
+        "unreadable": lambda p: (p.write_bytes(weights), p.chmod(0)),
+    }
+    out = {}
+    for name, make in makers.items():
+        folder = tmp_path_factory.mktemp(name.replace(" ", "-"))
+        for side in ("target", "draft"):
+            (folder / side).mkdir()
+            (folder / side / "config.json").symlink_to(source / side / "config.json")
+        (folder / "target" / "model.safetensors").symlink_to(
+            source / "target" / "model.safetensors"
+        )
+        make(folder / "draft" / "model.safetensors")
+        out[name] = folder
+    return out
+
+
+BROKEN = {
+    "a folder": "is a directory",
+    "a fifo": "not a regular file (a named pipe)",
+    "3 bytes": "truncated safetensors file",
+    "cut header": "truncated safetensors header",
+    "unreadable": "Permission denied",
+}
+
+
+@pytest.mark.parametrize("command", PAIR_COMMANDS)
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_broken_weights_say_why(command: str, case: str, broken_pairs: dict[str, Path]) -> None:
+    if case == "unreadable" and os.geteuid() == 0:
+        pytest.skip("root reads files whatever their mode")
+    line = refused([command, str(broken_pairs[case])], "model.safetensors")
+    assert BROKEN[case] in line
+    assert "No such file" not in line
+
+
+SPECIAL_FILES = ["/dev/zero", "/dev/null"]
+
+
+@pytest.mark.parametrize("path", SPECIAL_FILES)
+def test_report_refuses_devices(path: str) -> None:
+    if not Path(path).exists():
+        pytest.skip(f"no {path}")
+    refused(["report", path], path)
+
+
+def test_report_refuses_a_fifo(tmp_path: Path) -> None:
+    fifo = tmp_path / "run.json"
+    os.mkfifo(fifo)
+    line = refused(["report", str(fifo)], "run.json")
+    assert "named pipe" in line
+
+
+@pytest.mark.parametrize("command", PAIR_COMMANDS)
+def test_config_fifo_does_not_hang(command: str, tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "config.json")
+    line = refused([command, str(tmp_path)], "config.json")
+    assert "named pipe" in line
+
+
+# -- memory: refused with both numbers before anything is allocated ---------------------------
+
+
+@pytest.mark.parametrize("command", RIG_COMMANDS)
+def test_pair_larger_than_memory_is_refused(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from eaglegraph.probes import host_memory
+
+    monkeypatch.setattr(host_memory, "available_host_bytes", lambda: 4 * 2**30)
+    line = refused([command, CONFIG_ONLY, "--random-weights", "--device", "cpu"], "GiB", code=3)
+    assert "4.0 GiB available" in line and "needs about 32" in line
+    assert "--dtype bfloat16" not in line  # 17 GiB does not fit 4 either
+
+
+def test_memory_refusal_offers_what_fits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from eaglegraph.probes import host_memory
+
+    monkeypatch.setattr(host_memory, "available_host_bytes", lambda: 20 * 2**30)
+    line = refused(
+        ["capture", CONFIG_ONLY, "--random-weights", "--device", "cpu"], "20.0 GiB", code=3
+    )
+    assert "--dtype bfloat16 needs" in line and "fits" in line
+
+
+# -- help says the defaults the commands really use --------------------------------------------
+
+
+def _help(command: str) -> str:
+    result = CliRunner().invoke(cli, [command, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    return " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("command", ["inspect", "capture", "probe", "memdiff"])
+def test_help_states_the_real_defaults(command: str) -> None:
+    from eaglegraph.probes.spec import resolve_run
+    from eaglegraph.rig.options import CPU_CAPTURE_MAX_NUM_SEQS, PROBE_MAX_NUM_SEQS
+
+    text = _help(command)
+    seqs = {"probe": PROBE_MAX_NUM_SEQS}.get(command)
+    cpu = CPU_CAPTURE_MAX_NUM_SEQS if command == "capture" else None
+    for framework in ("vllm", "sglang"):
+        spec = resolve_run(
+            PRESET, plan={"framework": framework}, device="cpu", default_max_num_seqs=seqs
+        )
+        shown = spec.options.max_num_seqs
+        label = "Default" if framework == "vllm" else "SGLang"
+        assert f"{label} {shown}" in text, (command, framework, shown)
+        if cpu is not None:
+            quick = resolve_run(
+                PRESET, plan={"framework": framework}, device="cpu", cpu_max_num_seqs=cpu
+            )
+            assert quick.full_max_num_seqs == shown
+            assert f"on CPU {CPU_CAPTURE_MAX_NUM_SEQS['vllm']}" in text
+            assert quick.options.max_num_seqs == cpu[framework]
+        assert f"Default {spec.options.max_num_batched_tokens}" in text
+    assert "Defaults to 4" not in text
+    if command in ("capture", "memdiff"):
+        assert "--html" in text and "--trace" in text
+
+
+def test_quick_cpu_plan_only_replaces_defaults() -> None:
+    from eaglegraph.probes.spec import resolve_run
+    from eaglegraph.rig.options import CPU_CAPTURE_MAX_NUM_SEQS as CPU
+
+    assert resolve_run(PRESET, device="cpu", cpu_max_num_seqs=CPU).full_max_num_seqs == 128
+    for plan in ({"max_num_seqs": 16}, {"capture_sizes": "4,8"}):
+        spec = resolve_run(PRESET, plan=plan, device="cpu", cpu_max_num_seqs=CPU)
+        assert spec.full_max_num_seqs is None
+    explicit = resolve_run(PRESET, plan={"max_num_seqs": 16}, device="cpu", cpu_max_num_seqs=CPU)
+    assert explicit.options.max_num_seqs == 16
