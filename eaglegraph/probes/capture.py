@@ -23,15 +23,14 @@ from eaglegraph.errors import BadInput, MissingEnvironment
 from eaglegraph.pair.model import Pair
 from eaglegraph.probes.environment import run_environment
 from eaglegraph.probes.fit import check_fit
-from eaglegraph.probes.host_memory import check_rig_memory
 from eaglegraph.probes.memory_predict import predict_policy, record_capture
 from eaglegraph.probes.pool_accounting import emulated_pools, pools_from_segments, snapshot_segments
+from eaglegraph.probes.preflight import preflight
 from eaglegraph.probes.spec import RunSpec
 from eaglegraph.results.capture import CaptureEvent, CaptureRun, CaptureTotals
 from eaglegraph.results.findings import Finding, Severity
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.driver import run_workload
-from eaglegraph.rig.model_setup import check_buildable
 from eaglegraph.rig.plan import build_plan
 from eaglegraph.rig.step import CaptureFailed, Rig
 from eaglegraph.rig.workload import Schedule
@@ -97,13 +96,6 @@ def quick_plan_note(spec: RunSpec) -> Finding | None:
         ),
         fix=f"pass --full-plan (or --max-num-seqs {full}) to capture all {total}",
     )
-
-
-def preflight(pair: Pair, config: RigConfig) -> None:
-    """What is refused before anything is allocated: a pair the rig cannot build, and one
-    that will not fit the memory left (the kernel's OOM killer gives no message)."""
-    check_buildable(pair, config.random_weights)
-    check_rig_memory(pair, config)
 
 
 def capture_task(args: dict[str, Any]) -> dict[str, Any]:

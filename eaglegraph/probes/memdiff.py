@@ -92,6 +92,9 @@ def memdiff(
     """Capture `spec` under its pool and under `against`, each in a fresh process, and diff."""
     import torch
 
+    pool = spec.resolved_pool
+    if pool == against:
+        raise BadInput(f"--pool and --against are both {pool}; pick two different policies")
     if not torch.cuda.is_available():
         raise MissingEnvironment(
             "memdiff needs a CUDA GPU: pool memory exists only on the device "
@@ -99,9 +102,10 @@ def memdiff(
         )
     if spec.device != "cuda":
         raise BadInput("memdiff measures device memory: run it with --device cuda (or auto)")
-    pool = spec.resolved_pool
-    if pool == against:
-        raise BadInput(f"--pool and --against are both {pool}; pick two different policies")
+    from eaglegraph.probes.preflight import preflight
+
+    # each capture checks its own memory in its process; the rest is refused here, once
+    preflight(spec.open_pair(), spec.rig_config(), memory=False)
     stage = on_stage or (lambda _: None)
     runs = []
     for policy in (pool, against):

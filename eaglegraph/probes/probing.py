@@ -14,12 +14,11 @@ import torch
 from eaglegraph.errors import BadInput
 from eaglegraph.probes.cases import ProbeCase, execute_case, result_from_json
 from eaglegraph.probes.environment import run_environment
-from eaglegraph.probes.host_memory import check_rig_memory
+from eaglegraph.probes.preflight import preflight
 from eaglegraph.probes.runner import run_task
 from eaglegraph.probes.spec import RunSpec
 from eaglegraph.probes.stale_read import SGLANG_MODES, VLLM_MODES, build_findings, build_matrix
 from eaglegraph.results.probe import CaseResult, ProbeRun
-from eaglegraph.rig.model_setup import check_buildable
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.options import PROBE_MAX_NUM_SEQS
 from eaglegraph.rig.plan import CapturePlan, build_plan
@@ -124,9 +123,7 @@ def probe(
     into "crash" findings."""
     if not timeout > 0:
         raise BadInput(f"timeout must be a positive number of seconds, got {timeout}")
-    pair = spec.open_pair()
-    check_buildable(pair, spec.random_weights)
-    check_rig_memory(pair, spec.rig_config())  # each worker builds this rig
+    preflight(spec.open_pair(), spec.rig_config())  # what each worker would build
     start = time.perf_counter()
     cases = plan_cases(spec, modes, batches)
     if on_plan is not None:

@@ -18,9 +18,26 @@ _TAG_STYLE = {
 }
 
 
+_SPECIFIC = (fr.CAPTURE, fr.REPLAY, fr.SPEC, fr.SAMPLING, fr.COLLECTIVE)
+
+
+def _headline(report: StacksReport) -> tuple[str, str]:
+    """ "stuck in" only for a busy stack; a sleeping one is "blocked in" a graph/draft/NCCL
+    wait, or plainly "waiting" when none of its frames is one (an idle server looks so)."""
+    if report.stuck_group is None or not report.groups:
+        return "stuck in", " <- stuck here"
+    group = report.groups[report.stuck_group]
+    if any(t.active for t in group.threads):
+        return "stuck in", " <- stuck here"
+    if set(group.tags) & set(_SPECIFIC):
+        return "blocked in", " <- blocked here"
+    return "waiting, no thread busy", " <- waiting here"
+
+
 def render_stacks(report: StacksReport, console: Console, max_groups: int = 12) -> None:
+    label, marker_text = _headline(report)
     head = Text.assemble(
-        ("stuck in: ", "bold"), (report.phase, "bold red"), f"  ({report.phase_detail})"
+        (f"{label}: ", "bold"), (report.phase, "bold red"), f"  ({report.phase_detail})"
     )
     console.print(head)
     procs = ", ".join(f"{p.pid} ({p.threads} threads)" for p in report.processes)
@@ -32,7 +49,7 @@ def render_stacks(report: StacksReport, console: Console, max_groups: int = 12) 
         )
     )
     for n, group in enumerate(report.groups[:max_groups]):
-        marker = " <- stuck here" if n == report.stuck_group else ""
+        marker = marker_text if n == report.stuck_group else ""
         names = ", ".join(sorted({f"{t.pid}:{t.name or t.thread_id}" for t in group.threads}))[:160]
         active = sum(1 for t in group.threads if t.active)
         console.print(

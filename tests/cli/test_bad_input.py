@@ -542,3 +542,27 @@ def test_quick_cpu_plan_only_replaces_defaults() -> None:
         assert spec.full_max_num_seqs is None
     explicit = resolve_run(PRESET, plan={"max_num_seqs": 16}, device="cpu", cpu_max_num_seqs=CPU)
     assert explicit.options.max_num_seqs == 16
+
+
+# -- sizes a worker would refuse once built: refused in the parent, never a crash finding -----
+
+
+@pytest.mark.parametrize("command", RIG_COMMANDS)
+@pytest.mark.parametrize(
+    ("extra", "names"),
+    [
+        (["--max-model-len", "100000"], "max_position_embeddings"),
+        (["--max-model-len", "8"], "--max-model-len"),
+        (["--max-num-batched-tokens", "5000000"], "too large"),
+    ],
+    ids=str,
+)
+def test_rig_limits_refused_before_workers(command: str, extra: list[str], names: str) -> None:
+    code, out, err = run(command, PRESET, "--device", "cpu", *extra)
+    errors = [line for line in err.splitlines() if line.startswith("eaglegraph: error: ")]
+    assert code == 2 and len(errors) == 1 and names in errors[0], err
+    assert "crash" not in out and "Traceback" not in err
+
+
+def test_memdiff_same_pools_is_bad_input_before_cuda() -> None:
+    refused(["memdiff", PRESET, "--pool", "shared", "--against", "shared"], "--against")
