@@ -232,3 +232,32 @@ def test_command_views_fit(args: list[str], width: int) -> None:
     result = CliRunner().invoke(cli, ["--no-color", *args], env={"COLUMNS": str(width)})
     assert result.exit_code == 0, result.output
     check_text(result.stdout, width)
+
+
+def _table(cells: list[list[str]], headers: list[str]) -> Any:
+    from rich.table import Table
+
+    table = Table(box=None, show_footer=True)
+    for h in headers:
+        table.add_column(h, no_wrap=True, footer="Σ" if h == headers[0] else "")
+    for row in cells:
+        table.add_row(*row)
+    return table
+
+
+@pytest.mark.parametrize("width", [30, 50, 80])
+def test_fitted_tables_wrap_or_stack_but_never_cut(width: int) -> None:
+    from eaglegraph.reports.layout import Fitted
+
+    rows = [
+        [f"pool-{i}", f"{i}.25 GiB", "357.42 GiB", "reserved-by-the-draft-pool"] for i in range(3)
+    ]
+    table = _table(rows, ["pool", "allocated bytes", "reserved bytes", "why"])
+    console = plain_console(width)
+    console.print(Fitted(table))
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    check_text(text, width)
+    squashed = "".join(text.split())  # a long word may fold over lines, but stays whole
+    for row in rows:
+        for cell in row:
+            assert "".join(cell.split()) in squashed, (cell, text)

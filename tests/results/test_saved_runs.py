@@ -9,7 +9,6 @@ where it has none.
 
 from __future__ import annotations
 
-import io
 import json
 import platform
 from pathlib import Path
@@ -17,9 +16,9 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from rich.console import Console
 
 from eaglegraph.cli import cli
+from eaglegraph.reports.console import plain_console
 from eaglegraph.reports.runfile import render_run
 from eaglegraph.results import SCHEMAS, document, load_run, run_from_document, schema_of
 from eaglegraph.results.capture import CaptureRun
@@ -108,7 +107,7 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str
     stacks = _stacks_report()
     path = tmp / "stacks.json"
     path.write_text(dumps(document(stacks)), encoding="utf-8")
-    console = Console(file=io.StringIO(), width=80, no_color=True, color_system=None)
+    console = plain_console(80)  # the console commands print to: no trailing blanks
     render_run(stacks, console)
     runs["stacks"] = (path, console.file.getvalue())  # type: ignore[attr-defined]
     return runs
