@@ -504,7 +504,16 @@ def _help(command: str) -> str:
     return " ".join(result.output.split())
 
 
-@pytest.mark.parametrize("command", ["inspect", "capture", "probe", "memdiff"])
+def test_inspect_help_points_at_the_engine_defaults_it_uses() -> None:
+    text = _help("inspect")
+    assert "Default 128" not in text and "engine release" in text
+    code, out, _ = run("inspect", PRESET, "--json")
+    plan = json.loads(out)["plan"]
+    shown = json.dumps(plan)
+    assert code == 0 and f"max_num_seqs {plan['max_num_seqs']}" in shown
+
+
+@pytest.mark.parametrize("command", ["capture", "probe", "memdiff"])
 def test_help_states_the_real_defaults(command: str) -> None:
     from eaglegraph.probes.spec import resolve_run
     from eaglegraph.rig.options import CPU_CAPTURE_MAX_NUM_SEQS, PROBE_MAX_NUM_SEQS
