@@ -74,7 +74,7 @@ def command(
         from eaglegraph.rig.config import RigConfig
 
         with app.progress("predicting graph memory") as progress:
-            progress("recording the capture sequence")
+            progress("recording the capture sequence", milestone="recording the capture sequence")
             report.memory_prediction = predict(pair, RigConfig(options, torch.device("cpu"), dtype))
     app.emit(INSPECT_SCHEMA, report, render_inspect)
     ctx.exit(1 if reaches(report.findings, fail_on) else 0)

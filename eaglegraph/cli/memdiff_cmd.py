@@ -92,7 +92,9 @@ def command(
     spec = build_spec(model_dir, kwargs, pool=pool)
     warn_suspicious(spec.open_pair(), spec.options, spec.max_model_len)
     with app.progress("memdiff") as progress:
-        run = memdiff(spec, against, timeout, on_stage=lambda s: progress(s), predict=predict)
+        run = memdiff(
+            spec, against, timeout, on_stage=lambda s: progress(s, milestone=s), predict=predict
+        )
     writes = Writes()
     if save:
         text = dumps(document(MEMDIFF_SCHEMA, run)) + "\n"

@@ -147,17 +147,20 @@ def command(
         kwargs["compile_model"] = False  # and each isolated case would compile again
     spec = build_spec(model_dir, kwargs, pool=pool, default_max_num_seqs=PROBE_MAX_NUM_SEQS)
     warn_suspicious(spec.open_pair(), spec.options, spec.max_model_len)
-    with app.progress("Probing", total=None) as progress:
+    with app.progress("probe", total=None) as progress:
         run = probe(
             spec,
             modes=selected,
             batches=wanted,
             isolate=not no_isolation,
             timeout=timeout,
-            on_plan=lambda cases: progress(total=len(cases)),
+            on_plan=lambda cases: progress(
+                total=len(cases), milestone=f"{len(cases)} cases planned"
+            ),
             on_case=lambda name, result: progress(
                 f"case {name}" + ("" if result is None else f": {result.status}"),
                 advance=0 if result is None else 1,
+                milestone=None if result is None else f"case {name}: {result.status}",
             ),
         )
     writes = Writes()

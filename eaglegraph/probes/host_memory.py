@@ -33,16 +33,18 @@ class RigMemory:
     dtype: torch.dtype
     weight_bytes: int
     kv_bytes: int
+    buffer_bytes: int = 0
     overhead_bytes: int = OVERHEAD_BYTES
 
     @property
     def total(self) -> int:
-        return self.weight_bytes + self.kv_bytes + self.overhead_bytes
+        return self.weight_bytes + self.kv_bytes + self.buffer_bytes + self.overhead_bytes
 
     def describe(self) -> str:
+        buffers = self.buffer_bytes + self.overhead_bytes
         return (
             f"weights {self.weight_bytes / GIB:.2f} GiB + KV cache {self.kv_bytes / GIB:.2f} GiB "
-            f"+ ~{self.overhead_bytes / GIB:.0f} GiB runtime = {self.total / GIB:.2f} GiB "
+            f"+ ~{buffers / GIB:.1f} GiB buffers and runtime = {self.total / GIB:.2f} GiB "
             f"({str(self.dtype).removeprefix('torch.')})"
         )
 
@@ -69,7 +71,12 @@ def rig_memory(pair: Pair, config: RigConfig, dtype: torch.dtype | None = None) 
     wanted = config.num_blocks or 1 + config.max_num_seqs * blocks_per_req
     budget = KV_BUDGET_BYTES["cuda" if config.device.type == "cuda" else "cpu"]
     blocks = wanted if config.num_blocks else max(2, min(wanted, budget // max(per_block, 1)))
-    return RigMemory(dtype, params * elem, blocks * per_block)
+    # persistent buffers: block tables (int32, target/draft/state) and hidden-state rows at the
+    # step's token budget (target hidden + aux taps + draft hidden, two copies for dirtying)
+    seqs, tokens = config.max_num_seqs, config.options.max_num_batched_tokens
+    widths = pair.target.geometry.hidden_size * 4 + pair.draft.geometry.hidden_size
+    buffers = 3 * seqs * blocks_per_req * 4 + 2 * tokens * widths * elem
+    return RigMemory(dtype, params * elem, blocks * per_block, buffers)
 
 
 def _read_int(path: Path) -> int | None:

@@ -10,13 +10,41 @@ fit the memory left. The rig repeats its own checks; these only move them forwar
 from __future__ import annotations
 
 from eaglegraph.errors import BadInput
+from eaglegraph.pair.kinds import DraftKind
+from eaglegraph.pair.mla import mla_dims
 from eaglegraph.pair.model import Pair
 from eaglegraph.probes.host_memory import RigMemory, check_rig_memory
 from eaglegraph.rig.config import RigConfig
-from eaglegraph.rig.model_setup import check_buildable
+from eaglegraph.rig.model_setup import aux_layer_ids, check_buildable
 from eaglegraph.rig.plan import build_plan
 
 MAX_RIG_TOKENS = 1 << 20  # the rig's own limit on tokens per step
+
+
+def check_models(pair: Pair, framework: str) -> None:
+    """The pair/kind combinations the model builders refuse, read from the configs alone (the
+    same conditions `rig.model_setup.build_models` raises on, moved before any worker)."""
+    assert pair.target is not None and pair.draft_facts is not None
+    kind = pair.draft_facts.kind
+    mla = mla_dims(pair.target.config) is not None
+    if kind is DraftKind.DFLASH:
+        if mla:
+            raise BadInput("a DFlash draft over an MLA target is not supported by the rig")
+        return
+    if mla and kind is not DraftKind.MTP:
+        raise BadInput(
+            f"an MLA target with a {kind.value} draft is not supported by the rig "
+            "(its MTP layers are)"
+        )
+    if kind is DraftKind.MTP or mla:
+        return
+    aux = aux_layer_ids(pair, framework)
+    layers = pair.target.geometry.num_hidden_layers
+    if aux and max(aux) >= layers:
+        raise BadInput(
+            f"aux layer ids {list(aux)} ({framework} convention) tap past the target's "
+            f"{layers} layers"
+        )
 
 
 def check_limits(pair: Pair, config: RigConfig) -> None:
@@ -28,6 +56,12 @@ def check_limits(pair: Pair, config: RigConfig) -> None:
             f"--max-model-len {config.max_model_len} exceeds the target's "
             f"max_position_embeddings {largest_position}",
             f"give at most {largest_position}",
+        )
+    seqs = config.options.max_num_seqs
+    if seqs > MAX_RIG_TOKENS:
+        raise BadInput(
+            f"--max-num-seqs {seqs} is too large for the rig (at most {MAX_RIG_TOKENS}): "
+            "its block tables hold a row per request"
         )
     plan = build_plan(config.options)
     tokens = max(config.options.max_num_batched_tokens, max(plan.capture_sizes, default=0))
@@ -41,5 +75,6 @@ def check_limits(pair: Pair, config: RigConfig) -> None:
 def preflight(pair: Pair, config: RigConfig, memory: bool = True) -> RigMemory | None:
     """Refuse what cannot be built or will not fit; returns the rig's memory needs."""
     check_buildable(pair, config.random_weights)
+    check_models(pair, config.options.framework)
     check_limits(pair, config)
     return check_rig_memory(pair, config) if memory else None

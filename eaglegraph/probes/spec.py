@@ -28,6 +28,7 @@ from eaglegraph.rig.options import PlanOptions
 from eaglegraph.rig.options import with_mode as options_with_mode
 
 POOLS = ("shared", "dedicated", "per-graph")
+MAX_SEED = 2**63 - 1  # torch generators take 64-bit seeds; the draft uses seed + 1
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,8 @@ def spec_for_pair(
     """
     if max_model_len < 16:
         raise BadInput(f"--max-model-len must be at least 16, got {max_model_len}")
+    if not 0 <= seed < MAX_SEED:
+        raise BadInput(f"--seed must be between 0 and {MAX_SEED - 1}, got {seed}")
     if pool is not None and pool not in POOLS:
         raise BadInput(f"unknown pool policy {pool!r}; choose {', '.join(POOLS)}")
     options = plan_options(pair, plan or {})
