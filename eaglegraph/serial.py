@@ -79,6 +79,9 @@ def atomic_write(path: Path | str, data: str | bytes, *, overwrite: bool = False
     path = Path(path)
     if path.is_dir():
         raise BadInput(f"{path} is a directory, expected a file path")
+    if path.exists() and not path.is_file():
+        # replacing it would swap a device node or a pipe for a file (as root, /dev/full too)
+        raise BadInput(f"{path} is a {file_kind(path.stat().st_mode)}, not a file")
     if path.exists() and not overwrite:
         raise BadInput(f"{path} already exists", "pass --force to replace it")
     parent = path.parent if str(path.parent) else Path(".")

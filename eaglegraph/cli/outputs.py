@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from eaglegraph.errors import BadInput, EagleGraphError
+from eaglegraph.serial import file_kind
 
 
 def check_outputs(
@@ -31,6 +32,9 @@ def check_outputs(
         seen[key] = name
         if path.is_dir():
             raise BadInput(f"{name} {path} is a directory, expected a file path")
+        if path.exists() and not path.is_file():
+            kind = file_kind(path.stat().st_mode)
+            raise BadInput(f"{name} {path} is a {kind}, not a file; choose a file path")
         parent = path.parent
         if not parent.is_dir():
             if parent.exists():

@@ -163,6 +163,8 @@ OUTPUT_CASES: dict[str, Callable[[dict[str, Path]], tuple[list[str], str]]] = {
     "through a file": lambda d: (["--save", str(d["exists.txt"] / "x.json")], "not a folder"),
     "existing file": lambda d: (["--save", str(d["exists.txt"])], "already exists"),
     "a folder": lambda d: (["--save", str(d["emptydir"])], "directory"),
+    # --force must never swap a device node for a file (as root, /dev/null would go)
+    "a device": lambda d: (["--save", "/dev/null", "--force"], "character device"),
 }
 SAVE_COMMANDS = ("capture", "probe", "memdiff")
 
@@ -593,3 +595,12 @@ def test_rig_numbers_out_of_range(command: str, extra: list[str], names: str) ->
     code, _, err = run(command, PRESET, "--device", "cpu", *extra)
     errors = [line for line in err.splitlines() if line.startswith("eaglegraph: error: ")]
     assert code == 2 and len(errors) == 1 and names in errors[0], err
+
+
+@pytest.mark.parametrize("option", ["--html", "--trace"])
+def test_report_never_writes_over_a_device(option: str) -> None:
+    run_file = str(
+        Path(__file__).parents[1] / "fixtures" / "runs" / "probe-flashinfer-pre39773.json"
+    )
+    refused(["report", run_file, option, "/dev/full", "--force"], "character device")
+    assert Path("/dev/full").is_char_device()
