@@ -35,9 +35,10 @@ from eaglegraph.probes.setup import rig_config
 
 SMALL = {"max_num_seqs": 8, "num_speculative_tokens": 3}
 EIGHT_B = {"max_num_seqs": 64, "num_speculative_tokens": 3}
+MEMDIFF = {"max_num_seqs": 1024, "num_speculative_tokens": 5}  # the PR #44078 setup
 PROFILES = ("vllm-current", "vllm-0.22", "sglang-current")
-# (preset, plan, profiles): the 8B pairs under the current profile only, to keep the GPU run
-# short (the profiles differ in rounding and pool default, which the tiny pairs cover)
+# (preset, plan, profiles): the real-width pairs under the current profile only, to keep the GPU
+# run short (the profiles differ in rounding and pool default, which the tiny pairs cover)
 CASES: list[tuple[str, dict[str, int], tuple[str, ...]]] = [
     ("tiny-llama-eagle1", SMALL, PROFILES),
     ("tiny-llama-eagle3", SMALL, PROFILES),
@@ -45,6 +46,8 @@ CASES: list[tuple[str, dict[str, int], tuple[str, ...]]] = [
     ("tiny-deepseek-mtp", SMALL, ("vllm-current", "sglang-current")),
     ("llama3.1-8b-eagle1", EIGHT_B, ("vllm-current",)),
     ("llama3.1-8b-eagle3", EIGHT_B, ("vllm-current",)),
+    ("deepseek-v3-mtp-4l", EIGHT_B, ("vllm-current",)),
+    ("llama3.1-8b-eagle1", MEMDIFF, ("vllm-current",)),
 ]
 POLICIES = ("shared", "dedicated")
 MiB = 1 << 20
@@ -90,6 +93,8 @@ def measure_case(
             rows.append(
                 {
                     "preset": preset,
+                    "max_num_seqs": plan["max_num_seqs"],
+                    "num_speculative_tokens": plan["num_speculative_tokens"],
                     "behavior": behavior,
                     "policy": policy,
                     "pool": pool.label,
@@ -104,8 +109,8 @@ def measure_case(
     return rows
 
 
-def _key(preset: str, behavior: str) -> str:
-    return f"{preset}/{behavior}"
+def _key(preset: str, plan: dict[str, int], behavior: str) -> str:
+    return f"{preset}/R{plan['max_num_seqs']}/K{plan['num_speculative_tokens']}/{behavior}"
 
 
 def main() -> None:
@@ -113,10 +118,16 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="write the rows here")
     parser.add_argument("--predictions", type=Path, default=None)
     parser.add_argument("--predict-only", action="store_true")
-    parser.add_argument("--presets", default=",".join(c[0] for c in CASES))
+    parser.add_argument("--presets", default=",".join(dict.fromkeys(c[0] for c in CASES)))
+    parser.add_argument("--max-num-seqs", type=int, default=None, help="only cases with this R")
     args = parser.parse_args()
     wanted = set(args.presets.split(","))
-    cases = [(p, plan, b) for p, plan, profiles in CASES if p in wanted for b in profiles]
+    cases = [
+        (p, plan, b)
+        for p, plan, profiles in CASES
+        if p in wanted and args.max_num_seqs in (None, plan["max_num_seqs"])
+        for b in profiles
+    ]
     stored: dict[str, dict[str, object]] = {}
     if args.predictions is not None and args.predictions.exists():
         stored = json.loads(args.predictions.read_text())
@@ -125,19 +136,21 @@ def main() -> None:
             parser.error("--predict-only needs --predictions FILE")
         for preset, plan, behavior in cases:
             try:
-                stored[_key(preset, behavior)] = predict_case(preset, plan, behavior)
+                stored[_key(preset, plan, behavior)] = predict_case(preset, plan, behavior)
             except Exception as exc:  # a case this machine cannot record is reported, not fatal
-                print(_key(preset, behavior), "failed:", repr(exc)[:300], flush=True)
+                print(_key(preset, plan, behavior), "failed:", repr(exc)[:300], flush=True)
                 continue
-            print(_key(preset, behavior), stored[_key(preset, behavior)], flush=True)
+            print(_key(preset, plan, behavior), stored[_key(preset, plan, behavior)], flush=True)
             args.predictions.write_text(json.dumps(stored, indent=1))
         return
     rows: list[dict[str, object]] = []
-    print(f"{'preset':20} {'profile':15} {'policy':9} {'pool':18} {'pred MiB':>9} "
+    print(f"{'preset':20} {'R/K':>6} {'profile':15} {'policy':9} {'pool':18} {'pred MiB':>9} "
           f"{'meas MiB':>9} {'error':>7}")  # fmt: skip
     for preset, plan, behavior in cases:
         try:
-            predicted = stored.get(_key(preset, behavior)) or predict_case(preset, plan, behavior)
+            predicted = stored.get(_key(preset, plan, behavior)) or predict_case(
+                preset, plan, behavior
+            )
             case_rows = measure_case(preset, plan, behavior, predicted)
         except Exception as exc:  # one failing case must not hide the others' rows
             print(f"{preset:20} {behavior:15} failed: {exc!r}"[:300], flush=True)
@@ -145,7 +158,8 @@ def main() -> None:
         for row in case_rows:
             rows.append(row)
             print(
-                f"{preset:20} {behavior:15} {row['policy']:9} {row['pool']:18} "
+                f"{preset:20} {plan['max_num_seqs']:>4}/{plan['num_speculative_tokens']} "
+                f"{behavior:15} {row['policy']:9} {row['pool']:18} "
                 f"{row['predicted_bytes'] / MiB:9.1f} {row['measured_bytes'] / MiB:9.1f} "  # type: ignore[operator]
                 f"{100 * row['error']:+6.1f}%",  # type: ignore[operator]
                 flush=True,

@@ -54,21 +54,27 @@ if want memdiff3; then
     --pool shared --against dedicated --no-color --save "$OUT/memdiff-eagle3.json" --force
 fi
 if want memory; then
-  # issue 15: simulator == CUDA allocator; prediction within 10 % per pool; compiled target
+  # issue 15: simulator == CUDA allocator (pools by segment_pool_id); prediction within 10 % per
+  # pool; the compiled target replays the eager tokens; "took" adds up per graph
   TAIL=30 run memory-tests python3 -m pytest -q -s -p no:cacheprovider tests/probes/test_memory_predict_cuda.py \
-    tests/probes/test_compile_cuda.py tests/rig/test_compiled_rig.py tests/models/test_compile.py
-  TAIL=60 run memory-table python3 benchmarks/predict_vs_measured.py --json "$OUT/memory-table.json"
-  # "took X" reconciled, predicted column, compiled target (default on CUDA) vs --no-compile
+    tests/probes/test_compile_cuda.py tests/rig/test_compiled_rig.py tests/models/test_compile.py \
+    tests/probes/test_capture.py
+  # predicted on a CPU beforehand (benchmarks/memory_predictions.json, --predict-only), measured here
+  TAIL=60 run memory-table python3 benchmarks/predict_vs_measured.py \
+    --predictions benchmarks/memory_predictions.json --json "$OUT/memory-table.json"
   TAIL=40 run memory-capture-tiny $EG capture tiny-llama-eagle3 --max-num-seqs 8 --no-color \
     --save "$OUT/memory-capture-tiny.json" --force
   TAIL=40 run memory-capture-8b-compiled $EG capture llama3.1-8b-eagle1 --random-weights -K 5 \
-    --max-num-seqs 1024 --no-color --save "$OUT/memory-capture-8b-compiled.json" --force
+    --max-num-seqs 1024 --compile --no-color --save "$OUT/memory-capture-8b-compiled.json" --force
   TAIL=40 run memory-capture-8b-eager $EG capture llama3.1-8b-eagle1 --random-weights -K 5 \
-    --max-num-seqs 1024 --no-compile --no-color --save "$OUT/memory-capture-8b-eager.json" --force
-  # the dedicated-vs-shared saving with the compiled target (vllm-0.22 pool vs current)
-  TAIL=70 run memory-memdiff-eagle1 $EG memdiff llama3.1-8b-eagle1 --random-weights -K 5 \
-    --max-num-seqs 1024 --pool shared --against dedicated --no-color \
-    --save "$OUT/memory-memdiff-eagle1.json" --force
+    --max-num-seqs 1024 --no-color --save "$OUT/memory-capture-8b-eager.json" --force
+  # the dedicated-vs-shared saving (vLLM 0.22's pool vs current) with the compiled target
+  for pair in llama3.1-8b-eagle1 llama3.1-8b-eagle3; do
+    TAIL=12 run "memory-memdiff-$pair" $EG memdiff $pair --random-weights -K 5 --max-num-seqs 1024 \
+      --pool shared --against dedicated --compile --no-color --save "$OUT/memory-memdiff-$pair.json" --force
+  done
+  TAIL=12 run memory-memdiff-mtp $EG memdiff deepseek-v3-mtp-4l --random-weights -K 3 --max-num-seqs 64 \
+    --pool shared --against dedicated --no-color --save "$OUT/memory-memdiff-mtp.json" --force
   TAIL=10 run memory-bench-capture python3 benchmarks/bench_capture.py
 fi
 if want mtp; then

@@ -112,9 +112,12 @@ def took_breakdown(t: CaptureTotals) -> Text:
     text.append(f" + outside the allocator {fmt_bytes(t.outside_allocator_bytes)}")
     inside = t.outside_in_captures_bytes
     if inside is not None and t.outside_allocator_bytes is not None:
+        # the graphs' windows are contiguous: only what came before the first one is left
+        before = t.outside_allocator_bytes - inside
         text.append(
-            f" ({fmt_bytes(inside)} around the captures: graph instantiation, kernel modules, "
-            f"workspaces; {fmt_bytes(t.outside_allocator_bytes - inside)} between them)",
+            f" ({fmt_bytes(inside)} in the graphs' windows: graph instantiation, kernel "
+            "modules, workspaces"
+            + (f"; {fmt_bytes(before)} before the first capture)" if before else ")"),
             style="dim",
         )
     return text

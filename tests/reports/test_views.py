@@ -259,7 +259,7 @@ def test_took_is_split_into_allocator_and_outside() -> None:
     console.print(took_breakdown(totals))
     text = console.export_text()
     assert "took 190" in text and "allocator +72" in text and "outside the allocator 118" in text
-    assert "110.00 MiB around the captures" in text and "8.00 MiB between them" in text
+    assert "110.00 MiB in the graphs' windows" in text and "8.00 MiB before the first" in text
 
 
 def test_pool_table_shows_the_prediction_and_its_error() -> None:
