@@ -66,8 +66,15 @@ class CompiledForward:
         )
         for tensor in tensors:  # num_tokens is symbolic, as vLLM marks it
             torch._dynamo.maybe_mark_dynamic(tensor, 0)
-        with ops.attention_through(attention):
+        # only what is marked above is dynamic: an integer constant of the layout (an aux
+        # layer id) that differs from an earlier compilation in this process must stay a
+        # constant, not become symbolic under Dynamo's automatic dynamic shapes
+        with ops.attention_through(attention), _static_unless_marked():
             return self._function(layout)(*tensors)
 
 
 _TENSOR = object()  # marks a tensor argument's place in a layout
+
+
+def _static_unless_marked() -> Any:
+    return torch._dynamo.config.patch(automatic_dynamic_shapes=False)

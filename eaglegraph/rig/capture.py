@@ -151,13 +151,16 @@ def capture_graphs(
     on_event: Callable[[CaptureEvent], None] | None = None,
     instrument: bool = True,
     tracer: CaptureTracer | None = None,
+    memory_mark: tuple[int | None, int | None, int | None] | None = None,
 ) -> tuple[list[CaptureEvent], list[Finding]]:
     """Capture every planned graph of the rig, in the engine's order; `tracer` is told where
-    each emulated capture begins and ends (the memory prediction records through it)."""
+    each emulated capture begins and ends (the memory prediction records through it);
+    `memory_mark` is where the first graph's memory window opens (default: at its warmup)."""
     policy = pool_policy or rig.behavior.default_pool
     backend = rig.config.graph_backend
     ctx = GraphContext(backend, rig.attention, PoolManager(policy, backend))
     ctx.tracer = tracer
+    ctx.memory_mark = memory_mark
     rig.graph_context = ctx
     for runner in rig.runners.values():
         runner.context = ctx

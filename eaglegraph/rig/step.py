@@ -233,9 +233,11 @@ class Rig:
         on_event: Callable[[CaptureEvent], None] | None = None,
         instrument: bool = True,
         tracer: CaptureTracer | None = None,
+        memory_mark: tuple[int | None, int | None, int | None] | None = None,
     ) -> tuple[list[CaptureEvent], list[Finding]]:
-        """Capture every planned graph (rig/capture.py): target, draft prefill, draft decode."""
-        return capture_graphs(self, pool_policy, on_event, instrument, tracer)
+        """Capture every planned graph (rig/capture.py): target, draft prefill, draft decode.
+        `memory_mark` (allocated, reserved, driver free) opens the first graph's window."""
+        return capture_graphs(self, pool_policy, on_event, instrument, tracer, memory_mark)
 
     # ------------------------------------------------------------------ the step
 
