@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU checks, run on the H100/H200 machine from the repository root (nothing installs there:
-# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|capture|memdiff|probe|bench|memory|all]...
+# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|capture|memdiff|memdiff3|probe|bench|memory|mtp|sanitizer|all]...
 # Every stage logs to $OUT (default /tmp/eaglegraph-gpu) and the script keeps going after a
 # failing stage, so one run reports everything.
 set -u
@@ -57,8 +57,10 @@ if want memory; then
   # issue 15: simulator == CUDA allocator (pools by segment_pool_id); prediction within 10 % per
   # pool; the compiled target replays the eager tokens; "took" adds up per graph
   TAIL=30 run memory-tests python3 -m pytest -q -s -p no:cacheprovider tests/probes/test_memory_predict_cuda.py \
-    tests/probes/test_compile_cuda.py tests/rig/test_compiled_rig.py tests/models/test_compile.py \
-    tests/probes/test_capture.py
+    tests/rig/test_compiled_rig.py tests/models/test_compile.py
+  # only the CUDA-marked ones: the emulated tests there need Triton's interpreter (off on a GPU)
+  TAIL=10 run memory-cuda-tests python3 -m pytest -q -s -p no:cacheprovider -m cuda \
+    tests/probes/test_capture.py tests/probes/test_compile_cuda.py
   # predicted on a CPU beforehand (benchmarks/memory_predictions.json, --predict-only), measured here
   TAIL=60 run memory-table python3 benchmarks/predict_vs_measured.py \
     --predictions benchmarks/memory_predictions.json --json "$OUT/memory-table.json"
