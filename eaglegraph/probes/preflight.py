@@ -10,7 +10,7 @@ fit the memory left. The rig repeats its own checks; these only move them forwar
 from __future__ import annotations
 
 from eaglegraph.errors import BadInput
-from eaglegraph.pair.kinds import DraftKind
+from eaglegraph.models.drafts import draft_build
 from eaglegraph.pair.mla import mla_dims
 from eaglegraph.pair.model import Pair
 from eaglegraph.probes.host_memory import RigMemory, check_rig_memory
@@ -23,21 +23,14 @@ MAX_RIG_TOKENS = 1 << 20  # the rig's own limit on tokens per step
 
 def check_models(pair: Pair, framework: str) -> None:
     """The pair/kind combinations the model builders refuse, read from the configs alone (the
-    same conditions `rig.model_setup.build_models` raises on, moved before any worker)."""
+    conditions `rig.model_setup.build_models` raises on, through the same draft registry)."""
     assert pair.target is not None and pair.draft_facts is not None
     kind = pair.draft_facts.kind
-    mla = mla_dims(pair.target.config) is not None
-    if kind is DraftKind.DFLASH:
-        if mla:
-            raise BadInput("a DFlash draft over an MLA target is not supported by the rig")
-        return
-    if mla and kind is not DraftKind.MTP:
+    if mla_dims(pair.target.config) is not None and not draft_build(kind).mla_target:
         raise BadInput(
-            f"an MLA target with a {kind.value} draft is not supported by the rig "
-            "(its MTP layers are)"
+            f"an MLA target with a {kind.value} draft is not supported by the rig (MTP "
+            "drafts of MLA targets are)"
         )
-    if kind is DraftKind.MTP or mla:
-        return
     aux = aux_layer_ids(pair, framework)
     layers = pair.target.geometry.num_hidden_layers
     if aux and max(aux) >= layers:
