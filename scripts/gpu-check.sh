@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU checks, run on the H100/H200 machine from the repository root (nothing installs there:
-# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|capture|memdiff|memdiff3|probe|bench|memory|mtp|sanitizer|all]...
+# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|capture|memdiff|memdiff3|probe|bench|memory|mtp|sanitizer|badinput|all]...
 # Every stage logs to $OUT (default /tmp/eaglegraph-gpu) and the script keeps going after a
 # failing stage, so one run reports everything.
 set -u
@@ -31,6 +31,14 @@ if want capture; then
     --save "$OUT/capture-tiny.json" --trace "$OUT/capture-tiny.trace.json" --html "$OUT/capture-tiny.html" \
     --snapshot "$OUT/capture-tiny.snapshot.pickle" --force
   run report-tiny $EG report "$OUT/capture-tiny.json" --no-color
+fi
+if want badinput; then
+  # issue 10: the rig-memory preflight lets an 8B pair through on the GPU, and refuses it with
+  # both numbers (exit 3, no allocation) when another process holds 90 % of the free memory
+  TAIL=20 run badinput-8b-fits $EG capture llama3.1-8b-eagle3 --random-weights --max-num-seqs 8 --no-color
+  TAIL=5 run badinput-8b-refused python3 -c "import subprocess, sys, torch
+hog = torch.empty(int(torch.cuda.mem_get_info()[0] * 0.9), dtype=torch.uint8, device='cuda')
+sys.exit(subprocess.call([sys.executable, '-m', 'eaglegraph', 'capture', 'llama3.1-8b-eagle3', '--random-weights']))"
 fi
 if want probe; then
   # issue 13: under 1 minute on the GPU, no findings under vllm-current / sglang-current
