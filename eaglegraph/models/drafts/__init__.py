@@ -1,8 +1,10 @@
 """The draft-kind registry's torch side: `models/drafts/<kind>.py` exports `BUILD`.
 
 A build maps a kind to its module, weight loader, random init, the arch it derives from the
-pair's facts and the target states it consumes (`aux_layer_ids`; the module's
-`prefill_feature` says how they feed it). The on-disk side lives in `pair/drafts/<kind>.py`.
+pair's facts, the target states it consumes (`aux_layer_ids`), its KV layers, the speculator
+the rig runs for it (`speculator`: eagle / window / block) and its dense reference drafting
+(`dense_drafts`). The rig, the probe's reference and `inspect` read these hooks, never the
+kind. The on-disk side lives in `pair/drafts/<kind>.py`.
 """
 
 from __future__ import annotations
