@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU checks, run on the H100/H200 machine from the repository root (nothing installs there:
-# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|capture|memdiff|memdiff3|probe|bench|memory|mtp|sanitizer|badinput|all]...
+# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|capture|memdiff|memdiff3|probe|bench|memory|mtp|sanitizer|badinput|engines|all]...
 # Every stage logs to $OUT (default /tmp/eaglegraph-gpu) and the script keeps going after a
 # failing stage, so one run reports everything.
 set -u
@@ -111,6 +111,19 @@ if want mtp; then
     --no-color --save "$OUT/capture-mtp-real.json" --force
   TAIL=70 run memdiff-mtp-real $EG memdiff deepseek-v3-mtp-4l --random-weights -K 3 --max-num-seqs 64 \
     --pool shared --against dedicated --no-color --save "$OUT/memdiff-mtp-real.json" --force
+fi
+if want engines; then
+  # issue 11: every profile's graph replays give the eager tokens and its probe is clean on real
+  # graphs (fused K-1 draft decode from 0.28); the seed bugs still reproduce under their profiles
+  TAIL=30 run engines-cuda-tests python3 -m pytest -q -m cuda -p no:cacheprovider \
+    tests/probes/test_profile_semantics.py tests/probes/test_probe.py
+  run engines-plans python3 -m pytest -q -p no:cacheprovider tests/rig/test_engine_plans.py tests/known
+  TAIL=30 run engines-probe-0.24 $EG probe tiny-llama-eagle3 --engine vllm==0.24.0 --mode all --no-color
+  TAIL=30 run engines-probe-0.28-fused $EG probe tiny-llama-eagle3 --engine vllm==0.28.0 -K 5 \
+    --mode FULL_AND_PIECEWISE --no-color
+  TAIL=30 run engines-probe-sglang-0.5.9 $EG probe tiny-llama-eagle3 --engine sglang==0.5.9 --mode FULL --no-color
+  TAIL=40 run engines-inspect-b200 $EG inspect llama3.1-8b-eagle3 --engine vllm==0.33.0 --gpu B200 \
+    --attention-backend flashinfer -K 5 --no-color
 fi
 if want bench; then
   TAIL=10 run bench-capture python3 benchmarks/bench_capture.py
