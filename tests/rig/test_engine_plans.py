@@ -159,6 +159,8 @@ def test_inspect_json_shows_the_engine_plan(
         == (profile.name, gpu, backend, mode)
         and (x["max_num_seqs"], x["num_speculative_tokens"]) == (r, k)
     )
+    hazards = {f.get("hazard") for f in plan["findings"]}
+    assert ("mode-downgraded" in hazards) == (row["phases"]["target"]["mode"] != mode)
     for phase in plan["phases"]:
         want = row["phases"][phase["phase"]]
         assert phase["mode"] == want["mode"]
@@ -177,3 +179,37 @@ def test_inspect_shows_graph_memory_taken_out_of_the_kv_budget(gpu: str) -> None
     assert new["graph_memory_bytes"] > 0
     assert old["kv_budget_bytes"] - new["kv_budget_bytes"] == new["graph_memory_bytes"]
     assert new["kv_budget_tokens"] < old["kv_budget_tokens"]
+
+
+def _sglang_spec_bs(max_bs: int) -> list[int]:
+    """`cuda_graph_hook.generate_decode_cuda_graph_batch_sizes` (0.5.23), speculative branch."""
+    sizes = [*range(1, 9), *range(10, 33, 2), *range(40, 65, 4), *range(72, 257, 8)]
+    sizes = [b for b in [*sizes, *range(272, max_bs + 1, 16)] if b <= max_bs]
+    return sizes if max_bs in sizes else [*sizes, max_bs]
+
+
+# `memory_hook._handle_gpu_memory_settings`: max_bs 256 on 60-160 GB GPUs (tp < 4), 512 above,
+# capped by max_running_requests when the user sets it.
+SGLANG_GPU_MAX_BS = {"H100": 256, "B200": 512}
+
+
+@pytest.mark.parametrize("profile", ["sglang-current", "sglang-0.5.15", "sglang-0.5.4"])
+@pytest.mark.parametrize("gpu", ["H100", "B200"])
+@pytest.mark.parametrize("backend", ["flash_attn", "flashinfer"])
+@pytest.mark.parametrize(("r", "k"), [(1024, 5), (16, 5), (3, 3), (128, 3)])
+def test_sglang_plan_by_requests_and_steps(
+    profile: str, gpu: str, backend: str, r: int, k: int
+) -> None:
+    """TARGET_VERIFY graphs at bs·(K+1) tokens and one draft graph per batch size (all steps
+    inside), for the batch sizes the server captures with max_running_requests = R."""
+    opts = resolve_plan_options(
+        behavior=profile, gpu=gpu, attention_backend=backend, max_num_seqs=r,
+        num_speculative_tokens=k, engine_batch_defaults=True,
+    )  # fmt: skip
+    plan = build_plan(opts)
+    bs = _sglang_spec_bs(min(SGLANG_GPU_MAX_BS[gpu], r))
+    pairs = {p.phase: [[d.num_tokens, d.num_reqs] for d in p.descriptors] for p in plan.phases}
+    assert pairs["target"] == [[b * (k + 1), b] for b in bs]
+    assert pairs["draft_decode"] == [[b, b] for b in bs]
+    assert plan.phase("draft_decode").fused_steps == k - 1
+    assert plan.phase("target").graph_count == len(bs)
