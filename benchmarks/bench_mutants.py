@@ -8,22 +8,25 @@ plain-torch reference, step by step). A mutant counts as found when any finding 
 as located when a finding names its phase and one of its buffers. The unmutated rig is probed
 first under each backend: it must give no finding at all.
 
-Usage (CPU, about 30 s per mutant on an idle core):
-    PYTHONPATH=. python3 benchmarks/bench_mutants.py [--only NAME ...] [--json OUT]
+Usage (CPU, about 30 s per mutant on an idle core; `--jobs N` runs N mutants at once, each
+in its own process):
+    PYTHONPATH=. python3 benchmarks/bench_mutants.py [--only NAME ...] [--jobs N] [--json OUT]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.mutants import MUTANTS, Mutant, planted
+from benchmarks.mutants import MUTANTS, Mutant, by_name, planted
 from eaglegraph.probes.probing import probe
 from eaglegraph.probes.spec import resolve_run
 from eaglegraph.results.findings import Finding
@@ -39,10 +42,10 @@ SIGNALS = {
 }
 
 
-def probe_once(backend: str, mode: str, batch: int, device: str = "cpu") -> Any:
+def probe_once(backend: str, mode: str, batch: int, device: str = "cpu", **plan: Any) -> Any:
     spec = resolve_run(
         "tiny-llama-eagle3",
-        plan={"attention_backend": backend, "max_num_seqs": 4, "num_speculative_tokens": 3},
+        plan={"attention_backend": backend, "max_num_seqs": 4, "num_speculative_tokens": 3, **plan},
         device=device,
         max_model_len=256,
     )
@@ -51,6 +54,17 @@ def probe_once(backend: str, mode: str, batch: int, device: str = "cpu") -> Any:
 
 def located(mutant: Mutant, findings: list[Finding]) -> bool:
     return any(f.buffer in mutant.buffers and f.phase is not None for f in findings)
+
+
+def evaluate_named(name: str, mode: str, batch: int, device: str) -> dict[str, Any]:
+    """`evaluate` by mutant name (what a worker process of `--jobs` is handed)."""
+    return evaluate(by_name(name), mode, batch, device)
+
+
+def baseline(backend: str, mode: str, batch: int, device: str) -> list[str]:
+    """The unmutated rig's findings (there must be none)."""
+    run = probe_once(backend, mode, batch, device)
+    return [f"{f.id}: {f.message}" for f in run.findings]
 
 
 def evaluate(mutant: Mutant, mode: str, batch: int, device: str = "cpu") -> dict[str, Any]:
@@ -75,33 +89,41 @@ def evaluate(mutant: Mutant, mode: str, batch: int, device: str = "cpu") -> dict
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--only", nargs="*", default=None)
     ap.add_argument("--mode", default="FULL_AND_PIECEWISE")
     ap.add_argument("--batch", type=int, default=3)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--jobs", type=int, default=1, help="mutants probed at once (processes)")
     ap.add_argument("--json", default=None)
     ap.add_argument("--skip-baseline", action="store_true")
     args = ap.parse_args()
-    rows: list[dict[str, Any]] = []
-    if not args.skip_baseline:
-        for backend in sorted({m.backend for m in MUTANTS}):
-            run = probe_once(backend, args.mode, args.batch, args.device)
-            print(f"baseline {backend}: {len(run.findings)} finding(s)", flush=True)
-            if run.findings:
-                for f in run.findings:
-                    print(f"  FALSE POSITIVE {f.id}: {f.message}")
     picked = [m for m in MUTANTS if not args.only or m.name in args.only]
-    print(f"{'mutant':30} {'found':6} {'located':8} {'s':>6}  signals")
-    for m in picked:
-        row = evaluate(m, args.mode, args.batch, args.device)
-        rows.append(row)
-        print(
-            f"{m.name:30} {'yes' if row['found'] else 'NO':6} "
-            f"{'yes' if row['located'] else 'no':8} {row['seconds']:6.1f}  "
-            f"{', '.join(row['signals']) or '—'}",
-            flush=True,
-        )
+    backends = [] if args.skip_baseline else sorted({m.backend for m in MUTANTS})
+    common = (args.mode, args.batch, args.device)
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(
+        max_workers=max(1, args.jobs), mp_context=multiprocessing.get_context("spawn")
+    ) as pool:
+        bases = [pool.submit(baseline, b, *common) for b in backends]
+        futures = [pool.submit(evaluate_named, m.name, *common) for m in picked]
+        for backend, future in zip(backends, bases, strict=True):
+            found = future.result()
+            print(f"baseline {backend}: {len(found)} finding(s)", flush=True)
+            for line in found:
+                print(f"  FALSE POSITIVE {line}")
+        print(f"{'mutant':36} {'found':6} {'located':8} {'s':>6}  signals")
+        rows: list[dict[str, Any]] = []
+        for m, future in zip(picked, futures, strict=True):
+            row = future.result()
+            rows.append(row)
+            print(
+                f"{m.name:36} {'yes' if row['found'] else 'NO':6} "
+                f"{'yes' if row['located'] else 'no':8} {row['seconds']:6.1f}  "
+                f"{', '.join(row['signals']) or '—'}",
+                flush=True,
+            )
+    print(f"wall {time.perf_counter() - t0:.0f} s with {args.jobs} job(s)")
     n = len(rows)
     share = {
         "probe": sum(r["found"] for r in rows) / n if n else 0.0,

@@ -10,6 +10,7 @@ writing a real request's slot. `phase` and `buffer` say where a finding must poi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -203,6 +204,96 @@ def _last_page_len_off() -> Any:
     return mock.patch.object(FlashInferBuilder, "csr", patched)
 
 
+@contextlib.contextmanager
+def _inside_draft_decodes() -> Iterator[dict[str, bool]]:
+    """A flag set while the rig runs its draft decodes (the mutants below act only there)."""
+    flag = {"on": False}
+    orig = Rig._draft_decodes
+
+    def patched(self: Rig, *a: Any, **k: Any) -> Any:
+        flag["on"] = True
+        try:
+            return orig(self, *a, **k)
+        finally:
+            flag["on"] = False
+
+    with mock.patch.object(Rig, "_draft_decodes", patched):
+        yield flag
+
+
+def _decode_pad_row_writes_committed_kv() -> Any:
+    stack = contextlib.ExitStack()
+    flag = stack.enter_context(_inside_draft_decodes())
+
+    def after(_: Any, bt: torch.Tensor, qsl: torch.Tensor, pos: Any, slots: torch.Tensor, n: int, pad_until: int, block_size: int, *r: Any) -> None:  # fmt: skip
+        end = int(qsl[n])  # real rows (a fused decode graph passes padded requests, empty)
+        if flag["on"] and pad_until > end > 0:
+            slots[end:pad_until] = int(bt[0, 0]) * block_size  # request 0's position 0
+
+    stack.enter_context(_wrap(rig_step, "compute_slot_mappings", after))
+    return stack
+
+
+def _pad_slot_zero() -> Any:
+    def after(_: Any, bt: Any, qsl: torch.Tensor, pos: Any, slots: torch.Tensor, n: int, pad_until: int, *r: Any) -> None:  # fmt: skip
+        end = int(qsl[n])
+        if pad_until > end:
+            slots[end:pad_until] = 0  # slot 0 of the null block instead of the pad slot -1
+
+    return _wrap(rig_step, "compute_slot_mappings", after)
+
+
+def _decode_draft_row_off() -> Any:
+    def before(*args: Any) -> None:
+        sampled, r = args[0], args[8]
+        if r > 1:
+            sampled[:r].copy_(sampled[:r].roll(1, 0))  # each row takes its neighbour's token
+
+    return _wrap(rig_routines, "update_eagle_draft_inputs", lambda *_: None, before)
+
+
+def _decode_hidden_row_off() -> Any:
+    def after(_: Any, *args: Any) -> None:
+        hidden, r = args[4], args[8]
+        if r > 1:
+            hidden[:r].copy_(hidden[:r].roll(1, 0))
+
+    return _wrap(rig_routines, "update_eagle_draft_inputs", after)
+
+
+def _next_token_row_off() -> Any:
+    def after(_: Any, *args: Any) -> None:
+        n, nxt = args[3], args[7]
+        if n > 1:
+            nxt[:n].copy_(nxt[:n].roll(1, 0))
+
+    return _wrap(rig_step, "greedy_verify", after)
+
+
+def _kv_write_one_short() -> Any:
+    orig = rig_attention.write_kv
+
+    def patched(k: Any, v: Any, kc: Any, vc: Any, slots: Any, n: int, *rest: Any) -> None:
+        orig(k, v, kc, vc, slots, max(n - 1, 0), *rest)
+
+    return mock.patch.object(rig_attention, "write_kv", patched)
+
+
+def _draft_csr_len_carried() -> Any:
+    build = FlashInferBuilder.build
+    last: dict[int, list[int]] = {}
+
+    def patched(self: FlashInferBuilder, common: Any, guard: Any = None) -> Any:
+        prev = last.get(id(self))
+        last[id(self)] = list(common.seq_lens_cpu)
+        decode = self.owner != "target" and common.max_query_len <= 1
+        if decode and prev is not None and len(prev) == len(common.seq_lens_cpu):
+            common = dataclasses.replace(common, seq_lens_cpu=prev)  # the previous position's
+        return build(self, common, guard)
+
+    return mock.patch.object(FlashInferBuilder, "build", patched)
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("block-table-row-off", "target", ("block_table", "kv_cache"), "flash_attn",
            "each request gathers the block-table row of its neighbour", _block_table_row_off),
@@ -243,6 +334,25 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("draft-last-page-len-off", "draft_decode", ("draft.last_page_len",
            "eagle.draft_tokens"), "flashinfer",
            "the draft's last_page_len one short", _last_page_len_off),
+    Mutant("decode-pad-row-writes-committed-kv", "draft_decode", ("slot_mapping", "kv_cache"),
+           "flash_attn", "padded draft-decode rows get request 0's first slot, not the pad slot",
+           _decode_pad_row_writes_committed_kv),
+    Mutant("pad-slot-zero", "target", ("slot_mapping", "kv_cache"), "flash_attn",
+           "padded tokens write slot 0 (the null block) instead of skipping (-1)", _pad_slot_zero),
+    Mutant("decode-draft-row-off", "draft_decode", ("eagle.draft_tokens", "eagle.input_ids"),
+           "flash_attn", "each request takes its neighbour's sampled draft token",
+           _decode_draft_row_off),
+    Mutant("decode-hidden-row-off", "draft_decode", ("eagle.hidden", "eagle.draft_tokens"),
+           "flash_attn", "draft hidden rows one request off after each decode step",
+           _decode_hidden_row_off),
+    Mutant("next-token-row-off", "target", ("verify.next_tokens", "eagle.draft_tokens"),
+           "flash_attn", "the bonus token goes to the neighbouring request", _next_token_row_off),
+    Mutant("kv-write-one-short", "target", ("kv_cache", "target.hidden"), "flash_attn",
+           "KV writes stop one token short of num_tokens", _kv_write_one_short),
+    Mutant("draft-csr-len-carried", "draft_decode", ("draft.last_page_len", "draft.kv_indptr",
+           "eagle.draft_tokens"), "flashinfer",
+           "the draft's CSR built from the previous draft position's lengths",
+           _draft_csr_len_carried),
 )  # fmt: skip
 
 

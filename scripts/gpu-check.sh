@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU checks, run on the H100/H200 machine from the repository root (nothing installs there:
 # the package runs from the tree). Usage: scripts/gpu-check.sh [tests|capture|memdiff|memdiff3|probe|bench|memory|mtp|sanitizer|badinput|engines|all]...
+# (probe-profiles runs only when named)
 # Every stage logs to $OUT (default /tmp/eaglegraph-gpu) and the script keeps going after a
 # failing stage, so one run reports everything.
 set -u
@@ -12,6 +13,7 @@ EG="python3 -m eaglegraph"
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(all)
 want() { for s in "${stages[@]}"; do [ "$s" = "$1" ] || [ "$s" = all ] && return 0; done; return 1; }
+named() { for s in "${stages[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 run() { local name=$1; shift; echo "=== $name: $*"; local t0=$SECONDS
   "$@" >"$OUT/$name.log" 2>&1; local rc=$?
   tail -n "${TAIL:-25}" "$OUT/$name.log"; echo "=== $name: rc=$rc in $((SECONDS - t0)) s"; }
@@ -46,12 +48,23 @@ if want probe; then
   TAIL=30 run probe-current-flashinfer $EG probe tiny-llama-eagle3 --mode all --attention-backend flashinfer --no-color
   TAIL=30 run probe-sglang-current $EG probe tiny-llama-eagle3 --behavior sglang-current --mode all --no-color
   TAIL=30 run probe-k5 $EG probe tiny-llama-eagle3 --mode FULL_AND_PIECEWISE -K 5 --no-color
-  TAIL=25 run probe-mutants python3 benchmarks/bench_mutants.py --device cuda
+  # every mutant, four at a time (one process each; the stage must stay under ~500 s in all)
+  TAIL=40 run probe-mutants python3 benchmarks/bench_mutants.py --device cuda --jobs 4 \
+    --json "$OUT/probe-mutants.json"
   TAIL=40 run probe-pre39773-flashinfer $EG probe tiny-llama-eagle3 --behavior vllm-pre-39773 \
     --attention-backend flashinfer --mode PIECEWISE --no-color --save "$OUT/probe-pre39773-fi.json" --force
   TAIL=40 run probe-pre39773-full $EG probe tiny-llama-eagle3 --behavior vllm-pre-39773 \
     --mode FULL_AND_PIECEWISE --no-color --save "$OUT/probe-pre39773-full.json" --force
   TAIL=30 run probe-sglang $EG probe tiny-llama-eagle3 --behavior sglang-pre-10892 --mode FULL --no-color
+fi
+if named probe-profiles; then
+  # every profile by release, every mode (only when named: ~17 runs): current semantics must be
+  # clean, old ones show their seed bugs; one summary line each
+  for b in $($EG probe --list-behaviors --json | python3 -c \
+      'import json,sys; print(" ".join(b["name"] for b in json.load(sys.stdin)["behaviors"]))'); do
+    TAIL=4 run "probe-profile-$b" $EG probe tiny-llama-eagle3 --behavior "$b" --mode all --no-color \
+      --fail-on never --save "$OUT/probe-profile-$b.json" --force
+  done
 fi
 if want memdiff; then
   TAIL=70 run memdiff-eagle1 $EG memdiff llama3.1-8b-eagle1 --random-weights -K 5 --max-num-seqs 1024 \

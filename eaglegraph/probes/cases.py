@@ -22,11 +22,13 @@ import torch
 
 from eaglegraph.kernels.poison import poison, scan
 from eaglegraph.probes.invariants import StepView, check_phase
+from eaglegraph.probes.kv_writes import CommittedKV
 from eaglegraph.probes.poisoning import (
     Canary,
     canary_regions,
     null_block_regions,
     padding_regions,
+    per_slot_rows,
     table,
     unmapped_buffer,
 )
@@ -46,7 +48,7 @@ from eaglegraph.results.probe import (
 from eaglegraph.rig.buffers import StepCounts
 from eaglegraph.rig.descriptors import BatchDescriptor
 from eaglegraph.rig.driver import Session
-from eaglegraph.rig.kv_cache import NULL_BLOCK
+from eaglegraph.rig.kv_cache import NULL_BLOCK, BlockAllocator
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.reference import ReferenceEngine
 from eaglegraph.rig.step import Rig
@@ -101,11 +103,17 @@ class _Snapshot:
 
 
 PROMPT_SEED = 7
+# prompt lengths (block size 16): requests own different page counts (1 to 3), and some cross
+# a page boundary in the verify steps, so a stale but in-range CSR offset or block-table row
+# differs from the right one; the last request joins one step late (the batch grows)
+PROMPT_LENGTHS = (12, 9, 28, 5, 41, 14, 7, 25, 10, 3)
+STEPS = 3  # prefill at large-1 requests; verify at large with one request joining; probed
 
 
 def _prompts(count: int, vocab: int, seed: int = PROMPT_SEED) -> list[list[int]]:
     rng = np.random.default_rng(seed)
-    return [rng.integers(3, vocab, size=5 + i % 4).tolist() for i in range(count)]
+    n = len(PROMPT_LENGTHS)
+    return [rng.integers(3, vocab, size=PROMPT_LENGTHS[i % n]).tolist() for i in range(count)]
 
 
 def case_task(args: dict[str, Any]) -> dict[str, Any]:
@@ -113,43 +121,104 @@ def case_task(args: dict[str, Any]) -> dict[str, Any]:
     return result_to_json(execute_case(ProbeCase.from_json(args)))
 
 
-def execute_case(case: ProbeCase) -> CaseResult:
+def cases_task(args: dict[str, Any]) -> dict[str, Any]:
+    """The runner's "probe-cases" task: the cases of one spec (one mode) over one built rig."""
+    cases = [ProbeCase.from_json(c) for c in args["cases"]]
+    return {"results": [result_to_json(r) for r in execute_cases(cases)]}
+
+
+class BuiltRig:
+    """A rig built and captured once, and its state right after capture: every case of one
+    mode starts from that state (buffers, KV, allocator, host table), as a fresh rig would."""
+
+    def __init__(self, spec: RunSpec) -> None:
+        k = spec.options.num_speculative_tokens
+        config = spec.rig_config(guard=True)
+        if config.num_blocks is None:
+            # a KV pool for the schedule (twice what its requests can own, the rest canaries)
+            # rather than for max_model_len: every poison, scan and snapshot goes over it
+            tokens = max(PROMPT_LENGTHS) + STEPS * (k + 1) + k + 1
+            per_request = -(-tokens // config.block_size)
+            config = replace(config, num_blocks=1 + 2 * spec.options.max_num_seqs * per_request)
+        if config.dtype == "auto":
+            # the reference differential compares tokens: float32 keeps near-tie argmax flips
+            # (bf16 kernels vs a float reference) from posing as divergences; padding, metadata
+            # and KV layout do not depend on the dtype
+            config = replace(config, dtype="float32")
+        self.config = config
+        self.rig = rig = Rig(spec.open_pair(), config)
+        # each captured graph as the step names descriptors, with its pool (for the results)
+        self.graphs: list[CaseGraph] = []
+        if config.options.mode is not Mode.NONE:
+            events, _ = rig.capture(spec.pool)
+            self.graphs = _case_graphs(rig, events)
+        self.captured = _Snapshot(rig)
+
+    def fresh(self) -> Rig:
+        rig = self.rig
+        self.captured.restore()
+        a = rig.allocator
+        rig.allocator = BlockAllocator(a.num_blocks, a.block_size, a.max_blocks_per_req)
+        rig._bt_host[:] = 0
+        rig._bt_dirty = True
+        if rig.guard_log is not None:
+            rig.guard_log.reset()
+        return rig
+
+
+def execute_cases(cases: list[ProbeCase]) -> list[CaseResult]:
+    """Cases of one spec over one rig (built once): same results as one rig per case."""
+    if not cases:
+        return []
     start = time.perf_counter()
     try:
-        return _execute(case, start)
+        built = BuiltRig(cases[0].spec)
     except Exception as exc:
-        return CaseResult(
-            case.name, case.mode, case.batch, case.large, "error", time.perf_counter() - start,
-            error=f"{type(exc).__name__}: {exc}", stderr=traceback.format_exc()[-4000:],
-        )  # fmt: skip
+        return [_error(c, exc, start) for c in cases]
+    return [execute_case(c, built) for c in cases]
 
 
-def _execute(case: ProbeCase, start: float) -> CaseResult:
-    pair = case.spec.open_pair()
-    config = case.spec.rig_config(guard=True)
-    if config.dtype == "auto":
-        # the reference differential compares tokens: float32 keeps near-tie argmax flips
-        # (bf16 kernels vs a float reference) from posing as divergences; padding, metadata
-        # and KV layout do not depend on the dtype
-        config = replace(config, dtype="float32")
-    rig = Rig(pair, config)
+def execute_case(case: ProbeCase, built: BuiltRig | None = None) -> CaseResult:
+    start = time.perf_counter()
+    try:
+        if built is None:
+            built = BuiltRig(case.spec)
+        elif built.rig.config.options != case.spec.options:
+            raise ValueError(f"case {case.name} does not match the rig it was given")
+        return _execute(case, built, start)
+    except Exception as exc:
+        return _error(case, exc, start)
+
+
+def _error(case: ProbeCase, exc: Exception, start: float) -> CaseResult:
+    return CaseResult(
+        case.name, case.mode, case.batch, case.large, "error", time.perf_counter() - start,
+        error=f"{type(exc).__name__}: {exc}", stderr=traceback.format_exc()[-4000:],
+    )  # fmt: skip
+
+
+def _execute(case: ProbeCase, built: BuiltRig, start: float) -> CaseResult:
+    config, rig = built.config, built.fresh()
     mode = config.options.mode
-    graphs: list[CaseGraph] = []
-    if mode is not Mode.NONE:
-        events, _ = rig.capture(case.spec.pool)
-        graphs = _case_graphs(rig, events)
+    graphs = built.graphs
     assert rig.guard_log is not None
     session = Session(rig)
     ref = reference_for(rig)
     ref_session = Session(ref)
-    for rid, prompt in enumerate(_prompts(case.large, rig.vocab_size)):
-        session.admit(rid, prompt, max_new_tokens=64)
-        ref_session.admit(rid, prompt, max_new_tokens=64)
+    prompts = _prompts(case.large, rig.vocab_size)
     divergence = None
     timer = _Timer()
     broken: list[InvariantViolation] = []
-    for step in range(2):  # prefill, then a verify step, at the large batch
-        hit = _lockstep(step, rig, session, ref, ref_session, timer, broken)
+    touched: list[int] = []  # tokens of each step
+    for step in range(2):  # prefill, then a verify step in which one more request joins
+        joining = range(len(prompts) - 1) if step == 0 else [len(prompts) - 1]
+        for rid in joining:
+            session.admit(rid, prompts[rid], max_new_tokens=64)
+            ref_session.admit(rid, prompts[rid], max_new_tokens=64)
+        if step and divergence is None:
+            with timer("reference"):
+                _force_acceptance(session, ref_session, ref, shift=1)
+        hit = _lockstep(step, rig, session, ref, ref_session, timer, broken, touched)
         divergence = divergence or hit
     for s in (session, ref_session):
         for request in list(s.running[case.batch :]):
@@ -168,33 +237,43 @@ def _execute(case: ProbeCase, start: float) -> CaseResult:
         "draft_decode": StepCounts(len(batch), len(batch) if k > 1 else 0),
     }
     snapshot = _Snapshot(rig)
+    # SGLang's padded draft rows write null-block slots [0, K) by design; vLLM's pad slot is -1
+    null_pad = k if rig.framework == "sglang" else 0
     owned = sorted({blk for r in session.running for blk in r.blocks})
-    owned_rows = {"state.block_table": {r.slot for r in session.running}}
+    owned_rows = per_slot_rows(
+        list(rig.registry), rig.max_num_seqs, {r.slot for r in session.running}
+    )
     unowned = [b for b in rig.allocator.unowned_blocks() if b != NULL_BLOCK]
     result = CaseResult(
         case.name, mode.name, case.batch, case.large, "ok", 0.0,
         counts={p: [c.num_reqs, c.num_tokens] for p, c in counts.items()},
         reproduction={"mode": mode.name, "large": case.large, "batch": case.batch,
                       "num_speculative_tokens": k, "prompt_seed": PROMPT_SEED,
-                      "seed": config.seed, "steps": 3},
+                      "seed": config.seed, "steps": STEPS,
+                      "prompt_lengths": [len(p) for p in prompts]},
     )  # fmt: skip
     result.invariants.extend(broken)
-    result.graphs = graphs
+    result.graphs = list(graphs)
     if divergence is not None:
         result.divergence = _typed(divergence)
     outputs: dict[str, dict[str, torch.Tensor | list[Any]]] = {}
     scans: dict[str, list[int]] = {}
-    regions_a = padding_regions(list(rig.registry), counts, "A", owned_rows)
+    # token rows any step or captured graph of this case touched (see `padding_regions`)
+    reach = max([d.num_tokens for p in rig.plan.phases for d in p.descriptors] + touched)
+    regions_a = padding_regions(list(rig.registry), counts, "A", owned_rows, reach)
     for run in ("A", "B"):
         snapshot.restore()
-        regions = padding_regions(list(rig.registry), counts, run, owned_rows)
-        canaries = canary_regions(rig.kv_caches, unowned) + null_block_regions(rig.kv_caches, k)
+        regions = padding_regions(list(rig.registry), counts, run, owned_rows, reach)
+        canaries = canary_regions(rig.kv_caches, unowned) + null_block_regions(
+            rig.kv_caches, null_pad
+        )
         tab = table([r.region for r in regions] + [c.region for c in canaries], config.device)
         canary_tab = table([c.region for c in canaries], config.device)
         poison(tab)
         rig.guard_log.reset()
+        writes = CommittedKV(rig, batch) if run == "A" else None
         collect = _PhaseCollector(
-            rig, result, run, StepView(rig, batch), canaries, canary_tab, timer
+            rig, result, run, StepView(rig, batch), canaries, canary_tab, timer, writes
         )
         rig.phase_hook = collect
         t0 = time.perf_counter()
@@ -210,20 +289,22 @@ def _execute(case: ProbeCase, start: float) -> CaseResult:
         result.replayed = {
             g.phase: g.index for g in graphs if result.descriptors.get(g.phase) == g.descriptor
         }
+        if run == "A":  # the acceptance paths the probed step took (full, zero, partial)
+            result.reproduction["accepted"] = list(out.num_accepted)
         if run == "A" and result.divergence is None:
             with timer("reference"):
                 hit = compare_step(2, rig, ref, batch, out, ref_out)
             result.divergence = _typed(hit) if hit is not None else None
-        valid_kv = [torch.stack([c[owned] for c in kv]) for kv in rig.kv_caches] if owned else []
+        target_layers = rig.models.target.num_layers
+        kv = [torch.stack([c[owned] for c in pair]).flatten() for pair in rig.kv_caches]
         outputs[run] = {
             "next tokens": out.next_tokens,
             "accepted counts": out.num_accepted,
             "draft tokens": out.draft_tokens,
             "target hidden rows": rig.bufs.target_hidden[:tokens].clone(),
             "draft hidden rows": rig.bufs.eagle_hidden[: len(batch)].clone(),
-            "KV of owned blocks": torch.cat([t.flatten() for t in valid_kv])
-            if valid_kv
-            else torch.zeros(0),
+            "target KV of owned blocks": torch.cat(kv[:target_layers] or [torch.zeros(0)]),
+            "draft KV of owned blocks": torch.cat(kv[target_layers:] or [torch.zeros(0)]),
         }
         if run == "A":
             for name, value in outputs[run].items():
@@ -264,10 +345,12 @@ class _PhaseCollector:
         canaries: list[Canary],
         canary_tab: torch.Tensor,
         timer: _Timer,
+        writes: CommittedKV | None,
     ) -> None:
         self.rig, self.result, self.run, self.view = rig, result, run, view
         self.canaries, self.canary_tab, self.timer = canaries, canary_tab, timer
         self.written = [0] * len(canaries)
+        self.writes = writes
 
     def __call__(self, phase: str) -> None:
         rig, result, log = self.rig, self.result, self.rig.guard_log
@@ -285,9 +368,17 @@ class _PhaseCollector:
         if self.run != "A":
             return
         with self.timer("invariants"):
-            result.invariants.extend(
-                InvariantViolation(**hit, step=2) for hit in check_phase(self.view, phase)
-            )
+            broken = check_phase(self.view, phase)
+        result.invariants.extend(InvariantViolation(**hit, step=2) for hit in broken)
+        with self.timer("canaries"):
+            overwrites = self.writes.changed() if self.writes is not None else []
+        for w in overwrites:
+            result.canaries.append(
+                CanaryHit(
+                    first_block=w.block, elements=w.slots, written=w.slots, phase=phase,
+                    kernel="write_kv", request=w.request, layer=w.layer, position=w.position,
+                )
+            )  # fmt: skip
         with self.timer("canaries"):
             left = scan(self.canary_tab).tolist() if self.canaries else []
         for i, (c, n) in enumerate(zip(self.canaries, left, strict=True)):
@@ -320,14 +411,19 @@ class _Timer:
             self.add(name, time.perf_counter() - t0)
 
 
-def _force_acceptance(session: Session, ref_session: Session, ref: ReferenceEngine) -> None:
-    """Give the probed step every acceptance path at once: request 0 proposes the target's own
-    continuation (full acceptance), request 1 a wrong first token (zero), the others agree
-    for a prefix of growing length (partial). Both sessions propose the same drafts."""
+def _force_acceptance(
+    session: Session, ref_session: Session, ref: ReferenceEngine, shift: int = 0
+) -> None:
+    """Give a verify step every acceptance path at once: request `shift` proposes the target's
+    own continuation (full acceptance), the next a wrong first token (zero), the others agree
+    for a prefix of growing length (partial). Both sessions propose the same drafts; requests
+    without drafts (prefills) are left alone."""
     k = ref.num_speculative_tokens
-    for j, (r, w) in enumerate(zip(session.running, ref_session.running, strict=True)):
+    n = len(session.running)
+    for i, (r, w) in enumerate(zip(session.running, ref_session.running, strict=True)):
         if r.done or not r.drafts:
             continue
+        j = (i - shift) % n
         cont = ref.greedy_continuation(r.tokens, k)
         agree = k if j == 0 else 0 if j == 1 else min(j - 1, k)
         drafts = cont[:agree] + [(t + 1) % ref.vocab_size for t in cont[agree:]]
@@ -343,15 +439,18 @@ def _lockstep(
     ref_session: Session,
     timer: _Timer,
     broken: list[InvariantViolation],
+    touched: list[int],
 ) -> Divergence | None:
     """One step of the rig and of the reference over the same requests, compared; the rig's
     metadata invariants are checked after each phase of it too (prefill steps included)."""
     batch = session.batch()
+    touched.append(sum(len(b.query) for b in batch))
     view = StepView(rig, batch)
 
     def check(phase: str) -> None:
         with timer("invariants"):
-            broken.extend(InvariantViolation(**hit, step=step) for hit in check_phase(view, phase))
+            hits = check_phase(view, phase)
+        broken.extend(InvariantViolation(**hit, step=step) for hit in hits)
 
     rig.phase_hook = check
     try:

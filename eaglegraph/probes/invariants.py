@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from eaglegraph.kernels.invariants import EQ, REL_EQ, REL_IN, Check, run_checks
+from eaglegraph.kernels.invariants import EQ, REL_EQ, REL_IN, Check, Outcome, run_checks
 from eaglegraph.rig.descriptors import uniform_token_count
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.workload import ScheduledRequest
@@ -225,8 +225,8 @@ INVARIANTS: tuple[Invariant, ...] = (
 )  # fmt: skip
 
 
-def check_phase(view: StepView, phase: str) -> list[dict[str, Any]]:
-    """Run every invariant of `phase` in one launch; the violated ones, as plain records."""
+def phase_checks(view: StepView, phase: str) -> list[tuple[Invariant, Check]]:
+    """The invariants of `phase` that apply to this step, each with its device check."""
     if phase != "target" and view.accepted is None:
         view.accepted = view.rig.bufs.num_accepted[: view.rb].tolist()
     picked: list[tuple[Invariant, Check]] = []
@@ -240,7 +240,13 @@ def check_phase(view: StepView, phase: str) -> list[dict[str, Any]]:
         check = inv.build(view, view.rig.bufs)
         if check is not None:
             picked.append((inv, check))
-    outcomes = run_checks([c for _, c in picked], view.rig.config.device)
+    return picked
+
+
+def violated(
+    phase: str, picked: list[tuple[Invariant, Check]], outcomes: list[Outcome]
+) -> list[dict[str, Any]]:
+    """The broken invariants among `picked`, as plain records."""
     out = []
     for (inv, check), o in zip(picked, outcomes, strict=True):
         if o.violations:
@@ -253,3 +259,9 @@ def check_phase(view: StepView, phase: str) -> list[dict[str, Any]]:
                 }
             )  # fmt: skip
     return out
+
+
+def check_phase(view: StepView, phase: str) -> list[dict[str, Any]]:
+    """Every invariant of `phase` in one launch; the violated ones, as plain records."""
+    picked = phase_checks(view, phase)
+    return violated(phase, picked, run_checks([c for _, c in picked], view.rig.config.device))

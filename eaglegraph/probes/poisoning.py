@@ -54,13 +54,31 @@ def _runs(rows: list[int]) -> list[tuple[int, int]]:
     return runs
 
 
+def per_slot_rows(
+    buffers: list[PersistentBuffer], max_num_seqs: int, slots: set[int]
+) -> dict[str, set[int]]:
+    """State kept per request slot (extent "all", one row per slot: the device block table,
+    MTP's cached draft inputs) is owned row by row: the running requests' slots."""
+    return {
+        b.name: set(slots)
+        for b in buffers
+        if b.extent == "all" and b.tensor.dim() >= 1 and b.capacity == max_num_seqs
+    }
+
+
 def padding_regions(
     buffers: list[PersistentBuffer],
     counts: dict[str, StepCounts],
     run: str,
     owned_rows: dict[str, set[int]] | None = None,
+    reach: int | None = None,
 ) -> list[PaddingRegion]:
-    """`owned_rows`: for extent-"all" state, the rows running requests own (by name)."""
+    """`owned_rows`: for extent-"all" state, the rows running requests own (by name).
+
+    `reach`: the most token rows any step or captured graph of the run has touched. Float
+    per-token rows past it were never written (they hold their initial zeros, nothing stale),
+    so they are left out: those buffers are max_num_batched_tokens rows long and poisoning
+    and scanning all of them dominated a case on CPU. Index buffers are poisoned whole."""
     out = []
     for buf in buffers:
         if buf.phase not in counts:
@@ -68,7 +86,7 @@ def padding_regions(
         if buf.extent == "all":
             owned = (owned_rows or {}).get(buf.name)
             if owned is None:
-                continue  # ownership unknown (e.g. a step counter): all of it is valid
+                continue  # not per-request state (a step counter): all of it is valid
             t = buf.tensor
             row = t[0].numel() if t.dim() > 1 else 1
             free = [i for i in range(buf.capacity) if i not in owned]
@@ -81,8 +99,13 @@ def padding_regions(
             continue
         t = buf.tensor
         row = t[0].numel() if t.dim() > 1 else 1
-        region = Region(t, valid * row, t.numel(), sentinel_for(t.dtype, run))
-        out.append(PaddingRegion(buf, valid, region))
+        end = buf.capacity
+        if reach is not None and t.dtype.is_floating_point and buf.extent == "num_tokens":
+            end = max(valid, min(end, reach))
+            if end == valid:
+                continue
+        region = Region(t, valid * row, end * row, sentinel_for(t.dtype, run))
+        out.append(PaddingRegion(buf, valid, region, end))
     return out
 
 
@@ -114,12 +137,13 @@ def null_block_regions(
 ) -> list[Canary]:
     """The null block past its first `pad_slots` slots, per cache tensor: SGLang's padded
     draft rows start at position 0 in the reserved row and advance one slot per draft step,
-    so slots [0, K) are theirs by design; nothing may write past them."""
+    so slots [0, K) are theirs by design (vLLM's pad slot is -1: it has none); nothing may
+    write past them."""
     out = []
     for k_cache, v_cache in kv_caches:
-        for cache in (k_cache, v_cache):
+        for cache in (k_cache,) if v_cache is k_cache else (k_cache, v_cache):
             per_block = cache[0].numel()
-            per_slot = cache[0, 0].numel() * min(max(pad_slots, 1), cache.shape[1])
+            per_slot = cache[0, 0].numel() * min(max(pad_slots, 0), cache.shape[1])
             base = NULL_BLOCK * per_block
             pattern = float_pattern(cache.dtype, nan=True)
             out.append(

@@ -6,16 +6,17 @@ so the padding batches chosen here are the ones that pad in the worker.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 
 import torch
 
 from eaglegraph.errors import BadInput
-from eaglegraph.probes.cases import ProbeCase, execute_case, result_from_json
+from eaglegraph.probes.cases import ProbeCase, execute_case, execute_cases, result_from_json
 from eaglegraph.probes.environment import run_environment
 from eaglegraph.probes.preflight import preflight
-from eaglegraph.probes.runner import run_task
+from eaglegraph.probes.runner import Job, Outcome, run_task, run_tasks
 from eaglegraph.probes.spec import RunSpec
 from eaglegraph.probes.stale_read import SGLANG_MODES, VLLM_MODES, build_findings, build_matrix
 from eaglegraph.results.probe import CaseResult, ProbeRun
@@ -92,6 +93,10 @@ def run_case(case: ProbeCase, isolate: bool = True, timeout: float = 900.0) -> C
     if not isolate:
         return execute_case(case)
     outcome = run_task("probe-case", case.to_json(), name=case.name, timeout=timeout)
+    return _case_result(case, outcome)
+
+
+def _case_result(case: ProbeCase, outcome: Outcome) -> CaseResult:
     if outcome.status == "ok":
         return result_from_json(outcome.value)
     return CaseResult(
@@ -106,6 +111,76 @@ def run_case(case: ProbeCase, isolate: bool = True, timeout: float = 900.0) -> C
     )
 
 
+def by_mode(cases: Sequence[ProbeCase]) -> list[list[ProbeCase]]:
+    """The cases of each mode together (one rig, captured once, serves them all), the
+    groups with the most cases first so parallel workers finish together."""
+    groups: dict[str, list[ProbeCase]] = {}
+    for case in cases:
+        groups.setdefault(case.mode, []).append(case)
+    return sorted(groups.values(), key=len, reverse=True)
+
+
+def default_workers(device: str) -> int:
+    """One worker per CPU core the process may use (each runs one thread); on a GPU at most
+    four, so their contexts stay small next to the graphs they capture."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cores or 1, 4 if device == "cuda" else cores or 1))
+
+
+def run_cases(
+    cases: Sequence[ProbeCase],
+    *,
+    isolate: bool = True,
+    timeout: float = 900.0,
+    workers: int | None = None,
+    on_case: Callable[[str, CaseResult | None], None] | None = None,
+) -> list[CaseResult]:
+    """Every case, in plan order. Isolated: one worker per mode, modes in parallel; a worker
+    that dies or hangs has its cases rerun one per worker, so the fault is pinned to one."""
+    groups = by_mode(cases)
+    results: dict[str, CaseResult] = {}
+
+    def done(result: CaseResult) -> None:
+        results[result.name] = result
+        if on_case is not None:
+            on_case(result.name, result)
+
+    if not isolate:
+        for group in groups:
+            for case in group:
+                if on_case is not None:
+                    on_case(case.name, None)
+            for result in execute_cases(group):
+                done(result)
+        return [results[c.name] for c in cases]
+    jobs = [
+        Job("probe-cases", {"cases": [c.to_json() for c in group]},
+            ",".join(c.name for c in group), timeout * len(group))
+        for group in groups
+    ]  # fmt: skip
+    failed: list[list[ProbeCase]] = []
+
+    def finished(i: int, outcome: Outcome) -> None:
+        group = groups[i]
+        if outcome.status != "ok":
+            if len(group) == 1:
+                done(_case_result(group[0], outcome))
+            else:
+                failed.append(group)
+            return
+        for data in outcome.value["results"]:
+            done(result_from_json(data))
+
+    if on_case is not None:
+        for case in cases:
+            on_case(case.name, None)
+    run_tasks(jobs, workers=workers or default_workers(cases[0].spec.device), on_done=finished)
+    for group in failed:
+        for case in group:
+            done(run_case(case, True, timeout))
+    return [results[c.name] for c in cases]
+
+
 def probe(
     spec: RunSpec,
     *,
@@ -113,10 +188,12 @@ def probe(
     batches: Sequence[int] | None = None,
     isolate: bool = True,
     timeout: float = 900.0,
+    workers: int | None = None,
     on_plan: Callable[[list[ProbeCase]], None] | None = None,
     on_case: Callable[[str, CaseResult | None], None] | None = None,
 ) -> ProbeRun:
     """Probe every (mode, padded batch) of `spec`; `on_plan` sees the cases before any runs.
+    `workers`: worker processes at once (default: `default_workers`).
 
     Input that cannot be built (no weights without random_weights, an unsupported draft kind)
     and a non-positive timeout are refused here, before any worker starts, so they never turn
@@ -128,14 +205,7 @@ def probe(
     cases = plan_cases(spec, modes, batches)
     if on_plan is not None:
         on_plan(cases)
-    results = []
-    for case in cases:
-        if on_case is not None:
-            on_case(case.name, None)
-        result = run_case(case, isolate, timeout)
-        results.append(result)
-        if on_case is not None:
-            on_case(case.name, result)
+    results = run_cases(cases, isolate=isolate, timeout=timeout, workers=workers, on_case=on_case)
     o = spec.options
     return ProbeRun(
         config={

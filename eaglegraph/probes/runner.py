@@ -17,7 +17,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ MARKER = "EAGLEGRAPH-WORKER-RESULT "
 # task name → "module:function"; the function takes the JSON arguments, returns JSON data
 TASKS = {
     "probe-case": "eaglegraph.probes.cases:case_task",
+    "probe-cases": "eaglegraph.probes.cases:cases_task",
     "capture": "eaglegraph.probes.capture:capture_task",
 }
 
@@ -65,6 +67,16 @@ def call_task(task: str, args: Mapping[str, Any]) -> dict[str, Any]:
         return {"error": str(exc), "exit_code": exc.exit_code}
 
 
+@dataclass(frozen=True)
+class Job:
+    """One task for `run_tasks`: its name in `TASKS`, JSON arguments, a label, a time limit."""
+
+    task: str
+    args: Mapping[str, Any]
+    name: str
+    timeout: float = 900.0
+
+
 def run_task(
     task: str, args: Mapping[str, Any], *, name: str, isolate: bool = True, timeout: float = 900.0
 ) -> Outcome:
@@ -73,31 +85,89 @@ def run_task(
     if not isolate:
         reply = call_task(task, args)
         return _outcome(reply, "", time.perf_counter() - start)
-    job = json.dumps({"task": task, "name": name, "args": args})
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "eaglegraph.probes.worker"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        with _sigterm_ends_the_wait():
-            try:
-                out, err = proc.communicate(job, timeout=timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                _, err = proc.communicate()
-                return Outcome(
-                    "timeout",
-                    error=f"no result after {timeout:.0f} s (hang?)",
-                    stderr=(err or "")[-4000:],
-                    duration_s=time.perf_counter() - start,
-                )
-    finally:
+    with _sigterm_ends_the_wait():
+        return _isolated(Job(task, args, name, timeout), _Workers())
+
+
+def run_tasks(
+    jobs: Sequence[Job], *, workers: int, on_done: Callable[[int, Outcome], None] | None = None
+) -> list[Outcome]:
+    """Run `jobs` in worker processes, up to `workers` at once; `on_done(index, outcome)` as
+    each ends. Ctrl-C or SIGTERM while waiting ends every worker still running."""
+    outcomes: list[Outcome | None] = [None] * len(jobs)
+    live = _Workers()
+    with _sigterm_ends_the_wait():
+        pool = ThreadPoolExecutor(max_workers=max(1, workers))
+        try:
+            futures = {pool.submit(_isolated, job, live): i for i, job in enumerate(jobs)}
+            for future in as_completed(futures):
+                i = futures[future]
+                outcomes[i] = future.result()
+                if on_done is not None:
+                    on_done(i, outcomes[i])
+        finally:
+            live.stop()
+            pool.shutdown(wait=True, cancel_futures=True)
+    return [o for o in outcomes if o is not None]
+
+
+class _Workers:
+    """The worker processes running now; once stopped, none starts and all running are killed."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.procs: set[subprocess.Popen[str]] = set()
+        self.stopped = False
+
+    def start(self) -> subprocess.Popen[str] | None:
+        with self.lock:
+            if self.stopped:
+                return None
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "eaglegraph.probes.worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            self.procs.add(proc)
+            return proc
+
+    def done(self, proc: subprocess.Popen[str]) -> None:
         if proc.poll() is None:  # Ctrl-C or SIGTERM while waiting: the worker goes too
             proc.kill()
             proc.wait()
+        with self.lock:
+            self.procs.discard(proc)
+
+    def stop(self) -> None:
+        with self.lock:
+            self.stopped = True
+            for proc in self.procs:
+                if proc.poll() is None:
+                    proc.kill()
+
+
+def _isolated(job: Job, live: _Workers) -> Outcome:
+    start = time.perf_counter()
+    proc = live.start()
+    if proc is None:
+        return Outcome("crash", error="stopped before it started")
+    try:
+        payload = json.dumps({"task": job.task, "name": job.name, "args": job.args})
+        try:
+            out, err = proc.communicate(payload, timeout=job.timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+            return Outcome(
+                "timeout",
+                error=f"no result after {job.timeout:.0f} s (hang?)",
+                stderr=(err or "")[-4000:],
+                duration_s=time.perf_counter() - start,
+            )
+    finally:
+        live.done(proc)
     duration = time.perf_counter() - start
     for line in reversed(out.splitlines()):
         if line.startswith(MARKER):

@@ -125,34 +125,57 @@ def build_findings(cases: list[CaseResult]) -> list[Finding]:
                     evidence="float padding is NaN in run A",
                 )
             )
-        by_phase: dict[tuple[str, bool], list[CanaryHit]] = defaultdict(list)
+        by_phase: dict[tuple[str, str], list[CanaryHit]] = defaultdict(list)
         for c in case.canaries:
-            by_phase[(c.phase, c.null_block)].append(c)
-        for (phase, null), hits in by_phase.items():
-            blocks = sorted({c.first_block for c in hits})
             whose = (
-                "the reserved null block (past its K pad slots)"
-                if null
-                else "KV blocks owned by no request"
+                "owned" if c.request is not None else "null-block" if c.null_block else "unowned"
             )
-            findings.append(
-                Finding(
-                    id=f"kv-canary:{'null-block' if null else 'unowned'}:{case.name}",
-                    severity=Severity.ERROR,
-                    kind="kv-canary",
-                    phase=phase,
-                    buffer="kv_cache",
-                    kernel=hits[0].kernel,
-                    mode=case.mode,
-                    descriptor=case.descriptors.get(phase),
-                    message=f"{label}: {phase} wrote {whose} (runs starting at blocks {blocks[:6]})",
-                    evidence=f"{sum(c.written for c in hits)} canary elements overwritten",
-                )
-            )
+            by_phase[(c.phase, whose)].append(c)
+        for (phase, whose), hits in by_phase.items():
+            findings.append(_canary_finding(case, label, phase, whose, hits))
         findings.extend(_invariant_findings(case, label))
         if case.divergence:
             findings.append(_divergence_finding(case, label, case.divergence))
     return _merge_repeats(findings)
+
+
+def _canary_finding(
+    case: CaseResult, label: str, phase: str, whose: str, hits: list[CanaryHit]
+) -> Finding:
+    blocks = sorted({c.first_block for c in hits})
+    if whose == "owned":
+        first = hits[0]
+        what = (
+            f"overwrote committed KV of request {first.request} (layer {first.layer}, "
+            f"position {first.position}, block {first.first_block}) that no row of this step "
+            "may write: a padded or misplaced row's slot points into a real request's blocks"
+        )
+        rids = sorted({c.request for c in hits if c.request is not None})
+        evidence = (
+            f"{sum(c.written for c in hits)} committed slot(s) differ from their copy taken "
+            f"before the step (requests {rids})"
+        )
+    else:
+        whose_text = (
+            "the reserved null block (past its pad slots)"
+            if whose == "null-block"
+            else "KV blocks owned by no request"
+        )
+        what = f"wrote {whose_text} (runs starting at blocks {blocks[:6]})"
+        evidence = f"{sum(c.written for c in hits)} canary elements overwritten"
+    return Finding(
+        id=f"kv-canary:{whose}:{case.name}",
+        severity=Severity.ERROR,
+        kind="kv-canary",
+        phase=phase,
+        buffer="kv_cache",
+        kernel=hits[0].kernel,
+        mode=case.mode,
+        descriptor=case.descriptors.get(phase),
+        message=f"{label}: {phase} {what}",
+        evidence=evidence,
+        fix=f"check the slot mapping {phase} hands to {hits[0].kernel} for padded rows",
+    )
 
 
 def _merge_repeats(findings: list[Finding]) -> list[Finding]:
@@ -186,7 +209,9 @@ OUTPUT_BUFFERS = {
     "draft tokens": ("eagle.draft_tokens", "draft_decode"),
     "target hidden rows": ("target.hidden", "target"),
     "draft hidden rows": ("eagle.hidden", "draft_decode"),
-    "KV of owned blocks": ("kv_cache", "target"),
+    "target KV of owned blocks": ("kv_cache", "target"),
+    # the draft's layers are written by its prefill and decodes; the decodes write last
+    "draft KV of owned blocks": ("kv_cache", "draft_decode"),
 }
 
 

@@ -19,13 +19,15 @@ def main() -> None:
     job = json.loads(sys.stdin.read())
     # Fault injection for the isolation tests: make this task die or hang like a real
     # illegal memory access or a stuck NCCL wait would.
-    fault = os.environ.get("EAGLEGRAPH_PROBE_FAULT", "")
-    if fault == f"abort:{job['name']}":
-        sys.stderr.write("CUDA error: an illegal memory access was encountered (injected)\n")
-        sys.stderr.flush()
-        os.abort()
-    if fault == f"hang:{job['name']}":
-        time.sleep(3600)
+    # A job running several cases is named after all of them, comma-separated.
+    fault, _, target = os.environ.get("EAGLEGRAPH_PROBE_FAULT", "").partition(":")
+    if target and target in job["name"].split(","):
+        if fault == "abort":
+            sys.stderr.write("CUDA error: an illegal memory access was encountered (injected)\n")
+            sys.stderr.flush()
+            os.abort()
+        if fault == "hang":
+            time.sleep(3600)
     reply = call_task(job["task"], job["args"])
     sys.stdout.write(MARKER + json.dumps(reply) + "\n")
     sys.stdout.flush()

@@ -44,8 +44,9 @@ class PaddingRegion:
 
 @dataclass
 class CanaryHit:
-    """A run of KV blocks no request owns (or the null block past its pad slot) that a phase
-    of the step wrote into."""
+    """A run of KV blocks no request owns (or the null block past its pad slots) that a phase
+    of the step wrote into; or, with `request` set, slots of a request's committed prefix
+    (positions written by earlier steps) that the phase overwrote."""
 
     first_block: int
     elements: int
@@ -53,6 +54,9 @@ class CanaryHit:
     phase: str = "step"
     kernel: str = "write_kv"
     null_block: bool = False
+    request: int | None = None
+    layer: int | None = None
+    position: int | None = None
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """Planted bugs (benchmarks/mutants.py) are found, each with the buffer and phase it is in.
 
-A subset, one per phase, that leaves wrong but plausible values inside valid extents — what
-poison and guards alone cannot see. The whole set runs in benchmarks/bench_mutants.py.
+A subset, one per class, of bugs that leave wrong but plausible values inside valid extents —
+what poison and guards alone cannot see — and of padded rows writing where they must not. The
+whole set runs in benchmarks/bench_mutants.py.
 """
 
 from __future__ import annotations
@@ -11,18 +12,24 @@ import pytest
 from benchmarks.bench_mutants import probe_once
 from benchmarks.mutants import by_name, planted
 
+# (mutant, mode, finding kinds that must be among the findings)
 SUBSET = [
-    ("block-table-row-off", {"invariant", "reference-divergence"}),
-    ("last-token-one-off", {"invariant", "reference-divergence"}),
-    ("draft-seq-len-carried", {"invariant"}),
+    ("block-table-row-off", "NONE", {"invariant", "reference-divergence"}),
+    ("last-token-one-off", "NONE", {"invariant", "reference-divergence"}),
+    ("draft-seq-len-carried", "NONE", {"invariant"}),
+    ("device-table-not-refreshed", "NONE", {"invariant", "reference-divergence"}),
+    ("stale-csr-offsets", "NONE", {"invariant"}),
+    ("decode-pad-row-writes-committed-kv", "FULL", {"kv-canary", "invariant"}),
+    ("pad-slot-zero", "FULL", {"kv-canary", "invariant"}),
 ]
 
 
-@pytest.mark.parametrize(("name", "kinds"), SUBSET)
-def test_mutant_is_found_and_located(name: str, kinds: set[str]) -> None:
+@pytest.mark.parametrize(("name", "mode", "kinds"), SUBSET)
+def test_mutant_is_found_and_located(name: str, mode: str, kinds: set[str]) -> None:
     mutant = by_name(name)
     with planted(mutant):
-        run = probe_once(mutant.backend, "NONE", 3)
+        # capture sizes 4 and 16: batch 3 pads to 4 requests in every phase
+        run = probe_once(mutant.backend, mode, 3, capture_sizes="4,16")
     assert run.cases[0].status == "ok", run.cases[0].stderr
     assert run.findings, f"{name} was not found"
     for f in run.findings:

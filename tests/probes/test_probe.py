@@ -76,6 +76,23 @@ def test_current_vllm_is_clean_in_every_mode(backend: str) -> None:
     )
 
 
+@pytest.mark.parametrize(("k", "sizes"), [(1, "2,8"), (5, "6,24")])
+def test_current_vllm_is_clean_at_k_1_and_5_through_every_acceptance_path(
+    k: int, sizes: str
+) -> None:
+    run = _probe("vllm-current", "flash_attn", ["FULL_AND_PIECEWISE"], [3],
+                 num_speculative_tokens=k, capture_sizes=sizes)  # fmt: skip
+    (case,) = run.cases
+    assert case.status == "ok", case.stderr
+    assert run.findings == []
+    assert case.reproduction["num_speculative_tokens"] == k
+    accepted = case.reproduction["accepted"]
+    assert {0, k} <= set(accepted), accepted  # full and zero acceptance in the probed step
+    if k > 1:
+        assert any(0 < a < k for a in accepted), accepted
+    assert case.descriptors["target"].startswith("FULL"), case.descriptors  # padded
+
+
 @pytest.mark.parametrize("pool", ["dedicated", "per-graph"])
 def test_current_vllm_is_clean_under_every_pool(pool: str) -> None:
     assert (
