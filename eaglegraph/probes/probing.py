@@ -6,6 +6,7 @@ so the padding batches chosen here are the ones that pad in the worker.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -112,11 +113,13 @@ def _case_result(case: ProbeCase, outcome: Outcome) -> CaseResult:
 
 
 def by_mode(cases: Sequence[ProbeCase]) -> list[list[ProbeCase]]:
-    """The cases of each mode together (one rig, captured once, serves them all), the
-    groups with the most cases first so parallel workers finish together."""
+    """The cases of each spec (mode and runner flags: BREAKABLE is FULL_AND_PIECEWISE with a
+    flag) together — one rig, captured once, serves them all — the groups with the most
+    cases first so parallel workers finish together."""
     groups: dict[str, list[ProbeCase]] = {}
     for case in cases:
-        groups.setdefault(case.mode, []).append(case)
+        key = json.dumps(case.spec.to_json(), sort_keys=True)
+        groups.setdefault(key, []).append(case)
     return sorted(groups.values(), key=len, reverse=True)
 
 
