@@ -54,12 +54,16 @@ def test_dflash_matches_dense_reference(backend: str, mode: str, device: torch.d
     assert result.acceptance_rate is not None and 0 < result.acceptance_rate < 1
 
 
+# The probe runs where the machine has a GPU: Triton interprets CPU tensors only on a CPU machine.
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def _probe(behavior: str) -> dict:  # type: ignore[type-arg]
     result = CliRunner().invoke(
         cli,
         ["probe", PRESET, "--behavior", behavior, "--max-num-seqs", "4", "-K", str(K),
          "--capture-sizes", "4,8,16", "--mode", "FULL_AND_PIECEWISE", "--batches", "3",
-         "--device", "cpu", "--max-model-len", "256", "--no-isolation", "--json",
+         "--device", DEVICE, "--max-model-len", "256", "--no-isolation", "--json",
          "--fail-on", "never"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
