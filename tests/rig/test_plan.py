@@ -211,7 +211,9 @@ def test_options_from_vllm_json() -> None:
         )
     with pytest.raises(BadInput, match="invalid JSON"):
         resolve_plan_options(compilation_config="{oops")
-    with pytest.raises(BadInput, match="rebuilds eagle/eagle3 only"):
+    with pytest.raises(
+        BadInput, match="method 'ngram': eaglegraph rebuilds eagle/eagle3/mtp/dflash only"
+    ):
         resolve_plan_options(speculative_config='{"method": "ngram"}')
     with pytest.raises(BadInput, match="belongs to sglang"):
         resolve_plan_options(framework="vllm", behavior="sglang-current")
