@@ -20,10 +20,16 @@ from eaglegraph.reports.html import write_html
 from eaglegraph.results import load_run
 
 DOCS = Path(__file__).parent
-FLAGS = (
-    "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
-    "--disable-background-networking --disable-component-update --disable-sync"
-).split()
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 async def terminal(run_path: str) -> Path:
