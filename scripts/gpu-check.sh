@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU checks, run on the H100/H200 machine from the repository root (nothing installs there:
-# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|capture|memdiff|memdiff3|probe|bench|memory|mtp|sanitizer|badinput|engines|all]...
+# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|cuda-rig|cuda-probes|capture|memdiff|memdiff3|probe|bench|memory|mtp|sanitizer|badinput|engines|all]...
 # (probe-profiles runs only when named)
 # Every stage logs to $OUT (default /tmp/eaglegraph-gpu) and the script keeps going after a
 # failing stage, so one run reports everything.
@@ -24,9 +24,15 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 $EG env --no-color
 $EG env --json >"$OUT/env.json"
 
+# the CUDA test stages are split so that each fits one 600 s device call
 if want tests; then
   run device-tests python3 -m pytest -q -p no:cacheprovider tests/kernels tests/models tests/rig/test_step_equivalence.py
-  run cuda-tests python3 -m pytest -q -m cuda -p no:cacheprovider tests/rig tests/probes
+fi
+if want cuda-rig; then
+  run cuda-rig-tests python3 -m pytest -q -m cuda -p no:cacheprovider tests/rig
+fi
+if want cuda-probes; then
+  run cuda-probe-tests python3 -m pytest -q -m cuda -p no:cacheprovider tests/probes
 fi
 if want capture; then
   TAIL=45 run capture-tiny $EG capture tiny-llama-eagle3 --max-num-seqs 8 --replay --no-color \
