@@ -18,7 +18,8 @@ from rich.table import Table
 from rich.text import Text
 
 from eaglegraph.reports.findings_view import render_findings
-from eaglegraph.reports.format import fmt_bytes
+from eaglegraph.reports.format import fmt_bytes, fmt_sizes
+from eaglegraph.reports.layout import Folded
 from eaglegraph.reports.pools_view import render_pools
 from eaglegraph.reports.timeline_view import (
     EMULATED_NA,
@@ -72,8 +73,9 @@ def context_grid(
     return grid
 
 
-def _pairs(values: Mapping[str, Any]) -> Text:
-    return Text("  ".join(f"{k}={_scalar(v)}" for k, v in values.items() if v is not None) or "—")
+def _pairs(values: Mapping[str, Any]) -> Folded:
+    text = "  ".join(f"{k}={_scalar(v)}" for k, v in values.items() if v is not None)
+    return Folded(text or "—")
 
 
 def _scalar(value: Any) -> str:
@@ -82,6 +84,8 @@ def _scalar(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3g}"
     if isinstance(value, (list, tuple)):
+        if len(value) > 3 and all(type(v) is int for v in value):
+            return fmt_sizes(value, limit=len(value))  # 50 capture sizes as a few runs
         return ",".join(_scalar(v) for v in value)
     if isinstance(value, Mapping):
         return "{" + ", ".join(f"{k}: {_scalar(v)}" for k, v in value.items()) + "}"
@@ -145,4 +149,4 @@ def render_totals(run: CaptureRun, console: Console) -> None:
         line.append(f" · allocator reserved {fmt_bytes(t.reserved_bytes)}")
     console.print(line)
     if not na and t.allocator_bytes is not None and t.outside_allocator_bytes is not None:
-        console.print(Padding(took_breakdown(t), (0, 0, 0, 2)))
+        console.print(Padding(Folded(took_breakdown(t)), (0, 0, 0, 2)))

@@ -9,6 +9,7 @@ from rich.padding import Padding
 from rich.text import Text
 
 from eaglegraph.reports.format import SEVERITY_STYLE
+from eaglegraph.reports.layout import Folded
 from eaglegraph.results.findings import Finding
 
 _ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -29,6 +30,6 @@ def render_findings(findings: Sequence[Finding], console: Console, title: str = 
         if f.ref:
             head.append(f"  [{f.ref}]", style="dim")
         console.print(head)
-        console.print(Padding(Text(f.message), (0, 0, 0, 2)))
+        console.print(Padding(Folded(f.message), (0, 0, 0, 2)))
         if f.fix:
-            console.print(Padding(Text(f"→ {f.fix}", style="dim"), (0, 0, 0, 2)))
+            console.print(Padding(Folded(f"→ {f.fix}", style="dim"), (0, 0, 0, 2)))

@@ -20,8 +20,10 @@ from eaglegraph.known.measurements import SHARED_POOL_SAVING
 from eaglegraph.reports.capture_view import context_grid, render_failure
 from eaglegraph.reports.findings_view import render_findings
 from eaglegraph.reports.format import fmt_bytes
+from eaglegraph.reports.layout import Folded
 from eaglegraph.reports.timeline_view import EMULATED_NA, memory_na
 from eaglegraph.results.memdiff import MemdiffRun
+from eaglegraph.results.pools import PoolDiff
 
 
 def render_memdiff(run: MemdiffRun, console: Console) -> None:
@@ -57,36 +59,55 @@ def signed_bytes(delta: int) -> Text:
 
 
 def render_diffs(run: MemdiffRun, console: Console) -> None:
+    graphs, quiet = _graph_rows(run.per_graph)
     groups = [
         ("per pool", run.per_pool),
         ("per phase", run.per_phase),
-        ("per graph", run.per_graph),
+        ("per graph", graphs),
     ]
     groups = [(name, diffs) for name, diffs in groups if diffs]
     if not groups:
         return
     heads = (f"a: {run.a.pool_policy}", f"b: {run.b.pool_policy}", "Δ b−a")
-    # One label width for all three tables so they line up; long labels fold, numbers never do.
-    numbers = sum(_number_width(h) + 1 for h in heads)
-    room = max(12, console.width - _INDENT - numbers - 1)
-    label_width = min(room, max(len(d.label) for _, diffs in groups for d in diffs))
+    # One width per column for all three tables so they line up: each number column as wide
+    # as its widest figure (numbers never fold); the labels get the rest and wrap at spaces.
+    rows = [_cells(d) for _, diffs in groups for d in diffs]
+    numbers = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
+    room = console.width - _INDENT - sum(numbers) - _GAP * len(numbers)
+    longest = max(len(d.label) for _, diffs in groups for d in diffs)
+    label_width = max(min(room, longest), 12)
     for n, (name, diffs) in enumerate(groups):
-        table = _diff_table(name, heads, label_width, header=n == 0)
+        table = _diff_table(name, heads, numbers, label_width, header=n == 0)
         for d in diffs:
-            table.add_row(
-                Text(d.label), fmt_bytes(d.a_bytes), fmt_bytes(d.b_bytes), signed_bytes(d.delta)
-            )
+            table.add_row(Folded(d.label), *_cells(d)[:2], signed_bytes(d.delta))
         console.print(Padding(table, (0, 0, 0, _INDENT)))
+    if quiet:
+        note = (
+            f"⋮ {quiet} more graph{'s' if quiet != 1 else ''} added 0 B under both policies "
+            "(every graph: --json)"
+        )
+        console.print(Padding(Text(note, style="dim"), (0, 0, 0, _INDENT + 2)))
 
 
-_INDENT = 2
+_INDENT, _GAP = 2, 2  # the tables' indent; the blanks between two columns
+LONG = 40  # per-graph rows from which graphs that added nothing under either policy are left out
 
 
-def _number_width(head: str) -> int:
-    return max(len(head), 11)
+def _cells(d: PoolDiff) -> tuple[str, str, str]:
+    return fmt_bytes(d.a_bytes), fmt_bytes(d.b_bytes), signed_bytes(d.delta).plain
 
 
-def _diff_table(name: str, heads: Sequence[str], label_width: int, header: bool) -> Table:
+def _graph_rows(diffs: Sequence[PoolDiff]) -> tuple[list[PoolDiff], int]:
+    """The per-graph rows worth reading, and how many rows of 0 B under both were left out."""
+    if len(diffs) <= LONG:
+        return list(diffs), 0
+    shown = [d for d in diffs if d.a_bytes or d.b_bytes]
+    return shown, len(diffs) - len(shown)
+
+
+def _diff_table(
+    name: str, heads: Sequence[str], widths: Sequence[int], label_width: int, header: bool
+) -> Table:
     table = Table(
         title=Text(name, style="bold cyan"),
         title_justify="left",
@@ -96,9 +117,9 @@ def _diff_table(name: str, heads: Sequence[str], label_width: int, header: bool)
         pad_edge=False,
         header_style="dim",
     )
-    table.add_column("", width=label_width, overflow="fold")
-    for head in heads:
-        table.add_column(Text(head), justify="right", no_wrap=True, width=_number_width(head))
+    table.add_column("", width=label_width)
+    for head, width in zip(heads, widths, strict=True):
+        table.add_column(Text(head), justify="right", no_wrap=True, width=width)
     return table
 
 
@@ -120,7 +141,7 @@ def _reference_table(run: MemdiffRun) -> Table:
     """This run beside upstream's figure, in the upstream change's terms (dedicated → shared)."""
     ref = SHARED_POOL_SAVING
     table = Table(box=None, padding=(0, 1), pad_edge=False, header_style="dim")
-    table.add_column("graph-pool memory", overflow="fold")
+    table.add_column("graph-pool memory")
     for head in ("dedicated", "shared", "saved"):
         table.add_column(head, justify="right", no_wrap=True)
     by_policy = {run.a.pool_policy: run.total_a, run.b.pool_policy: run.total_b}

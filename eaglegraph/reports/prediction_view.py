@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from eaglegraph.reports.format import fmt_bytes
+from eaglegraph.reports.layout import Fitted
 from eaglegraph.results.prediction import MemoryPrediction, PredictedPool
 
 PHASES = ("target", "draft_prefill", "draft_decode")
@@ -27,7 +28,7 @@ def render_prediction(
     console.print(head)
     table = Table(box=None, padding=(0, 1), pad_edge=False, header_style="dim")
     table.add_column("policy", no_wrap=True)
-    table.add_column("pool", no_wrap=True)
+    table.add_column("pool")
     table.add_column("graphs", justify="right", no_wrap=True)
     table.add_column("reserved", justify="right", no_wrap=True)
     for phase in PHASES:
@@ -49,7 +50,7 @@ def render_prediction(
             )
         if len(rows) > 1:
             table.add_row("", Text("total", style="dim"), "", fmt_bytes(policy.reserved_bytes))
-    console.print(table)
+    console.print(Fitted(table))
     if kv_budget is not None:
         console.print(Padding(Text(kv_budget), (0, 0, 0, 2)))
 

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from eaglegraph.reports.format import SEVERITY_STYLE
-from eaglegraph.reports.layout import Fitted
+from eaglegraph.reports.layout import Fitted, Folded
 from eaglegraph.results.probe import ProbeRun
 
 _KIND_STYLE = {
@@ -63,7 +63,7 @@ def _findings(run: ProbeRun, console: Console) -> None:
         grid.add_column(overflow="fold")
         for label, value in rows:
             if value:
-                grid.add_row(label, value)
+                grid.add_row(label, Folded(value))
         console.print(Padding(grid, (0, 0, 0, 2)))
 
 

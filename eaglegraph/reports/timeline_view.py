@@ -8,6 +8,7 @@ the only arithmetic here: a row's share of the longest capture or the largest al
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
@@ -94,31 +95,38 @@ def render_timeline(run: CaptureRun, console: Console) -> None:
     largest = max((e.bytes or 0 for e in rows), default=0)
     byte_bar = not na and largest > 0 and console.width >= WIDE
     segmented = any(e.mode in SEGMENTED_MODES or e.segments > 1 for e in rows)
-    widths = _widths(rows, run, na)
+    fit = _fit(rows, run, na, segmented, console.width, 2 if byte_bar else 1)
+    byte_bar = byte_bar and fit.bar
 
     console.print(Text("Capture timeline", style="bold"))
     long = len(rows) > LONG_TIMELINE
     hidden_total = 0
     for n, phase in enumerate(phase_order(e.phase for e in rows)):
         mine = [e for e in rows if e.phase == phase]
-        table = _phase_table(phase, mine, widths, segmented, byte_bar, header=n == 0)
+        table = _phase_table(phase, mine, fit, segmented, byte_bar, header=n == 0)
         for part in _runs(mine) if long else [mine]:
             shown, hidden = _summarised(part)
             for e in shown[:HEAD] if hidden else shown:
-                table.add_row(*_cells(e, run, na, longest, largest, segmented, byte_bar))
+                table.add_row(*_cells(e, run, na, longest, largest, fit, segmented, byte_bar))
             if not hidden:
                 continue
             hidden_total += len(hidden)
             console.print(Padding(table, (0, 0, 0, 2)))
             console.print(Padding(_hidden_line(hidden), (0, 0, 0, 4)))
-            table = _phase_table(phase, mine, widths, segmented, byte_bar, header=False)
+            table = _phase_table(phase, mine, fit, segmented, byte_bar, header=False)
             table.title = None
             for e in shown[HEAD:]:
-                table.add_row(*_cells(e, run, na, longest, largest, segmented, byte_bar))
+                table.add_row(*_cells(e, run, na, longest, largest, fit, segmented, byte_bar))
         console.print(Padding(table, (0, 0, 0, 2)))
     if hidden_total:
         note = f"  {hidden_total} graphs not listed; every graph: --json, --html or --trace"
         console.print(Text(note, style="dim"))
+    if fit.short_pools:
+        legend = Text("  pools: ", style="dim")
+        legend.append("  ".join(f"{pid} {label}" for pid, label in _pool_names(run, rows)))
+        console.print(legend)
+    if not fit.bar:
+        return _na_line(console, na)
     legend = Text("  bars: capture time ", style="dim")
     legend.append("█", style="cyan")
     legend.append(f" (longest {fmt_seconds(longest)})", style="dim")
@@ -127,6 +135,10 @@ def render_timeline(run: CaptureRun, console: Console) -> None:
         legend.append("█", style="magenta")
         legend.append(f" (largest {fmt_bytes(largest)})", style="dim")
     console.print(legend)
+    _na_line(console, na)
+
+
+def _na_line(console: Console, na: bool) -> None:
     if na:
         console.print(Text(f"  memory figures: {EMULATED_NA}", style="yellow"))
 
@@ -169,17 +181,67 @@ def _hidden_line(hidden: Sequence[CaptureEvent]) -> Text:
 
 
 _HEADERS = ("mode", "tokens/reqs", "pool", "segs", "warmup", "capture", "bytes added")
+_INDENT, _GAP, _BAR = 2, 2, 4  # the table's indent, the blanks between columns, a bar's least
 
 
-def _widths(rows: Sequence[CaptureEvent], run: CaptureRun, na: bool) -> dict[str, int]:
+@dataclass
+class _Fit:
+    """How the timeline fits the console: column widths, pools by id (with a legend line)
+    instead of by label, and whether the time bar has room."""
+
+    widths: dict[str, int]
+    short_pools: bool
+    bar: bool
+    dropped: tuple[str, ...] = ()
+
+
+def _fit(
+    rows: Sequence[CaptureEvent],
+    run: CaptureRun,
+    na: bool,
+    segmented: bool,
+    width: int,
+    bars: int,
+) -> _Fit:
+    """The widest layout that fits: long pool labels give way to ids first (a legend names
+    them, when there are few), then the time bar (the capture column keeps the number), then
+    the warmup and segments columns."""
+    few = len(_pool_names(run, rows)) <= 4
+    for short, bar, dropped in (
+        (False, True, ()),
+        (True, True, ()),
+        (True, False, ()),
+        (True, False, ("warmup",)),
+        (True, False, ("warmup", "segs")),
+    ):
+        short = short and few
+        widths = _widths(rows, run, na, short)
+        shown = [h for h in _HEADERS if h not in dropped and (h != "segs" or segmented)]
+        need = _INDENT + sum(widths[h] for h in shown) + _GAP * (len(shown) - 1)
+        if bar:
+            need += (_GAP + _BAR) * bars
+        if need <= width:
+            break
+    return _Fit(widths, short, bar, dropped)
+
+
+def _pool_names(run: CaptureRun, rows: Sequence[CaptureEvent]) -> list[tuple[str, str]]:
+    """(id, label) of each pool the rows use, in order of first use."""
+    pools = dict.fromkeys(e.pool for e in rows if e.pool is not None)
+    return [(str(p), run.pool_label(p) or str(p)) for p in pools]
+
+
+def _widths(
+    rows: Sequence[CaptureEvent], run: CaptureRun, na: bool, short: bool = False
+) -> dict[str, int]:
     """Fixed column widths shared by every phase's table, so the groups line up."""
-    cells = [_texts(e, run, na) for e in rows]
+    cells = [_texts(e, run, na, short) for e in rows]
     return {h: max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(_HEADERS)}
 
 
-def _texts(e: CaptureEvent, run: CaptureRun, na: bool) -> tuple[str, ...]:
+def _texts(e: CaptureEvent, run: CaptureRun, na: bool, short: bool = False) -> tuple[str, ...]:
     added = e.status.upper() if e.status != "ok" else "N/A" if na else fmt_bytes(e.bytes)
-    pool = run.pool_label(e.pool) or "—"
+    pool = (str(e.pool) if short else run.pool_label(e.pool)) if e.pool is not None else "—"
     segs = str(e.segments) if e.mode in SEGMENTED_MODES or e.segments > 1 else ""
     return (
         e.mode,
@@ -195,7 +257,7 @@ def _texts(e: CaptureEvent, run: CaptureRun, na: bool) -> tuple[str, ...]:
 def _phase_table(
     phase: str,
     rows: Sequence[CaptureEvent],
-    widths: dict[str, int],
+    fit: _Fit,
     segmented: bool,
     byte_bar: bool,
     header: bool,
@@ -217,11 +279,13 @@ def _phase_table(
         header_style="dim",
     )
     for h in _HEADERS:
-        if h == "segs" and not segmented:
+        if (h == "segs" and not segmented) or h in fit.dropped:
             continue
         right = h not in ("mode", "pool")
-        table.add_column(h, width=widths[h], justify="right" if right else "left", no_wrap=True)
-    table.add_column("time", ratio=1, no_wrap=True)
+        width = fit.widths[h]
+        table.add_column(h, width=width, justify="right" if right else "left", no_wrap=True)
+    if fit.bar:
+        table.add_column("time", ratio=1, no_wrap=True)
     if byte_bar:
         table.add_column("bytes", ratio=1, no_wrap=True)
     return table
@@ -233,18 +297,20 @@ def _cells(
     na: bool,
     longest: float,
     largest: int,
+    fit: _Fit,
     segmented: bool,
     byte_bar: bool,
 ) -> list[Text | Bar]:
     failed = e.status != "ok"
     style = "bold red" if failed else ""
-    texts = [Text(t, style=style) for t in _texts(e, run, na)]
-    if not segmented:
-        del texts[_HEADERS.index("segs")]
-    cells: list[Text | Bar] = [
-        *texts,
-        Bar(_share(e.duration_s, longest), "red" if failed else "cyan"),
+    texts = [
+        Text(t, style=style)
+        for h, t in zip(_HEADERS, _texts(e, run, na, fit.short_pools), strict=True)
+        if h not in fit.dropped and (h != "segs" or segmented)
     ]
+    cells: list[Text | Bar] = list(texts)
+    if fit.bar:
+        cells.append(Bar(_share(e.duration_s, longest), "red" if failed else "cyan"))
     if byte_bar:
         cells.append(Text("✖", style=style) if failed else Bar(_share(e.bytes, largest), "magenta"))
     return cells

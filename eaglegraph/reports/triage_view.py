@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from rich.console import Console, Group
 from rich.markup import escape
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from eaglegraph.reports.layout import Folded
 from eaglegraph.results.triage import TriageResult
 
 _CATEGORY_STYLE = {
@@ -148,7 +150,7 @@ def _evidence(result: TriageResult) -> Table:
             str(ev.line),
             Text(ev.role, style=_ROLE_STYLE.get(ev.role, "")),
             ev.signal,
-            escape(ev.text[:240]),
+            Folded(Text(ev.text[:240])),
         )
     return table
 
@@ -175,33 +177,28 @@ def render_triage(result: TriageResult, console: Console) -> None:
     console.print(_phase(result))
     if result.primary_error is not None:
         console.print(Text("Primary error", style="bold underline"))
-        console.print(
-            Text(f"line {result.primary_error.line}: ", style="bold red")
-            + Text(result.primary_error.text[:400])
-        )
+        line = Text(f"line {result.primary_error.line}: ", style="bold red")
+        console.print(Folded(line + Text(result.primary_error.text[:400])))
     if result.secondary_errors:
         console.print(Text("Consequences (not the cause)", style="bold underline"))
         for ev in result.secondary_errors[:6]:
-            console.print(Text(f"  line {ev.line}: {ev.text[:160]}", style="dim"))
+            console.print(Folded(f"  line {ev.line}: {ev.text[:160]}", style="dim"))
     if result.evidence:
         console.print(Text("Evidence", style="bold underline"))
         console.print(_evidence(result))
     if result.fixes:
         console.print(Text("Known fixes that match", style="bold underline"))
         for fix in result.fixes:
-            console.print(
-                Text.assemble(
-                    ("  " + fix.ref, "bold"), f"  {fix.summary}", (f"  [{fix.why}]", "dim")
-                )
-            )
+            line = Text.assemble((fix.ref, "bold"), f"  {fix.summary}", (f"  [{fix.why}]", "dim"))
+            console.print(Padding(Folded(line), (0, 0, 0, 2)))
     if result.checks:
         console.print(Text("Check", style="bold underline"))
         for check in result.checks:
-            console.print(Text(f"  - {check}"))
+            console.print(Padding(Folded(f"- {check}"), (0, 0, 0, 2)))
     if result.reproduce:
         console.print(Text("Reproduce", style="bold underline"))
-        console.print(Text(f"  {result.reproduce}", style="bold green"))
+        console.print(Padding(Text(result.reproduce, style="bold green"), (0, 0, 0, 2)))
         for cmd in result.reproduce_also:
-            console.print(Text(f"  {cmd}", style="green"))
+            console.print(Padding(Text(cmd, style="green"), (0, 0, 0, 2)))
     for note in result.notes:
-        console.print(Text(f"note: {note}", style="dim"))
+        console.print(Folded(f"note: {note}", style="dim"))

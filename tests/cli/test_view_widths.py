@@ -1,16 +1,22 @@
 """Every view, rendered at 80 and at 200 columns, keeps all of its content.
 
 Each run kind comes from the library on presets and fixtures (inspect on every preset, triage
-on every fixture log, the environment of this machine) or from the reports' synthetic runs
-shaped like the rig's (CUDA figures cannot be produced on a CPU). A view passes when no line
-is wider than the console, no line ends in blanks, and no cell was cut to "…" (the data
-itself holds none), at both widths.
+on every fixture log, the environment of this machine), from saved real runs (a CPU capture
+and a probe of the tiny pair, the 8B pair's CPU memory prediction), from capture and memdiff
+runs rebuilt with the 8B pair's predicted figures (251 graphs, GiB pools, 40-character graph
+labels: CUDA figures cannot be produced on a CPU), or from the reports' synthetic runs. A view
+passes when no line is wider than the console, no line ends in blanks, no cell was cut to "…"
+(the data itself holds none; a number next to "…" fails whatever the data), no number is
+parted from its unit, and no word or identifier of the wide rendering is split across two
+lines except after a `.` or `_` (where long names may fold).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +31,7 @@ from eaglegraph.results import load_run
 from eaglegraph.results.capture import CaptureEvent
 from eaglegraph.results.env import GpuInfo, GpuProcess, NvmlReport
 from eaglegraph.serial import to_jsonable
+from tests.reports.real_sized import capture_8b, memdiff_8b
 from tests.reports.runs import cuda_run, emulated_run, memdiff_run, oom_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,6 +158,25 @@ def _capture_runs() -> Iterator[tuple[str, Any]]:
     yield "capture-predicted", predicted
     yield "capture-213-graphs", _long_run()
     yield "memdiff", memdiff_run()
+    yield "capture-8b-shared", capture_8b("shared")
+    yield "capture-8b-dedicated", capture_8b("dedicated")
+    yield "capture-8b-per-graph", capture_8b("per-graph")
+    failed = capture_8b("dedicated")
+    failed.failed = dataclasses.replace(
+        failed.events[120], status="oom", bytes=None, error=OOM_8B, reserved_after=None
+    )
+    failed.events = failed.events[:120]
+    yield "capture-8b-oom", failed
+    yield "memdiff-8b", memdiff_8b()
+
+
+OOM_8B = (
+    "CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 has a total capacity of 79.19 GiB of "
+    "which 1.02 GiB is free. Including non-PyTorch memory, this process has 78.16 GiB memory in "
+    "use. Of the allocated memory 74.88 GiB is allocated by PyTorch, and 2.63 GiB is reserved by "
+    "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation."
+)
 
 
 def _saved_runs() -> Iterator[tuple[str, Any]]:
@@ -174,14 +200,42 @@ def views() -> dict[str, Any]:
     return {name: run for source in SOURCES for name, run in source()}
 
 
-def check_text(text: str, width: int, data: str = "") -> None:
-    """No line wider than `width`, none ending in blanks, no cut cell."""
+_CUT_NUMBER = re.compile(r"(?:\d|[KMGT]iB)\s?…|…\s?[-+]?\d")
+_TAIL = re.compile(r"[\w.]+$")
+_HEAD = re.compile(r"^\s*([\w.]+)")
+_PARTED = re.compile(r"\d$")
+_UNIT = re.compile(r"^\s*[KMGT]iB\b")
+
+
+def split_tokens(text: str, wide: str) -> list[str]:
+    """Words of the wide rendering (`wide`) that `text` splits over two lines mid-token."""
+    whole = set(re.findall(r"[\w.]+", wide))
+    lines = text.splitlines()
+    out = []
+    for above, below in itertools.pairwise(lines):
+        tail, head = _TAIL.search(above), _HEAD.match(below)
+        if tail is None or head is None or tail[0][-1] in "._":
+            continue
+        if tail[0] + head[1] in whole:
+            out.append(f"{tail[0]}|{head[1]}")
+        if _PARTED.search(above) and _UNIT.match(below):
+            out.append(f"{tail[0]}|{below.strip()[:4]} (number parted from its unit)")
+    return out
+
+
+def check_text(text: str, width: int, data: str = "", wide: str | None = None) -> None:
+    """No line wider than `width`, none ending in blanks, no cut cell, no split token."""
     for line in text.splitlines():
         assert len(line) <= width, f"{len(line)} > {width}: {line!r}"
         assert line == line.rstrip(), f"trailing blanks: {line!r}"
+    cut = [line for line in text.splitlines() if _CUT_NUMBER.search(line)]
+    assert not cut, f"number truncated at {width} columns: {cut[:3]}"
     if "…" not in data:
         cut = [line for line in text.splitlines() if "…" in line]
         assert not cut, f"truncated at {width} columns: {cut[:3]}"
+    if wide is not None:
+        split = split_tokens(text, wide)
+        assert not split, f"split across lines at {width} columns: {split[:5]}"
 
 
 def _render(run: Any, width: int) -> str:
@@ -196,6 +250,11 @@ def test_every_kind_of_view_is_covered(views: dict[str, Any]) -> None:
         "CaptureRun", "MemdiffRun", "InspectReport", "TriageResult", "EnvReport",
         "StacksReport", "PresetList", "ScaffoldResult", "ProbeRun",
     }  # fmt: skip
+    # the parts of those views: timeline, pools, prediction, findings, with real widths
+    assert any(getattr(r, "memory_prediction", None) for r in views.values())
+    assert any(len(getattr(r, "events", ())) > 200 for r in views.values())
+    assert any(getattr(r, "findings", None) for r in views.values())
+    assert any(getattr(r, "failed", None) for r in views.values())
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -204,7 +263,7 @@ def test_views_keep_their_content(views: dict[str, Any], width: int) -> None:
     for name, run in views.items():
         data = json.dumps(to_jsonable(run), ensure_ascii=False)
         try:
-            check_text(_render(run, width), width, data)
+            check_text(_render(run, width), width, data, _render(run, 1000))
         except AssertionError as exc:
             failures.append(f"{name}: {exc}")
     assert not failures, "\n".join(failures)
@@ -231,7 +290,8 @@ def test_long_timeline_is_summarised(views: dict[str, Any]) -> None:
 def test_command_views_fit(args: list[str], width: int) -> None:
     result = CliRunner().invoke(cli, ["--no-color", *args], env={"COLUMNS": str(width)})
     assert result.exit_code == 0, result.output
-    check_text(result.stdout, width)
+    wide = CliRunner().invoke(cli, ["--no-color", *args], env={"COLUMNS": "1000"})
+    check_text(result.stdout, width, wide=wide.stdout)
 
 
 def _table(cells: list[list[str]], headers: list[str]) -> Any:
@@ -256,8 +316,27 @@ def test_fitted_tables_wrap_or_stack_but_never_cut(width: int) -> None:
     console = plain_console(width)
     console.print(Fitted(table))
     text = console.file.getvalue()  # type: ignore[attr-defined]
-    check_text(text, width)
+    wide = plain_console(1000)
+    wide.print(Fitted(table))
+    check_text(text, width, wide=wide.file.getvalue())  # type: ignore[attr-defined]
     squashed = "".join(text.split())  # a long word may fold over lines, but stays whole
     for row in rows:
         for cell in row:
             assert "".join(cell.split()) in squashed, (cell, text)
+
+
+@pytest.mark.parametrize("width", [12, 20, 33])
+def test_folded_text_breaks_at_separators_and_keeps_units(width: int) -> None:
+    from eaglegraph.reports.layout import Folded
+
+    text = "buffer eagle.last_token_indices read 144.00 MiB past /opt/venv/lib/site-packages/x.py"
+    console = plain_console(width)
+    console.print(Folded(text))
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    lines = out.splitlines()
+    assert all(len(line) <= width for line in lines), out
+    assert any("144.00 MiB" in line for line in lines), out
+    for above in lines[:-1]:  # a name folds only after a separator, or between words
+        word = above.split()[-1]
+        assert word[-1] in "._/-" or word in text.split(), (word, out)
+    assert "".join(out.split()) == "".join(text.split())
