@@ -5,13 +5,16 @@ reproduces, so `--behavior vllm-pre-39773` rebuilds the exact conditions under w
 fired, a version read from a crash log picks the profile that behaves like it, and the default
 (the newest profile of an engine) shows the bug is gone.
 
-Adding a profile is one `Profile(...)` entry in `_PROFILES` (its version range must not overlap
-another profile of the same engine; tests check that).
+Profiles are written as deltas: each `Release` in `RELEASES` names only the flags its releases
+turned on or off against the engine's previous entry, and `PROFILES` is derived from them. Adding
+an engine release is one `Release(...)` entry after the engine's newest (its version range must
+not overlap another profile of the same engine, and its delta must change something; tests check
+both), plus a `Flag` and a `Profile` field when it brings new semantics.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from eaglegraph.errors import BadInput
 from eaglegraph.known.upstream import upstream
@@ -188,7 +191,8 @@ FLAGS = {
 
 @dataclass(frozen=True)
 class Profile:
-    """One engine's semantics over a range of releases. Flag defaults are current semantics."""
+    """One engine's semantics over a range of releases. Flag defaults are current semantics;
+    profiles are derived from `RELEASES`, not written out."""
 
     name: str
     engine: str
@@ -244,242 +248,203 @@ class Profile:
         return {name: (on, FLAGS[name].ref) for name, on in self.flags().items()}
 
 
+@dataclass(frozen=True)
+class Release:
+    """One profile as data: the flags its releases changed against its predecessor.
+
+    The predecessor is the engine's previous mainline release in `RELEASES`; the oldest one is
+    stated against current semantics (the `Profile` defaults: what was still off, or on, then).
+    A profile that models one change out of line (`branch_of`) is the named profile with only
+    that change undone. Name, summary, versions, refs, note and runner belong to the entry alone;
+    only flags carry over.
+    """
+
+    name: str
+    engine: str
+    summary: str
+    versions: VersionRange
+    refs: tuple[str, ...]
+    version_note: str
+    on: tuple[str, ...] = ()  # flags this release turned on
+    off: tuple[str, ...] = ()  # flags this release turned off
+    branch_of: str | None = None
+    runner: str | None = None
+
+    def __post_init__(self) -> None:
+        unknown = set(self.on + self.off) - set(FLAGS)
+        if unknown or set(self.on) & set(self.off):
+            bad = unknown or set(self.on) & set(self.off)
+            raise ValueError(f"{self.name}: unknown or contradictory flags {sorted(bad)}")
+
+    @property
+    def delta(self) -> dict[str, bool]:
+        return {**dict.fromkeys(self.on, True), **dict.fromkeys(self.off, False)}
+
+    def apply(self, base: Profile) -> Profile:
+        """The predecessor's flags with this release's delta, and this entry's own metadata."""
+        return replace(
+            base,
+            name=self.name,
+            engine=self.engine,
+            summary=self.summary,
+            versions=self.versions,
+            refs=self.refs,
+            version_note=self.version_note,
+            runner=self.runner,
+            **self.delta,
+        )
+
+
 def _pr(ref: str) -> str:
     return upstream(ref).pr
 
 
-_PROFILES = (
-    Profile(
+RELEASES = (
+    Release(
         "vllm-pre-39773",
         "vllm",
         f"vLLM main between {_pr('vllm#37588')} and {_pr('vllm#39773')} (March–April 2026): "
         "EAGLE prefill graphs exist, draft decodes may run PIECEWISE, last_token_indices not "
         "padded",
         between(None, "0.20"),
-        draft_decode_mode_clamp=False,
-        pad_last_token_indices=False,
-        reuse_target_attn_state=False,
-        dedicated_eagle_pool=True,
-        breakable_graphs=False,
-        per_descriptor_rounding=False,
-        fresh_prefill_capture_metadata=False,
-        sm100_capture_ceiling=False,
-        fused_draft_decode=False,
-        large_gpu_batch_defaults=False,
-        flashinfer_xqa_sm12x=False,
-        spec_decode_capture_sizes=False,
-        per_mode_dispatch=False,
-        flashinfer_xqa_sm90=False,
-        graph_memory_profiling=False,
-        compile_off_keeps_full=False,
-        flashinfer_fused_draft_decode=False,
-        flashinfer_fa2_native_decode=False,
-        fa4_full_graphs=False,
         refs=("vllm#37588", "vllm#39773"),
         version_note=f"predates {_pr('vllm#39773')}",
         runner="mrv2",
+        on=("dedicated_eagle_pool",),
+        off=(
+            "draft_decode_mode_clamp",
+            "pad_last_token_indices",
+            "reuse_target_attn_state",
+            "breakable_graphs",
+            "per_descriptor_rounding",
+            "fresh_prefill_capture_metadata",
+            "sm100_capture_ceiling",
+            "fused_draft_decode",
+            "large_gpu_batch_defaults",
+            "flashinfer_xqa_sm12x",
+            "spec_decode_capture_sizes",
+            "per_mode_dispatch",
+            "flashinfer_xqa_sm90",
+            "graph_memory_profiling",
+            "compile_off_keeps_full",
+            "flashinfer_fused_draft_decode",
+            "flashinfer_fa2_native_decode",
+            "fa4_full_graphs",
+        ),
     ),
-    Profile(
+    Release(
         "vllm-0.20",
         "vllm",
         "vLLM 0.20: #39773 in (decode clamp, padded last_token_indices); the draft prefill "
         "still rebuilds its own metadata; dedicated EAGLE pool",
         between("0.20", "0.21"),
-        reuse_target_attn_state=False,
-        rounds_every_mode=False,
-        captures_max_num_batched_tokens=False,
-        dedicated_eagle_pool=True,
-        breakable_graphs=False,
-        per_descriptor_rounding=False,
-        fresh_prefill_capture_metadata=False,
-        sm100_capture_ceiling=False,
-        fused_draft_decode=False,
-        large_gpu_batch_defaults=False,
-        flashinfer_xqa_sm12x=False,
-        spec_decode_capture_sizes=False,
-        per_mode_dispatch=False,
-        flashinfer_xqa_sm90=False,
-        graph_memory_profiling=False,
-        compile_off_keeps_full=False,
-        flashinfer_fused_draft_decode=False,
-        flashinfer_fa2_native_decode=False,
-        fa4_full_graphs=False,
         refs=("vllm#39773",),
         version_note="#39773 in, #40410 not yet",
+        on=("draft_decode_mode_clamp", "pad_last_token_indices"),
+        off=("rounds_every_mode", "captures_max_num_batched_tokens"),
     ),
-    Profile(
+    Release(
         "vllm-0.22",
         "vllm",
         "vLLM 0.22: draft prefill reuses the target's captured attention state (#40410); "
         "EAGLE graphs in a dedicated pool",
         between("0.21", "0.23"),
-        dedicated_eagle_pool=True,
-        breakable_graphs=False,
-        per_descriptor_rounding=False,
-        fresh_prefill_capture_metadata=False,
-        sm100_capture_ceiling=False,
-        fused_draft_decode=False,
-        large_gpu_batch_defaults=False,
-        flashinfer_xqa_sm12x=False,
-        spec_decode_capture_sizes=False,
-        per_mode_dispatch=False,
-        flashinfer_xqa_sm90=False,
-        graph_memory_profiling=False,
-        compile_off_keeps_full=False,
-        flashinfer_fused_draft_decode=False,
-        flashinfer_fa2_native_decode=False,
-        fa4_full_graphs=False,
         refs=("vllm#39773", "vllm#40410"),
         version_note="#40410 in, dedicated EAGLE pool (pre-#44078)",
+        on=("reuse_target_attn_state", "rounds_every_mode", "captures_max_num_batched_tokens"),
     ),
-    Profile(
+    Release(
         "vllm-pre-50065",
         "vllm",
         f"vLLM current semantics before {_pr('vllm#50065')}: DFlash query buffers written for "
         "the unpadded batch only (select with --behavior; the first release with the fix is "
         "not recorded here, so no version maps to it)",
         between("0.23", "0.23"),
-        dflash_padded_query_buffers=False,
         refs=("vllm#39773", "vllm#40410", "vllm#44078", "vllm#50065"),
         version_note=f"predates {_pr('vllm#50065')}",
+        off=("dflash_padded_query_buffers",),
+        branch_of="vllm-current",
     ),
-    Profile(
+    Release(
         "vllm-0.23",
         "vllm",
         "vLLM 0.23–0.24: shared EAGLE pool; breakable graphs as a runner flag; every capture size still rounded to a multiple of K+1",
         between("0.23", "0.25"),
-        per_descriptor_rounding=False,
-        fresh_prefill_capture_metadata=False,
-        sm100_capture_ceiling=False,
-        fused_draft_decode=False,
-        large_gpu_batch_defaults=False,
-        flashinfer_xqa_sm12x=False,
-        spec_decode_capture_sizes=False,
-        per_mode_dispatch=False,
-        flashinfer_xqa_sm90=False,
-        graph_memory_profiling=False,
-        compile_off_keeps_full=False,
-        flashinfer_fused_draft_decode=False,
-        flashinfer_fa2_native_decode=False,
-        fa4_full_graphs=False,
         refs=("vllm#44078", "vllm#44050"),
         version_note="shared pool (#44078), breakable graphs (#44050), global K+1 rounding",
+        on=("breakable_graphs",),
+        off=("dedicated_eagle_pool",),
     ),
-    Profile(
+    Release(
         "vllm-0.25",
         "vllm",
         "vLLM 0.25: MRV2 rounds only FULL uniform-decode descriptors to K+1; PIECEWISE and draft decode use the raw sizes",
         between("0.25", "0.26"),
-        fresh_prefill_capture_metadata=False,
-        sm100_capture_ceiling=False,
-        fused_draft_decode=False,
-        large_gpu_batch_defaults=False,
-        flashinfer_xqa_sm12x=False,
-        spec_decode_capture_sizes=False,
-        per_mode_dispatch=False,
-        flashinfer_xqa_sm90=False,
-        graph_memory_profiling=False,
-        compile_off_keeps_full=False,
-        flashinfer_fused_draft_decode=False,
-        flashinfer_fa2_native_decode=False,
-        fa4_full_graphs=False,
         refs=("vllm#45953",),
         version_note="per-descriptor rounding (#45953); draft prefill still takes the target's captured state",
+        on=("per_descriptor_rounding",),
     ),
-    Profile(
+    Release(
         "vllm-0.26",
         "vllm",
         "vLLM 0.26: draft-prefill capture metadata built fresh through the target's builders; "
         "breakable PIECEWISE graphs pad num_reqs",
         between("0.26", "0.27"),
-        sm100_capture_ceiling=False,
-        fused_draft_decode=False,
-        large_gpu_batch_defaults=False,
-        flashinfer_xqa_sm12x=False,
-        spec_decode_capture_sizes=False,
-        per_mode_dispatch=False,
-        flashinfer_xqa_sm90=False,
-        graph_memory_profiling=False,
-        compile_off_keeps_full=False,
-        flashinfer_fused_draft_decode=False,
-        flashinfer_fa2_native_decode=False,
-        fa4_full_graphs=False,
-        breakable_pads_reqs=True,
         refs=("vllm#48261", "vllm#49364"),
         version_note="fresh draft-prefill capture metadata (#48261, #49364)",
+        on=("fresh_prefill_capture_metadata", "breakable_pads_reqs"),
     ),
-    Profile(
+    Release(
         "vllm-0.27",
         "vllm",
         "vLLM 0.27: as 0.26, breakable PIECEWISE graphs back to unpadded num_reqs",
         between("0.27", "0.28"),
-        sm100_capture_ceiling=False,
-        fused_draft_decode=False,
-        large_gpu_batch_defaults=False,
-        flashinfer_xqa_sm12x=False,
-        spec_decode_capture_sizes=False,
-        per_mode_dispatch=False,
-        flashinfer_xqa_sm90=False,
-        graph_memory_profiling=False,
-        compile_off_keeps_full=False,
-        flashinfer_fused_draft_decode=False,
-        flashinfer_fa2_native_decode=False,
-        fa4_full_graphs=False,
         refs=("vllm#48261", "vllm#49364"),
         version_note="fresh draft-prefill capture metadata (#48261, #49364); breakable graphs leave num_reqs unpadded",
+        off=("breakable_pads_reqs",),
     ),
-    Profile(
+    Release(
         "vllm-0.28",
         "vllm",
         "vLLM 0.28: capture ceiling 1024 on SM10x; K-1 draft decodes fused into one graph (FlashAttention, Triton)",
         between("0.28", "0.29"),
-        spec_decode_capture_sizes=False,
-        per_mode_dispatch=False,
-        flashinfer_xqa_sm90=False,
-        graph_memory_profiling=False,
-        compile_off_keeps_full=False,
-        flashinfer_fused_draft_decode=False,
-        flashinfer_fa2_native_decode=False,
-        fa4_full_graphs=False,
         refs=("vllm#49390", "vllm#46849"),
         version_note="SM10x ceiling (#49390), fused draft decode (#46849)",
+        on=(
+            "sm100_capture_ceiling",
+            "fused_draft_decode",
+            "large_gpu_batch_defaults",
+            "flashinfer_xqa_sm12x",
+        ),
     ),
-    Profile(
+    Release(
         "vllm-0.29",
         "vllm",
         "vLLM 0.29: decode sizes n·(K+1) in the default list (under the ceiling); FULL and PIECEWISE dispatch ranges apart",
         between("0.29", "0.30"),
-        flashinfer_xqa_sm90=False,
-        graph_memory_profiling=False,
-        compile_off_keeps_full=False,
-        flashinfer_fused_draft_decode=False,
-        flashinfer_fa2_native_decode=False,
-        fa4_full_graphs=False,
         refs=("vllm#50488", "vllm#54418", "vllm#53407"),
         version_note="decode capture sizes (#50488, #54418), per-mode dispatch (#53407)",
+        on=("spec_decode_capture_sizes", "per_mode_dispatch"),
     ),
-    Profile(
+    Release(
         "vllm-0.30",
         "vllm",
         "vLLM 0.30–0.31: FlashInfer XQA decode on SM90 keeps FULL graphs with spec decode; graph memory profiled out of the KV budget",
         between("0.30", "0.32"),
-        flashinfer_fused_draft_decode=False,
-        flashinfer_fa2_native_decode=False,
-        fa4_full_graphs=False,
         refs=("vllm#50439", "vllm#53306", "vllm#53682"),
         version_note="XQA on SM90 (#50439), graph memory profiling (#53306, #53682)",
+        on=("flashinfer_xqa_sm90", "graph_memory_profiling", "compile_off_keeps_full"),
     ),
-    Profile(
+    Release(
         "vllm-0.32",
         "vllm",
         "vLLM 0.32: FlashInfer's TRT-LLM-gen decode joins the fused draft decode graph",
         between("0.32", "0.33"),
-        flashinfer_fa2_native_decode=False,
-        fa4_full_graphs=False,
         refs=("vllm#46849",),
         version_note="FlashInfer TRT-LLM-gen fused draft decode",
+        on=("flashinfer_fused_draft_decode",),
     ),
-    Profile(
+    Release(
         "vllm-current",
         "vllm",
         "vLLM ≥ 0.33: FlashInfer fa2 native decode below SM90 and FlashAttention 4 keep FULL graphs",
@@ -494,62 +459,94 @@ _PROFILES = (
             "vllm#50065",
         ),
         version_note="newest modelled release (0.33)",
+        on=("flashinfer_fa2_native_decode", "fa4_full_graphs"),
     ),
-    Profile(
+    Release(
         "sglang-pre-10892",
         "sglang",
         f"SGLang before {_pr('sglang#10892')}: padded draft replays keep stale positions in the "
         "padded rows",
         between(None, "0.5.4"),
-        reset_positions_on_padded_replay=False,
-        sglang_draft_breakable_prefill=False,
-        sglang_flashinfer_draft_extend_graph=False,
-        sglang_default_breakable_prefill=False,
-        sglang_fa_draft_extend_graph=False,
         refs=("sglang#10892",),
         version_note=f"predates {_pr('sglang#10892')} (v0.5.4)",
+        off=(
+            "reset_positions_on_padded_replay",
+            "sglang_draft_breakable_prefill",
+            "sglang_flashinfer_draft_extend_graph",
+            "sglang_default_breakable_prefill",
+            "sglang_fa_draft_extend_graph",
+        ),
     ),
-    Profile(
+    Release(
         "sglang-0.5.4",
         "sglang",
         "SGLang 0.5.4–0.5.13: positions reset on padded replay (#10892); draft-extend graphs for Triton/TRT-LLM only; draft BCG only with --enable-breakable-cuda-graph (0.5.13)",
         between("0.5.4", "0.5.14"),
-        sglang_flashinfer_draft_extend_graph=False,
-        sglang_default_breakable_prefill=False,
-        sglang_fa_draft_extend_graph=False,
         refs=("sglang#10892", "sglang#25795"),
         version_note="contains #10892; draft-extend graphs Triton only",
+        on=("reset_positions_on_padded_replay", "sglang_draft_breakable_prefill"),
     ),
-    Profile(
+    Release(
         "sglang-0.5.14",
         "sglang",
         "SGLang 0.5.14: FlashInfer draft-extend graphs (#28782)",
         between("0.5.14", "0.5.15"),
-        sglang_default_breakable_prefill=False,
-        sglang_fa_draft_extend_graph=False,
         refs=("sglang#28782",),
         version_note="FlashInfer draft-extend graph (#28782)",
+        on=("sglang_flashinfer_draft_extend_graph",),
     ),
-    Profile(
+    Release(
         "sglang-0.5.15",
         "sglang",
         "SGLang 0.5.15–0.5.22: breakable prefill graphs on by default on CUDA, the draft's too",
         between("0.5.15", "0.5.23"),
-        sglang_fa_draft_extend_graph=False,
         refs=("sglang#25795",),
         version_note="default breakable prefill graphs",
+        on=("sglang_default_breakable_prefill",),
     ),
-    Profile(
+    Release(
         "sglang-current",
         "sglang",
         "SGLang ≥ 0.5.23: FlashAttention draft-extend graphs; one shared pool",
         between("0.5.23", None),
         refs=("sglang#10892", "sglang#28782"),
         version_note="newest modelled release (0.5.23)",
+        on=("sglang_fa_draft_extend_graph",),
     ),
 )
 
-PROFILES: dict[str, Profile] = {p.name: p for p in _PROFILES}
+
+def predecessors(releases: tuple[Release, ...] = RELEASES) -> dict[str, str | None]:
+    """Each release's predecessor: its `branch_of`, else the engine's previous mainline entry
+    (None for the oldest, which is stated against the `Profile` defaults)."""
+    last: dict[str, str] = {}
+    before: dict[str, str | None] = {}
+    for r in releases:
+        before[r.name] = r.branch_of or last.get(r.engine)
+        if r.branch_of is None:
+            last[r.engine] = r.name
+    return before
+
+
+def _derive(releases: tuple[Release, ...]) -> dict[str, Profile]:
+    """Every release as a full profile, in `releases` order (a branch may name a later entry)."""
+    by_name = {r.name: r for r in releases}
+    before = predecessors(releases)
+    built: dict[str, Profile] = {}
+
+    def build(name: str) -> Profile:
+        if name not in built:
+            r = by_name[name]
+            base = before[name]
+            start = build(base) if base else Profile(r.name, r.engine, r.summary, r.versions)
+            built[name] = r.apply(start)
+        return built[name]
+
+    return {r.name: build(r.name) for r in releases}
+
+
+PROFILES: dict[str, Profile] = _derive(RELEASES)
+_PROFILES = tuple(PROFILES.values())
 
 # The newest profile of each engine: what runs when nothing older is asked for.
 DEFAULT_PROFILE = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from pathlib import Path
@@ -25,7 +26,7 @@ from eaglegraph.known import (
     profile_for_version,
     resolve_profile,
 )
-from eaglegraph.known.profiles import FLAG_FIELDS
+from eaglegraph.known.profiles import FLAG_FIELDS, RELEASES, Profile, Release, predecessors
 from eaglegraph.known.upstream import BY_ID, cite
 
 PACKAGE = Path(__file__).resolve().parents[2] / "eaglegraph"
@@ -122,6 +123,53 @@ def test_seed_profiles_keep_their_semantics() -> None:
         "vllm-0.20",
         "vllm-0.22",
     }
+
+
+CURRENT_SEMANTICS = {f.name: f.default for f in dataclasses.fields(Profile) if f.name in FLAGS}
+
+
+@pytest.mark.parametrize("release", RELEASES, ids=lambda r: r.name)
+def test_each_profile_is_its_predecessor_plus_its_declared_delta(release: Release) -> None:
+    """A release entry names exactly the flags that differ from its predecessor, each one of
+    its own engine: no silent carry-over, no no-op delta, no vLLM release moving an SGLang flag."""
+    before = predecessors()[release.name]
+    base = PROFILES[before].flags() if before else CURRENT_SEMANTICS
+    profile = PROFILES[release.name]
+    changed = {f: on for f, on in profile.flags().items() if on != base[f]}
+    assert changed == release.delta, release.name
+    assert all(FLAGS[f].engine == release.engine for f in release.delta), release.name
+    assert profile.engine == release.engine and profile.refs == release.refs
+    assert before is None or PROFILES[before].engine == release.engine
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_each_engine_mainline_runs_in_release_order_to_current_semantics(engine: str) -> None:
+    """Replaying an engine's deltas from its oldest profile ends at the `Profile` defaults, the
+    newest profile, with each release starting where its predecessor ends."""
+    before = predecessors()
+    mainline = [r.name for r in RELEASES if r.engine == engine and r.branch_of is None]
+    assert before[mainline[0]] is None
+    for older, newer in itertools.pairwise(mainline):
+        assert before[newer] == older
+        assert PROFILES[older].versions.until == PROFILES[newer].versions.since, newer
+    assert PROFILES[mainline[-1]].flags() == CURRENT_SEMANTICS
+    assert get_profile(None, engine).name == mainline[-1]
+
+
+def test_a_release_delta_names_real_flags_once() -> None:
+    with pytest.raises(ValueError, match="no_such_flag"):
+        Release("x", "vllm", "", PROFILES["vllm-current"].versions, (), "", on=("no_such_flag",))
+    with pytest.raises(ValueError, match="fa4_full_graphs"):
+        Release(
+            "x",
+            "vllm",
+            "",
+            PROFILES["vllm-current"].versions,
+            (),
+            "",
+            on=("fa4_full_graphs",),
+            off=("fa4_full_graphs",),
+        )
 
 
 def test_every_flag_is_a_profile_field_tied_to_a_known_change() -> None:
