@@ -15,14 +15,13 @@ from click.testing import CliRunner
 from eaglegraph.cli import cli
 from eaglegraph.reports.explore_app import ExploreApp
 from eaglegraph.results import load_run
-from tests.reports.explore_runs import make_runs
 
 SIZE = (80, 30)
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return make_runs(tmp_path_factory.mktemp("explore-runs"))
+def saved(explore_runs: dict[str, Path]) -> dict[str, Path]:
+    return explore_runs
 
 
 def screen_text(app: ExploreApp) -> str:

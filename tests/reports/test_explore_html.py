@@ -11,7 +11,6 @@ import pytest
 
 from eaglegraph.reports.html import write_html
 from eaglegraph.results import load_run
-from tests.reports.explore_runs import make_runs
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -50,10 +49,11 @@ def browser():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def pages(
+    tmp_path_factory: pytest.TempPathFactory, explore_runs: dict[str, Path]
+) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("explore-html")
-    runs = make_runs(folder)
-    return {k: write_html(load_run(p), folder / f"{k}.html") for k, p in runs.items()}
+    return {k: write_html(load_run(p), folder / f"{k}.html") for k, p in explore_runs.items()}
 
 
 def _errors(browser) -> list[str]:  # type: ignore[no-untyped-def]
