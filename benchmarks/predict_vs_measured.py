@@ -37,17 +37,20 @@ SMALL = {"max_num_seqs": 8, "num_speculative_tokens": 3}
 EIGHT_B = {"max_num_seqs": 64, "num_speculative_tokens": 3}
 MEMDIFF = {"max_num_seqs": 1024, "num_speculative_tokens": 5}  # the PR #44078 setup
 PROFILES = ("vllm-current", "vllm-0.22", "sglang-current")
-# (preset, plan, profiles): the real-width pairs under the current profile only, to keep the GPU
-# run short (the profiles differ in rounding and pool default, which the tiny pairs cover)
+# (preset, plan, profiles): every profile on the tiny pairs and on 8B EAGLE-1, the other
+# real-width pairs under the current profile only, to keep the GPU run short; the PR #44078
+# setup (R=1024, K=5) under 0.22 (its dedicated pool) and current
 CASES: list[tuple[str, dict[str, int], tuple[str, ...]]] = [
     ("tiny-llama-eagle1", SMALL, PROFILES),
     ("tiny-llama-eagle3", SMALL, PROFILES),
     ("tiny-qwen3-eagle3", SMALL, PROFILES),
     ("tiny-deepseek-mtp", SMALL, ("vllm-current", "sglang-current")),
-    ("llama3.1-8b-eagle1", EIGHT_B, ("vllm-current",)),
+    ("tiny-deepseek-mtp2", SMALL, ("vllm-current", "sglang-current")),
+    ("tiny-qwen3-dflash", SMALL, ("vllm-current",)),
+    ("llama3.1-8b-eagle1", EIGHT_B, PROFILES),
     ("llama3.1-8b-eagle3", EIGHT_B, ("vllm-current",)),
     ("deepseek-v3-mtp-4l", EIGHT_B, ("vllm-current",)),
-    ("llama3.1-8b-eagle1", MEMDIFF, ("vllm-current",)),
+    ("llama3.1-8b-eagle1", MEMDIFF, ("vllm-current", "vllm-0.22")),
 ]
 POLICIES = ("shared", "dedicated")
 MiB = 1 << 20

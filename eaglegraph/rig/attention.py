@@ -28,6 +28,7 @@ from eaglegraph.kernels.attention import (
     varlen_paged_attention,
 )
 from eaglegraph.kernels.guard import Guard, GuardLog
+from eaglegraph.known.attention_workspace import SplitKvScratch
 from eaglegraph.kernels.kv_cache import write_kv
 from eaglegraph.kernels.mla import mla_csr_decode, mla_csr_prefill, mla_varlen_attention
 from eaglegraph.rig.buffers import BufferRegistry
@@ -57,6 +58,8 @@ class FlashAttnMetadata:
     max_query_len: int
     guard_ids: dict[str, int] = field(default_factory=dict)
     style: str = "flash_attn"
+    # FA3's split-KV cap for this batch (known.attention_workspace); None: not FA3, no scratch
+    fa3_splits: int | None = None
 
 
 @dataclass
@@ -77,11 +80,17 @@ Metadata = FlashAttnMetadata | FlashInferMetadata
 
 
 class FlashAttnBuilder:
-    """Holds no buffers of its own: a graph records the caller's buffers directly."""
+    """Holds no buffers of its own: a graph records the caller's buffers directly.
 
-    def __init__(self, registry: BufferRegistry, owner: str) -> None:
+    `scratch` is FA3's per-call split-KV scratch as vLLM configures it for the plan: the
+    builder stamps each batch's split cap on its metadata, as vLLM's builder does."""
+
+    def __init__(
+        self, registry: BufferRegistry, owner: str, scratch: SplitKvScratch | None = None
+    ) -> None:
         self.registry = registry
         self.owner = owner
+        self.scratch = scratch
 
     def build(self, common: CommonMetadata) -> FlashAttnMetadata:
         ids = self.registry.ids(
@@ -97,6 +106,11 @@ class FlashAttnBuilder:
             num_tokens=common.num_tokens,
             max_query_len=common.max_query_len,
             guard_ids=ids,
+            fa3_splits=(
+                None
+                if self.scratch is None
+                else self.scratch.splits(common.num_reqs, common.num_tokens)
+            ),
         )
 
 
@@ -243,10 +257,12 @@ class AttentionRuntime:
         guard = self.guard(md.guard_ids)
         scale = self.scales[layer]
         if isinstance(md, FlashAttnMetadata):
+            scratch = _fa3_scratch(md.fa3_splits, q, v)  # lives for the call, as FA3's does
             varlen_paged_attention(
                 q, k_cache, v_cache, out, md.query_start_loc, md.seq_lens, md.block_table,
                 md.num_reqs, md.max_query_len, scale, guard, layer not in self.non_causal,
             )  # fmt: skip
+            del scratch
         elif md.decode:
             csr_paged_decode(
                 q, k_cache, v_cache, out, md.kv_indptr, md.kv_indices, md.last_page_len,
@@ -281,6 +297,15 @@ class AttentionRuntime:
                 q, cache, out, md.qo_indptr, md.kv_indptr, md.kv_indices, md.last_page_len,
                 md.num_reqs, md.max_query_len, guard=guard,
             )  # fmt: skip
+
+
+def _fa3_scratch(splits: int | None, q: torch.Tensor, v: torch.Tensor) -> list[torch.Tensor]:
+    """What FA3's `mha_fwd` allocates for one call (fp32, dead when it returns): the Triton
+    kernel does not need it, but inside a FULL graph it occupies the pool as the engine's does."""
+    if splits is None:
+        return []
+    shapes = SplitKvScratch.shapes(splits, q.shape[1], q.shape[0], v.shape[-1])
+    return [torch.empty(s, dtype=torch.float32, device=q.device) for s in shapes]
 
 
 def describe(md: Any) -> str:

@@ -23,6 +23,7 @@ from eaglegraph.kernels.block_table import compute_slot_mappings, gather_block_t
 from eaglegraph.kernels.eagle import prepare_eagle_decode, prepare_eagle_inputs
 from eaglegraph.kernels.guard import Guard, GuardLog
 from eaglegraph.kernels.sampling import argmax_rows, greedy_verify
+from eaglegraph.known.attention_workspace import SplitKvScratch, split_kv_scratch
 from eaglegraph.known.heads import head_dtype
 from eaglegraph.models.compile import CompiledForward
 from eaglegraph.pair.model import Pair
@@ -135,6 +136,7 @@ class Rig:
             self.kv_caches, self.bufs.slot_mapping, head_dims, reg, self.guard_log
         )
         style = opts.metadata_style
+        self.attention_scratch: SplitKvScratch | None = None
         if style == "flashinfer":
             max_pages = r * mb
             self.target_builder: FlashAttnBuilder | FlashInferBuilder = FlashInferBuilder(
@@ -144,8 +146,16 @@ class Rig:
                 reg, "draft", r, max_pages, bs, dev, t
             )
         else:
-            self.target_builder = FlashAttnBuilder(reg, "target")
-            self.draft_builder = FlashAttnBuilder(reg, "eagle")
+            # FA3's split-KV scratch, as the engine's builder caps it for this plan's GPU
+            self.attention_scratch = split_kv_scratch(
+                opts.framework,
+                opts.attention_backend,
+                opts.gpu.capability[0],
+                self.plan.resolved_mode.has_full(),
+                largest,
+            )
+            self.target_builder = FlashAttnBuilder(reg, "target", self.attention_scratch)
+            self.draft_builder = FlashAttnBuilder(reg, "eagle", self.attention_scratch)
         self._bt_host = np.zeros((r, mb), dtype=np.int32)
         self._bt_dirty = True  # the host block table changed since it was last copied
         self.routines = routines = PhaseRoutines(

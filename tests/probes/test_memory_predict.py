@@ -140,3 +140,18 @@ def test_inspect_shows_the_prediction_per_policy(tmp_path: Path) -> None:
     assert "Graph memory, predicted" in text and "eagle (dedicated)" in text  # re-rendered
     plain = CliRunner().invoke(cli, [*args[:-1], "--json"])
     assert json.loads(plain.stdout)["memory_prediction"] is None  # only when asked for
+
+
+def test_full_captures_hold_fa3_split_kv_accumulators(recording: object) -> None:
+    """vLLM on Hopper caps FA3 at 32 splits under FULL graphs: each FULL capture's attention
+    allocates out_accum [32, heads, tokens, head_dim] fp32 from the pool; PIECEWISE skips it."""
+    pair, _ = _config()
+    geo = pair.target.geometry  # type: ignore[attr-defined]
+    scopes = {s.index: s for s in recording.scopes}  # type: ignore[attr-defined]
+    modes = set()
+    for e in recording.events:  # type: ignore[attr-defined]
+        if isinstance(e, Alloc):
+            scope = scopes[e.graph]
+            if e.nbytes == 32 * geo.num_attention_heads * scope.num_tokens * geo.head_dim * 4:
+                modes.add(scope.mode)
+    assert modes == {"FULL"}
