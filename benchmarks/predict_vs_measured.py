@@ -19,7 +19,9 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -116,6 +118,22 @@ def _key(preset: str, plan: dict[str, int], behavior: str) -> str:
     return f"{preset}/R{plan['max_num_seqs']}/K{plan['num_speculative_tokens']}/{behavior}"
 
 
+def _measure_isolated(key: str, predictions: Path | None) -> list[dict[str, object]]:
+    """Measure one case in a child process (a CUDA fault is sticky for its whole process)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "rows.json"
+        cmd = [sys.executable, __file__, "--case", key, "--json", str(out)]
+        if predictions is not None:
+            cmd += ["--predictions", str(predictions)]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        rows = json.loads(out.read_text()) if out.exists() else []
+        if done.returncode != 0 or not rows:
+            lines = (done.stdout + done.stderr).strip().splitlines()
+            tail = [line for line in lines if "failed:" in line][-1:] or lines[-1:] or ["-"]
+            raise RuntimeError(f"exit {done.returncode}: {tail[0].strip()[:200]}")
+        return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", type=Path, default=None, help="write the rows here")
@@ -123,6 +141,7 @@ def main() -> None:
     parser.add_argument("--predict-only", action="store_true")
     parser.add_argument("--presets", default=",".join(dict.fromkeys(c[0] for c in CASES)))
     parser.add_argument("--max-num-seqs", type=int, default=None, help="only cases with this R")
+    parser.add_argument("--case", default=None, help=argparse.SUPPRESS)  # one case, in-process
     args = parser.parse_args()
     wanted = set(args.presets.split(","))
     cases = [
@@ -130,6 +149,7 @@ def main() -> None:
         for p, plan, profiles in CASES
         if p in wanted and args.max_num_seqs in (None, plan["max_num_seqs"])
         for b in profiles
+        if args.case in (None, _key(p, plan, b))
     ]
     stored: dict[str, dict[str, object]] = {}
     if args.predictions is not None and args.predictions.exists():
@@ -150,11 +170,13 @@ def main() -> None:
     print(f"{'preset':20} {'R/K':>6} {'profile':15} {'policy':9} {'pool':18} {'pred MiB':>9} "
           f"{'meas MiB':>9} {'error':>7}")  # fmt: skip
     for preset, plan, behavior in cases:
+        key = _key(preset, plan, behavior)
         try:
-            predicted = stored.get(_key(preset, plan, behavior)) or predict_case(
-                preset, plan, behavior
-            )
-            case_rows = measure_case(preset, plan, behavior, predicted)
+            if args.case is None:  # each case in a fresh process: a CUDA fault kills only it
+                case_rows = _measure_isolated(key, args.predictions)
+            else:
+                predicted = stored.get(key) or predict_case(preset, plan, behavior)
+                case_rows = measure_case(preset, plan, behavior, predicted)
         except Exception as exc:  # one failing case must not hide the others' rows
             print(f"{preset:20} {behavior:15} failed: {exc!r}"[:300], flush=True)
             continue

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU checks, run on the H100/H200 machine from the repository root (nothing installs there:
-# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|cuda-rig|cuda-probes|capture|memdiff|memdiff3|probe|bench|memory|mtp|sanitizer|badinput|engines|all]...
+# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|cuda-rig|cuda-probes|capture|memdiff|memdiff3|probe|bench|memory|memory-1024|memory-8b|memory-compiled|mtp|sanitizer|badinput|engines|all]...
 # (probe-profiles runs only when named)
 # Every stage logs to $OUT (default /tmp/eaglegraph-gpu) and the script keeps going after a
 # failing stage, so one run reports everything.
@@ -73,12 +73,18 @@ if named probe-profiles; then
   done
 fi
 if want memdiff; then
-  TAIL=70 run memdiff-eagle1 $EG memdiff llama3.1-8b-eagle1 --random-weights -K 5 --max-num-seqs 1024 \
-    --pool shared --against dedicated --no-color --save "$OUT/memdiff-eagle1.json" --force
+  # issue 15: PR #44078's setup under vLLM 0.22 (its dedicated pool) and under the current
+  # profile; expected: 276 MiB saved (0.27 GiB) in both, identical draft tokens (~300 s)
+  for b in vllm-0.22 vllm-current; do
+    TAIL=8 run "memdiff-eagle1-$b" $EG memdiff llama3.1-8b-eagle1 --random-weights -K 5 \
+      --max-num-seqs 1024 --pool shared --against dedicated --behavior $b --no-color \
+      --save "$OUT/memdiff-eagle1-$b.json" --force
+  done
 fi
 if want memdiff3; then
-  TAIL=70 run memdiff-eagle3 $EG memdiff llama3.1-8b-eagle3 --random-weights -K 5 --max-num-seqs 1024 \
-    --pool shared --against dedicated --no-color --save "$OUT/memdiff-eagle3.json" --force
+  TAIL=8 run memdiff-eagle3 $EG memdiff llama3.1-8b-eagle3 --random-weights -K 5 --max-num-seqs 1024 \
+    --pool shared --against dedicated --behavior vllm-0.22 --no-color \
+    --save "$OUT/memdiff-eagle3.json" --force
 fi
 if want memory; then
   # issue 15: simulator == CUDA allocator (pools by segment_pool_id); prediction within 10 % per
@@ -88,23 +94,34 @@ if want memory; then
   # only the CUDA-marked ones: the emulated tests there need Triton's interpreter (off on a GPU)
   TAIL=10 run memory-cuda-tests python3 -m pytest -q -s -p no:cacheprovider -m cuda \
     tests/probes/test_capture.py tests/probes/test_compile_cuda.py
-  # predicted on a CPU beforehand (benchmarks/memory_predictions.json, --predict-only), measured here
-  TAIL=60 run memory-table python3 benchmarks/predict_vs_measured.py \
-    --predictions benchmarks/memory_predictions.json --json "$OUT/memory-table.json"
+  # predicted on a CPU beforehand (benchmarks/memory_predictions.json, --predict-only), measured
+  # here: the tiny pairs (R=8) and the real-width pairs at R=64
+  for r in 8 64; do
+    TAIL=40 run "memory-table-r$r" python3 benchmarks/predict_vs_measured.py --max-num-seqs $r \
+      --predictions benchmarks/memory_predictions.json --json "$OUT/memory-table-r$r.json"
+  done
+fi
+if want memory-1024; then
+  # the PR #44078 setup (R=1024, K=5) under vllm-0.22 and vllm-current, both policies (~300 s)
+  TAIL=12 run memory-table-r1024 python3 benchmarks/predict_vs_measured.py --max-num-seqs 1024 \
+    --predictions benchmarks/memory_predictions.json --json "$OUT/memory-table-r1024.json"
+fi
+if want memory-8b; then
   TAIL=40 run memory-capture-tiny $EG capture tiny-llama-eagle3 --max-num-seqs 8 --no-color \
     --save "$OUT/memory-capture-tiny.json" --force
   TAIL=40 run memory-capture-8b-compiled $EG capture llama3.1-8b-eagle1 --random-weights -K 5 \
     --max-num-seqs 1024 --compile --no-color --save "$OUT/memory-capture-8b-compiled.json" --force
   TAIL=40 run memory-capture-8b-eager $EG capture llama3.1-8b-eagle1 --random-weights -K 5 \
     --max-num-seqs 1024 --no-color --save "$OUT/memory-capture-8b-eager.json" --force
-  # the dedicated-vs-shared saving (vLLM 0.22's pool vs current) with the compiled target
-  for pair in llama3.1-8b-eagle1 llama3.1-8b-eagle3; do
-    TAIL=12 run "memory-memdiff-$pair" $EG memdiff $pair --random-weights -K 5 --max-num-seqs 1024 \
-      --pool shared --against dedicated --compile --no-color --save "$OUT/memory-memdiff-$pair.json" --force
-  done
+  TAIL=10 run memory-bench-capture python3 benchmarks/bench_capture.py
+fi
+if want memory-compiled; then
+  # the saving with the compiled target (Inductor), vLLM 0.22's pool vs shared, and the MTP pair
+  TAIL=12 run memory-memdiff-eagle1-compiled $EG memdiff llama3.1-8b-eagle1 --random-weights -K 5 \
+    --max-num-seqs 1024 --pool shared --against dedicated --behavior vllm-0.22 --compile \
+    --no-color --save "$OUT/memory-memdiff-eagle1-compiled.json" --force
   TAIL=12 run memory-memdiff-mtp $EG memdiff deepseek-v3-mtp-4l --random-weights -K 3 --max-num-seqs 64 \
     --pool shared --against dedicated --no-color --save "$OUT/memory-memdiff-mtp.json" --force
-  TAIL=10 run memory-bench-capture python3 benchmarks/bench_capture.py
 fi
 if want mtp; then
   # issue 12: MLA/MTP/DFlash on CUDA (equivalence to the dense reference, then replay == eager

@@ -28,9 +28,9 @@ from eaglegraph.kernels.attention import (
     varlen_paged_attention,
 )
 from eaglegraph.kernels.guard import Guard, GuardLog
-from eaglegraph.known.attention_workspace import SplitKvScratch
 from eaglegraph.kernels.kv_cache import write_kv
 from eaglegraph.kernels.mla import mla_csr_decode, mla_csr_prefill, mla_varlen_attention
+from eaglegraph.known.attention_workspace import SplitKvScratch
 from eaglegraph.rig.buffers import BufferRegistry
 
 
