@@ -4,9 +4,12 @@ measure which of the probe's signals find it.
 Signals: guards (stale/out-of-bounds reads logged by kernels), the sentinel differential and
 NaN checks (outputs that change with the poison), KV canaries (writes into blocks no request
 owns or the null block), metadata invariants, and the reference differential (the dense
-plain-torch reference, step by step). A mutant counts as found when any finding appears, and
-as located when a finding names its phase and one of its buffers. The unmutated rig is probed
-first under each backend: it must give no finding at all.
+plain-torch reference, step by step). Each mutant is probed under each mode on its own; in a
+mode it counts as found when any finding appears, as located when a finding names a phase,
+a kernel and one of its buffers, and as equivalent where it says it cannot change what that
+mode runs (a mutant that counts its firings must then not have fired). A mutant is found
+(located) when some mode finds (locates) it, and missed only when a mode it is not equivalent
+under finds nothing. The unmutated rig is probed first under each backend: no finding at all.
 
 Usage (CPU, about 30 s per mutant on an idle core; `--jobs N` runs N mutants at once, each
 in its own process):
@@ -26,7 +29,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.mutants import MUTANTS, Mutant, by_name, planted
+from unittest import mock
+
+from benchmarks.mutants import ACTIVITY, MUTANTS, Mutant, by_name, planted
+from eaglegraph.probes.cases import BuiltRig
 from eaglegraph.probes.probing import probe
 from eaglegraph.probes.spec import resolve_run
 from eaglegraph.results.findings import Finding
@@ -53,7 +59,10 @@ def probe_once(backend: str, mode: str, batch: int, device: str = "cpu", **plan:
 
 
 def located(mutant: Mutant, findings: list[Finding]) -> bool:
-    return any(f.buffer in mutant.buffers and f.phase is not None for f in findings)
+    return any(
+        f.buffer in mutant.buffers and f.phase is not None and f.kernel is not None
+        for f in findings
+    )
 
 
 def evaluate_named(name: str, mode: str, batch: int, device: str) -> dict[str, Any]:
@@ -67,25 +76,61 @@ def baseline(backend: str, mode: str, batch: int, device: str) -> list[str]:
     return [f"{f.id}: {f.message}" for f in run.findings]
 
 
-def evaluate(mutant: Mutant, mode: str, batch: int, device: str = "cpu") -> dict[str, Any]:
+def _counting_from_capture() -> Any:
+    """Reset the mutants' firing count as each case starts (after the rig's captures)."""
+    fresh = BuiltRig.fresh
+
+    def patched(self: BuiltRig) -> Any:
+        ACTIVITY["fired"] = 0
+        return fresh(self)
+
+    return mock.patch.object(BuiltRig, "fresh", patched)
+
+
+def evaluate(mutant: Mutant, modes: str, batch: int, device: str = "cpu") -> dict[str, Any]:
     t0 = time.perf_counter()
-    with planted(mutant):
-        run = probe_once(mutant.backend, mode, batch, device)
-    signals = sorted({SIGNALS.get(f.kind or "", f.kind or "?") for f in run.findings})
+    per_mode: dict[str, dict[str, Any]] = {}
+    findings: list[Finding] = []
     costs: dict[str, float] = {}
-    for case in run.cases:
-        for name, s in case.signal_s.items():
-            costs[name] = costs.get(name, 0.0) + s
+    for mode in modes.split(","):
+        with planted(mutant), _counting_from_capture():
+            run = probe_once(mutant.backend, mode, batch, device)
+            fired = ACTIVITY["fired"] if mutant.tracked else None
+        findings += run.findings
+        for case in run.cases:
+            for name, s in case.signal_s.items():
+                costs[name] = costs.get(name, 0.0) + s
+        claim = mutant.equivalent.get(mode)
+        per_mode[mode] = {
+            "found": bool(run.findings),
+            "located": located(mutant, run.findings),
+            # claimed equivalent, and (where counted) never fired in the probed schedule
+            "equivalent": claim is not None and not fired,
+            "fired": fired,
+            "why": claim,
+        }
+    missed = [m for m, r in per_mode.items() if not r["found"] and not r["equivalent"]]
+    signals = sorted({SIGNALS.get(f.kind or "", f.kind or "?") for f in findings})
     return {
         "mutant": mutant.name,
         "backend": mutant.backend,
-        "found": bool(run.findings),
-        "located": located(mutant, run.findings),
+        "found": any(r["found"] for r in per_mode.values()) and not missed,
+        "located": any(r["located"] for r in per_mode.values()) and not missed,
+        "modes": per_mode,
+        "missed_in": missed,
         "signals": signals,
-        "findings": [(f.kind, f.phase, f.buffer, f.kernel) for f in run.findings][:8],
+        "findings": [(f.kind, f.mode, f.phase, f.buffer, f.kernel) for f in findings][:8],
         "seconds": round(time.perf_counter() - t0, 1),
         "signal_s": {k: round(v, 2) for k, v in costs.items()},
     }
+
+
+def _cell(row: dict[str, Any]) -> str:
+    if row["located"]:
+        return "located"
+    if row["found"]:
+        return "found"
+    return "equivalent" if row["equivalent"] else "MISSED"
 
 
 def main() -> None:
@@ -114,7 +159,8 @@ def main() -> None:
             print(f"baseline {backend}: {len(found)} finding(s)", flush=True)
             for line in found:
                 print(f"  FALSE POSITIVE {line}")
-        print(f"{'mutant':36} {'found':6} {'located':8} {'s':>6}  signals")
+        modes = args.mode.split(",")
+        print(f"{'mutant':36} {'found':6} {'located':8} {'s':>6}  " + "  ".join(modes))
         rows: list[dict[str, Any]] = []
         for m, future in zip(picked, futures, strict=True):
             row = future.result()
@@ -122,11 +168,20 @@ def main() -> None:
             print(
                 f"{m.name:36} {'yes' if row['found'] else 'NO':6} "
                 f"{'yes' if row['located'] else 'no':8} {row['seconds']:6.1f}  "
-                f"{', '.join(row['signals']) or '—'}",
+                + "  ".join(f"{mode}: {_cell(row['modes'][mode])}" for mode in modes)
+                + f"  [{', '.join(row['signals']) or '—'}]",
                 flush=True,
             )
+            for mode, r in row["modes"].items():
+                if r["equivalent"]:
+                    print(f"  equivalent under {mode}: {r['why']}")
+                elif r["why"] and r["fired"]:
+                    print(f"  NOT equivalent under {mode}: fired {r['fired']} time(s)")
     print(f"wall {time.perf_counter() - t0:.0f} s with {args.jobs} job(s)")
     n = len(rows)
+    print(
+        f"found {sum(r['found'] for r in rows)}/{n}, located {sum(r['located'] for r in rows)}/{n}"
+    )
     share = {
         "probe": sum(r["found"] for r in rows) / n if n else 0.0,
         "located": sum(r["located"] for r in rows) / n if n else 0.0,

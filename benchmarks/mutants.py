@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 from unittest import mock
 
@@ -21,7 +21,7 @@ import torch
 from eaglegraph.rig import attention as rig_attention
 from eaglegraph.rig import routines as rig_routines
 from eaglegraph.rig import step as rig_step
-from eaglegraph.rig.attention import FlashInferBuilder
+from eaglegraph.rig.attention import AttentionRuntime, FlashInferBuilder
 from eaglegraph.rig.step import Rig
 
 
@@ -33,6 +33,15 @@ class Mutant:
     backend: str
     what: str
     patch: Callable[[], contextlib.AbstractContextManager[Any]]
+    # modes in which the bug cannot change anything the probed schedule runs, and why; where
+    # the mutant counts its own firings (`tracked`), the benchmark checks the claim
+    equivalent: Mapping[str, str] = field(default_factory=dict)
+    tracked: bool = False
+
+
+# how often a tracked mutant changed a value since the last reset (the benchmark resets it
+# once the graphs are captured: dummy capture batches are not the schedule)
+ACTIVITY = {"fired": 0}
 
 
 def _wrap(
@@ -59,19 +68,27 @@ def _block_table_row_off() -> Any:
     return _wrap(rig_step, "gather_block_tables", after)
 
 
+def _rows(slots: torch.Tensor, qsl: torch.Tensor, n: int, pad_until: int) -> torch.Tensor:
+    """(real rows, padded rows) masks of a slot mapping, from device values only: the slot
+    kernels run inside captured graphs (the fused draft decode), where a host read such as
+    ``int(qsl[n])`` is refused, so a planted bug must stay on the device as a real one would."""
+    idx = torch.arange(slots.numel(), device=slots.device)
+    end = qsl[n].to(idx.dtype)
+    return idx < end, (idx >= end) & (idx < pad_until)
+
+
 def _slot_one_off() -> Any:
-    def after(_: Any, bt: Any, qsl: torch.Tensor, pos: Any, slots: torch.Tensor, n: int, *r: Any) -> None:  # fmt: skip
-        end = int(qsl[n])
-        slots[:end] += 1
+    def after(_: Any, bt: Any, qsl: torch.Tensor, pos: Any, slots: torch.Tensor, n: int, pad_until: int, *r: Any) -> None:  # fmt: skip
+        real, _ = _rows(slots, qsl, n, pad_until)
+        slots.add_(real.to(slots.dtype))
 
     return _wrap(rig_step, "compute_slot_mappings", after)
 
 
 def _pad_row_writes_real_slot() -> Any:
     def after(_: Any, bt: Any, qsl: torch.Tensor, pos: Any, slots: torch.Tensor, n: int, pad_until: int, *r: Any) -> None:  # fmt: skip
-        end = int(qsl[n])
-        if pad_until > end and end > 0:
-            slots[end:pad_until] = slots[0].clone()
+        _, pad = _rows(slots, qsl, n, pad_until)
+        slots.copy_(torch.where(pad, slots[0], slots))
 
     return _wrap(rig_step, "compute_slot_mappings", after)
 
@@ -174,6 +191,8 @@ def _stale_csr_offsets() -> Any:
         prev = last.get(id(self))
         last[id(self)] = indptr
         if prev is not None and len(prev) > len(indptr):
+            if prev[: len(indptr)] != indptr:
+                ACTIVITY["fired"] += 1
             indptr = prev[: len(indptr)]  # offsets kept from the previous (larger) build
         return indptr, lp
 
@@ -204,41 +223,34 @@ def _last_page_len_off() -> Any:
     return mock.patch.object(FlashInferBuilder, "csr", patched)
 
 
-@contextlib.contextmanager
-def _inside_draft_decodes() -> Iterator[dict[str, bool]]:
-    """A flag set while the rig runs its draft decodes (the mutants below act only there)."""
-    flag = {"on": False}
-    orig = Rig._draft_decodes
-
-    def patched(self: Rig, *a: Any, **k: Any) -> Any:
-        flag["on"] = True
-        try:
-            return orig(self, *a, **k)
-        finally:
-            flag["on"] = False
-
-    with mock.patch.object(Rig, "_draft_decodes", patched):
-        yield flag
-
-
 def _decode_pad_row_writes_committed_kv() -> Any:
     stack = contextlib.ExitStack()
-    flag = stack.enter_context(_inside_draft_decodes())
+    seen: dict[str, torch.Tensor] = {}
+    init = Rig.__init__
+
+    def rig_init(self: Rig, *a: Any, **k: Any) -> None:
+        init(self, *a, **k)
+        seen["decode_positions"] = self.bufs.decode_positions
 
     def after(_: Any, bt: torch.Tensor, qsl: torch.Tensor, pos: Any, slots: torch.Tensor, n: int, pad_until: int, block_size: int, *r: Any) -> None:  # fmt: skip
-        end = int(qsl[n])  # real rows (a fused decode graph passes padded requests, empty)
-        if flag["on"] and pad_until > end > 0:
-            slots[end:pad_until] = int(bt[0, 0]) * block_size  # request 0's position 0
+        # only the draft decodes' slot mappings (they alone read decode_positions), and the
+        # same inside a captured fused decode graph: a Python flag would be baked in at capture
+        if pos is not seen.get("decode_positions"):
+            return
+        _, pad = _rows(slots, qsl, n, pad_until)  # real rows end at qsl[n] (fused: padded, empty)
+        pad &= qsl[n] > 0
+        first = bt[0, 0].to(slots.dtype) * block_size  # request 0's position 0
+        slots.copy_(torch.where(pad, first, slots))
 
+    stack.enter_context(mock.patch.object(Rig, "__init__", rig_init))
     stack.enter_context(_wrap(rig_step, "compute_slot_mappings", after))
     return stack
 
 
 def _pad_slot_zero() -> Any:
     def after(_: Any, bt: Any, qsl: torch.Tensor, pos: Any, slots: torch.Tensor, n: int, pad_until: int, *r: Any) -> None:  # fmt: skip
-        end = int(qsl[n])
-        if pad_until > end:
-            slots[end:pad_until] = 0  # slot 0 of the null block instead of the pad slot -1
+        _, pad = _rows(slots, qsl, n, pad_until)
+        slots.masked_fill_(pad, 0)  # slot 0 of the null block instead of the pad slot -1
 
     return _wrap(rig_step, "compute_slot_mappings", after)
 
@@ -279,6 +291,34 @@ def _kv_write_one_short() -> Any:
     return mock.patch.object(rig_attention, "write_kv", patched)
 
 
+def _draft_kv_write_one_short() -> Any:
+    """The draft layers' KV writes stop one row short (the target's are right): only the
+    draft's cache is wrong, and only where a last row's KV is read later."""
+    orig_write, run, init = rig_attention.write_kv, AttentionRuntime.run, Rig.__init__
+    state = {"target_layers": 1 << 30, "draft": False}
+
+    def rig_init(self: Rig, *a: Any, **k: Any) -> None:
+        init(self, *a, **k)
+        state["target_layers"] = self.models.target.num_layers
+
+    def patched_run(self: AttentionRuntime, layer: int, *a: Any) -> None:
+        # a Python decision per layer, so a captured graph records it per call site too
+        state["draft"] = layer >= state["target_layers"]
+        try:
+            run(self, layer, *a)
+        finally:
+            state["draft"] = False
+
+    def write(k: Any, v: Any, kc: Any, vc: Any, slots: Any, n: int, *rest: Any) -> None:
+        orig_write(k, v, kc, vc, slots, max(n - 1, 0) if state["draft"] else n, *rest)
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.object(Rig, "__init__", rig_init))
+    stack.enter_context(mock.patch.object(AttentionRuntime, "run", patched_run))
+    stack.enter_context(mock.patch.object(rig_attention, "write_kv", write))
+    return stack
+
+
 def _draft_csr_len_carried() -> Any:
     build = FlashInferBuilder.build
     last: dict[int, list[int]] = {}
@@ -301,7 +341,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "slot mapping one slot past each token's own", _slot_one_off),
     Mutant("pad-row-writes-real-slot", "target", ("slot_mapping", "kv_cache"), "flash_attn",
            "padded tokens get the first request's slot instead of the pad slot",
-           _pad_row_writes_real_slot),
+           _pad_row_writes_real_slot, {"NONE": "eager steps have no padded rows"}),
     Mutant("last-token-one-off", "draft_prefill", ("eagle.last_token_indices",
            "eagle.draft_tokens"), "flash_attn",
            "last_token_indices one row before the last accepted token", _last_token_one_off),
@@ -327,7 +367,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "blocks allocated after the first step never reach the device table",
            _device_table_not_refreshed),
     Mutant("stale-csr-offsets", "target", ("target.kv_indptr", "draft.kv_indptr", "kv_cache"),
-           "flashinfer", "kv_indptr kept from the previous, larger build", _stale_csr_offsets),
+           "flashinfer", "kv_indptr kept from the previous, larger build", _stale_csr_offsets,
+           {"FULL_AND_PIECEWISE": "every build after capture is at least as large as the one "
+            "before it: uniform batches build at their padded capture size, and the schedule's "
+            "mixed (PIECEWISE) batches only grow (3, then 4 requests)"}, tracked=True),
     Mutant("csr-pages-previous-table", "target", ("target.kv_indices", "draft.kv_indices"),
            "flashinfer", "kv_indices built from the previous build's block table",
            _csr_pages_from_previous_table),
@@ -336,9 +379,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "the draft's last_page_len one short", _last_page_len_off),
     Mutant("decode-pad-row-writes-committed-kv", "draft_decode", ("slot_mapping", "kv_cache"),
            "flash_attn", "padded draft-decode rows get request 0's first slot, not the pad slot",
-           _decode_pad_row_writes_committed_kv),
+           _decode_pad_row_writes_committed_kv, {"NONE": "eager steps have no padded rows"}),
     Mutant("pad-slot-zero", "target", ("slot_mapping", "kv_cache"), "flash_attn",
-           "padded tokens write slot 0 (the null block) instead of skipping (-1)", _pad_slot_zero),
+           "padded tokens write slot 0 (the null block) instead of skipping (-1)", _pad_slot_zero,
+           {"NONE": "eager steps have no padded rows"}),
     Mutant("decode-draft-row-off", "draft_decode", ("eagle.draft_tokens", "eagle.input_ids"),
            "flash_attn", "each request takes its neighbour's sampled draft token",
            _decode_draft_row_off),
@@ -349,6 +393,9 @@ MUTANTS: tuple[Mutant, ...] = (
            "flash_attn", "the bonus token goes to the neighbouring request", _next_token_row_off),
     Mutant("kv-write-one-short", "target", ("kv_cache", "target.hidden"), "flash_attn",
            "KV writes stop one token short of num_tokens", _kv_write_one_short),
+    Mutant("draft-kv-write-one-short", "draft_prefill", ("kv_cache",), "flash_attn",
+           "the draft layers' KV writes stop one row short (the target's are whole)",
+           _draft_kv_write_one_short),
     Mutant("draft-csr-len-carried", "draft_decode", ("draft.last_page_len", "draft.kv_indptr",
            "eagle.draft_tokens"), "flashinfer",
            "the draft's CSR built from the previous draft position's lengths",

@@ -79,6 +79,12 @@ def _list_behaviors(app: Any) -> None:
     "--no-isolation", is_flag=True, help="Run cases in this process (faster; a crash ends the run)."
 )
 @click.option(
+    "--workers",
+    type=int,
+    default=None,
+    help="Worker processes at once (default: one per CPU core; on a GPU at most 4).",
+)
+@click.option(
     "--timeout",
     type=Seconds(),
     default=900.0,
@@ -103,6 +109,7 @@ def command(
     batches: str | None,
     modes: tuple[str, ...],
     no_isolation: bool,
+    workers: int | None,
     timeout: float,
     list_behaviors: bool,
     save: str | None,
@@ -133,6 +140,8 @@ def command(
 
     if model_dir is None:
         raise BadInput("give a MODEL_DIR or a preset name (or --list-behaviors)")
+    if workers is not None and workers < 1:
+        raise BadInput(f"--workers must be at least 1, got {workers}")
     check_outputs({"--save": save}, force=force, inputs=(model_dir,))
     selected = [m for value in modes or ("all",) for m in value.split(",") if m]
     wanted = None
@@ -154,6 +163,7 @@ def command(
             batches=wanted,
             isolate=not no_isolation,
             timeout=timeout,
+            workers=workers,
             on_plan=lambda cases: progress(
                 total=len(cases), milestone=f"{len(cases)} cases planned"
             ),

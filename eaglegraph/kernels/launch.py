@@ -8,12 +8,16 @@ wrappers build both here instead of spelling them out launch by launch.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
 from eaglegraph.kernels.guard import GuardArgs
+
+# Called with (kernel, guard args) before every launch while set: the probe's host-side
+# breadcrumb of the last kernel launched, which names the kernel when a launch kills the device.
+on_launch: Callable[[Any, GuardArgs | None], None] | None = None
 
 
 def strides(*tensors: torch.Tensor, dims: int | None = None) -> tuple[int, ...]:
@@ -33,6 +37,8 @@ def launch(
     **constexprs: Any,
 ) -> None:
     """``kernel[grid](*args, *guard tuple, GUARD=..., **constexprs)``."""
+    if on_launch is not None:
+        on_launch(kernel, guard)
     if guard is not None:
         args = (*args, *guard.kernel_args)
         constexprs["GUARD"] = guard.enabled

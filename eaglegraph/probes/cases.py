@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from eaglegraph.kernels.poison import poison, scan
+from eaglegraph.probes.checkpoint import Checkpoint, recording
 from eaglegraph.probes.invariants import StepView, check_phase
 from eaglegraph.probes.kv_writes import CommittedKV
 from eaglegraph.probes.poisoning import (
@@ -46,6 +47,7 @@ from eaglegraph.results.probe import (
     ReferenceDivergence,
 )
 from eaglegraph.rig.buffers import StepCounts
+from eaglegraph.rig.capture import CaptureFailed
 from eaglegraph.rig.descriptors import BatchDescriptor
 from eaglegraph.rig.driver import Session
 from eaglegraph.rig.kv_cache import NULL_BLOCK, BlockAllocator
@@ -116,22 +118,29 @@ def _prompts(count: int, vocab: int, seed: int = PROMPT_SEED) -> list[list[int]]
     return [rng.integers(3, vocab, size=PROMPT_LENGTHS[i % n]).tolist() for i in range(count)]
 
 
+def _checkpoint(args: dict[str, Any]) -> Checkpoint:
+    """The breadcrumbs of a worker task: in the file its parent reads if the worker dies;
+    `sync` (a crashed case's rerun) pins an asynchronous fault to its kernel."""
+    return Checkpoint(args.get("checkpoint"), sync=bool(args.get("sync")))
+
+
 def case_task(args: dict[str, Any]) -> dict[str, Any]:
     """The runner's "probe-case" task: a case as JSON in, its result as JSON out."""
-    return result_to_json(execute_case(ProbeCase.from_json(args)))
+    return result_to_json(execute_case(ProbeCase.from_json(args), checkpoint=_checkpoint(args)))
 
 
 def cases_task(args: dict[str, Any]) -> dict[str, Any]:
     """The runner's "probe-cases" task: the cases of one spec (one mode) over one built rig."""
     cases = [ProbeCase.from_json(c) for c in args["cases"]]
-    return {"results": [result_to_json(r) for r in execute_cases(cases)]}
+    results = execute_cases(cases, _checkpoint(args))
+    return {"results": [result_to_json(r) for r in results]}
 
 
 class BuiltRig:
     """A rig built and captured once, and its state right after capture: every case of one
     mode starts from that state (buffers, KV, allocator, host table), as a fresh rig would."""
 
-    def __init__(self, spec: RunSpec) -> None:
+    def __init__(self, spec: RunSpec, checkpoint: Checkpoint | None = None) -> None:
         k = spec.options.num_speculative_tokens
         config = spec.rig_config(guard=True)
         if config.num_blocks is None:
@@ -147,10 +156,15 @@ class BuiltRig:
             config = replace(config, dtype="float32")
         self.config = config
         self.rig = rig = Rig(spec.open_pair(), config)
+        self.checkpoint = checkpoint or Checkpoint()
+        registry = rig.registry
+        self.checkpoint.names = lambda ids: [b.name for i in ids if (b := registry.by_id(i))]
         # each captured graph as the step names descriptors, with its pool (for the results)
         self.graphs: list[CaseGraph] = []
         if config.options.mode is not Mode.NONE:
-            events, _ = rig.capture(spec.pool)
+            self.checkpoint.update(stage="capture")
+            with recording(self.checkpoint):
+                events, _ = rig.capture(spec.pool)
             self.graphs = _case_graphs(rig, events)
         self.captured = _Snapshot(rig)
 
@@ -166,39 +180,52 @@ class BuiltRig:
         return rig
 
 
-def execute_cases(cases: list[ProbeCase]) -> list[CaseResult]:
+def execute_cases(cases: list[ProbeCase], checkpoint: Checkpoint | None = None) -> list[CaseResult]:
     """Cases of one spec over one rig (built once): same results as one rig per case."""
     if not cases:
         return []
     start = time.perf_counter()
+    checkpoint = checkpoint or Checkpoint()
+    checkpoint.update(case=",".join(c.name for c in cases))
     try:
-        built = BuiltRig(cases[0].spec)
+        built = BuiltRig(cases[0].spec, checkpoint)
     except Exception as exc:
-        return [_error(c, exc, start) for c in cases]
+        return [_error(c, exc, start, checkpoint) for c in cases]
     return [execute_case(c, built) for c in cases]
 
 
-def execute_case(case: ProbeCase, built: BuiltRig | None = None) -> CaseResult:
+def execute_case(
+    case: ProbeCase, built: BuiltRig | None = None, checkpoint: Checkpoint | None = None
+) -> CaseResult:
     start = time.perf_counter()
+    checkpoint = built.checkpoint if built is not None else checkpoint or Checkpoint()
+    checkpoint.update(case=case.name, stage="build", step=None, phase=None, broken=[])
     try:
         if built is None:
-            built = BuiltRig(case.spec)
+            built = BuiltRig(case.spec, checkpoint)
         elif built.rig.config.options != case.spec.options:
             raise ValueError(f"case {case.name} does not match the rig it was given")
-        return _execute(case, built, start)
+        with recording(checkpoint):
+            return _execute(case, built, start)
     except Exception as exc:
-        return _error(case, exc, start)
+        return _error(case, exc, start, checkpoint)
 
 
-def _error(case: ProbeCase, exc: Exception, start: float) -> CaseResult:
+def _error(case: ProbeCase, exc: Exception, start: float, checkpoint: Checkpoint) -> CaseResult:
+    where = dict(checkpoint.state, case=case.name)
+    if isinstance(exc, CaptureFailed):  # the capture names the graph it was recording
+        f = exc.failed
+        where.update(phase=f.phase, graph=f"{f.mode}(tokens={f.num_tokens}, reqs={f.num_reqs})")
     return CaseResult(
         case.name, case.mode, case.batch, case.large, "error", time.perf_counter() - start,
         error=f"{type(exc).__name__}: {exc}", stderr=traceback.format_exc()[-4000:],
+        checkpoint=where,
     )  # fmt: skip
 
 
 def _execute(case: ProbeCase, built: BuiltRig, start: float) -> CaseResult:
     config, rig = built.config, built.fresh()
+    cp = built.checkpoint
     mode = config.options.mode
     graphs = built.graphs
     assert rig.guard_log is not None
@@ -218,7 +245,7 @@ def _execute(case: ProbeCase, built: BuiltRig, start: float) -> CaseResult:
         if step and divergence is None:
             with timer("reference"):
                 _force_acceptance(session, ref_session, ref, shift=1)
-        hit = _lockstep(step, rig, session, ref, ref_session, timer, broken, touched)
+        hit = _lockstep(step, rig, session, ref, ref_session, timer, broken, touched, cp)
         divergence = divergence or hit
     for s in (session, ref_session):
         for request in list(s.running[case.batch :]):
@@ -273,14 +300,14 @@ def _execute(case: ProbeCase, built: BuiltRig, start: float) -> CaseResult:
         rig.guard_log.reset()
         writes = CommittedKV(rig, batch) if run == "A" else None
         collect = _PhaseCollector(
-            rig, result, run, StepView(rig, batch), canaries, canary_tab, timer, writes
+            rig, result, run, StepView(rig, batch), canaries, canary_tab, timer, writes, cp
         )
-        rig.phase_hook = collect
+        rig.phase_hook, rig.launch_hook = collect, collect.launch
         t0 = time.perf_counter()
         try:
             out = rig.step(batch)
         finally:
-            rig.phase_hook = None
+            rig.phase_hook = rig.launch_hook = None
         if run == "B":  # the second sentinel run is what the sentinel differential costs
             timer.add("sentinel differential (run B)", time.perf_counter() - t0)
         remaining = scan(tab).tolist()
@@ -346,11 +373,23 @@ class _PhaseCollector:
         canary_tab: torch.Tensor,
         timer: _Timer,
         writes: CommittedKV | None,
+        checkpoint: Checkpoint,
     ) -> None:
         self.rig, self.result, self.run, self.view = rig, result, run, view
         self.canaries, self.canary_tab, self.timer = canaries, canary_tab, timer
         self.written = [0] * len(canaries)
         self.writes = writes
+        self.checkpoint = checkpoint
+
+    def launch(self, phase: str, draft_step: int, what: str) -> None:
+        """The rig's launch hook: the breadcrumb, and (run A) the checks due before launch."""
+        self.checkpoint.update(stage="step", step=2, phase=phase, draft_step=draft_step)
+        if what == "launch" and self.run == "A":
+            self.view.draft_step = draft_step
+            with self.timer("invariants"):
+                broken = check_phase(self.view, phase, "launch")
+            self.checkpoint.broken(broken)
+            self.result.invariants.extend(InvariantViolation(**hit, step=2) for hit in broken)
 
     def __call__(self, phase: str) -> None:
         rig, result, log = self.rig, self.result, self.rig.guard_log
@@ -369,6 +408,7 @@ class _PhaseCollector:
             return
         with self.timer("invariants"):
             broken = check_phase(self.view, phase)
+        self.checkpoint.broken(broken)
         result.invariants.extend(InvariantViolation(**hit, step=2) for hit in broken)
         with self.timer("canaries"):
             overwrites = self.writes.changed() if self.writes is not None else []
@@ -440,23 +480,32 @@ def _lockstep(
     timer: _Timer,
     broken: list[InvariantViolation],
     touched: list[int],
+    checkpoint: Checkpoint,
 ) -> Divergence | None:
     """One step of the rig and of the reference over the same requests, compared; the rig's
-    metadata invariants are checked after each phase of it too (prefill steps included)."""
+    metadata invariants are checked around each phase of it too (prefill steps included):
+    slot mappings before the phase's kernels run, the rest once it is done."""
     batch = session.batch()
     touched.append(sum(len(b.query) for b in batch))
     view = StepView(rig, batch)
 
-    def check(phase: str) -> None:
+    def check(phase: str, at: str = "after") -> None:
         with timer("invariants"):
-            hits = check_phase(view, phase)
+            hits = check_phase(view, phase, at)
+        checkpoint.broken(hits)
         broken.extend(InvariantViolation(**hit, step=step) for hit in hits)
 
-    rig.phase_hook = check
+    def launch(phase: str, draft_step: int, what: str) -> None:
+        checkpoint.update(stage="step", step=step, phase=phase, draft_step=draft_step)
+        if what == "launch":
+            view.draft_step = draft_step
+            check(phase, "launch")
+
+    rig.phase_hook, rig.launch_hook = check, launch
     try:
         out = rig.step(batch)
     finally:
-        rig.phase_hook = None
+        rig.phase_hook = rig.launch_hook = None
     session.apply(batch, out)
     with timer("reference"):
         ref_batch = ref_session.batch()

@@ -32,6 +32,7 @@ class StepView:
     rig: Rig
     batch: list[ScheduledRequest]
     accepted: list[int] | None = None
+    draft_step: int = 1  # the draft decode whose slot mapping is checked
 
     @property
     def rb(self) -> int:
@@ -69,6 +70,19 @@ class StepView:
         max_q = max(len(b.query) for b in self.batch)
         desc = self.rig.runners["target"].dispatch(rb, tb, uniform_token_count(rb, tb, max_q))
         return desc.num_tokens if desc.mode is not Mode.NONE else tb
+
+    def decode_slots(self) -> list[int] | None:
+        """The slots the real rows of draft decode `draft_step` write (None where a request
+        reaches the end of the context, which the rig clamps)."""
+        assert self.accepted is not None
+        bs, mml = self.rig.block_size, self.rig.max_model_len
+        out = []
+        for b, s, a in zip(self.batch, self.seq_lens, self.accepted, strict=True):
+            p = s - (b.num_drafts - a) + self.draft_step - 1
+            if p + 1 >= mml:
+                return None
+            out.append(b.blocks[p // bs] * bs + p % bs)
+        return out
 
     def decode_padded_tokens(self) -> int:
         desc = self.rig.runners["draft_decode"].dispatch(self.rb, self.rb, 1)
@@ -111,6 +125,9 @@ class Invariant:
     build: Build
     what: str
     speculators: tuple[str, ...] = ("eagle", "window", "block")
+    # "launch": checked right before the phase's graph or kernels run (a bad slot must be
+    # named before the write it steers can kill the device); "after": once the phase is done
+    at: str = "after"
 
 
 def _eq(t: torch.Tensor, values: list[int]) -> Check | None:
@@ -156,6 +173,13 @@ def _decode_pad_slots(v: StepView, bufs: Any) -> Check | None:
     return Check(bufs.slot_mapping[v.rb : pad], pad - v.rb, EQ, (-1,) * (pad - v.rb))
 
 
+def _decode_slots(v: StepView, bufs: Any) -> Check | None:
+    if v.rig.framework == "sglang":
+        return None  # SGLang's draft rows take their slots from its own padded positions
+    slots = v.decode_slots()
+    return None if slots is None else _eq(bufs.slot_mapping, slots)
+
+
 def _decode_seq_lens(v: StepView, bufs: Any) -> Check | None:
     return _eq(bufs.eagle_seq_lens, v.decode_lens())
 
@@ -189,9 +213,9 @@ INVARIANTS: tuple[Invariant, ...] = (
               "each request's block-table row lists the blocks it owns"),
     Invariant("slot-mapping", "target", "slot_mapping", "compute_slot_mappings",
               lambda v, b: _eq(b.slot_mapping, v.slots()),
-              "slots = owned block · block size + offset"),
+              "slots = owned block · block size + offset", at="launch"),
     Invariant("pad-slots", "target", "slot_mapping", "compute_slot_mappings", _pad_slots,
-              "padded tokens' slots are the pad slot"),
+              "padded tokens' slots are the pad slot", at="launch"),
     Invariant("csr-offsets", "target", "target.kv_indptr", "build_csr_page_indices",
               _csr("target", 0), "kv_indptr = prefix sums of the pages each request owns"),
     Invariant("csr-pages", "target", "target.kv_indices", "build_csr_page_indices",
@@ -216,8 +240,11 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant("decode-seq-lens-positions", "draft_decode", "eagle.seq_lens",
               "update_eagle_draft_inputs", _decode_positions,
               "seq_lens = position + 1 for decode rows"),
+    Invariant("decode-slots", "draft_decode", "slot_mapping", "compute_slot_mappings",
+              _decode_slots, "each draft row writes its own request's next position",
+              ("eagle",), at="launch"),
     Invariant("decode-pad-slots", "draft_decode", "slot_mapping", "compute_slot_mappings",
-              _decode_pad_slots, "padded decode rows' slots are the pad slot"),
+              _decode_pad_slots, "padded decode rows' slots are the pad slot", at="launch"),
     Invariant("decode-csr-offsets", "draft_decode", "draft.kv_indptr", "build_csr_page_indices",
               _csr("draft", 0), "kv_indptr = prefix sums of the pages each request owns"),
     Invariant("decode-csr-last-page", "draft_decode", "draft.last_page_len",
@@ -225,13 +252,24 @@ INVARIANTS: tuple[Invariant, ...] = (
 )  # fmt: skip
 
 
-def phase_checks(view: StepView, phase: str) -> list[tuple[Invariant, Check]]:
-    """The invariants of `phase` that apply to this step, each with its device check."""
+def _when(inv: Invariant, rig: Rig) -> str:
+    """When `inv` is checked: a fused draft-decode graph computes its slots inside the graph,
+    so its slot checks wait until the phase is done (they then see the last decode's slots)."""
+    if inv.at == "launch" and inv.phase == "draft_decode" and rig.fused_draft_decode:
+        return "after"
+    return inv.at
+
+
+def phase_checks(view: StepView, phase: str, at: str = "after") -> list[tuple[Invariant, Check]]:
+    """The invariants of `phase` checked `at` ("launch": before its kernels run; "after")
+    that apply to this step, each with its device check."""
     if phase != "target" and view.accepted is None:
         view.accepted = view.rig.bufs.num_accepted[: view.rb].tolist()
+    if at == "after" and phase == "draft_decode":
+        view.draft_step = view.rig.num_speculative_tokens - 1
     picked: list[tuple[Invariant, Check]] = []
     for inv in INVARIANTS:
-        if inv.phase != phase:
+        if inv.phase != phase or _when(inv, view.rig) != at:
             continue
         if phase == "draft_decode" and view.rig.num_speculative_tokens < 2:
             continue
@@ -261,7 +299,8 @@ def violated(
     return out
 
 
-def check_phase(view: StepView, phase: str) -> list[dict[str, Any]]:
-    """Every invariant of `phase` in one launch; the violated ones, as plain records."""
-    picked = phase_checks(view, phase)
+def check_phase(view: StepView, phase: str, at: str = "after") -> list[dict[str, Any]]:
+    """Every invariant of `phase` checked `at`, in one launch; the violated ones, as plain
+    records (the read of the results synchronises: they are in hand before anything runs on)."""
+    picked = phase_checks(view, phase, at)
     return violated(phase, picked, run_checks([c for _, c in picked], view.rig.config.device))

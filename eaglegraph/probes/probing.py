@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import torch
 
 from eaglegraph.errors import BadInput
+from eaglegraph.probes import checkpoint as breadcrumbs
 from eaglegraph.probes.cases import ProbeCase, execute_case, execute_cases, result_from_json
 from eaglegraph.probes.environment import run_environment
 from eaglegraph.probes.preflight import preflight
@@ -89,17 +92,31 @@ def plan_cases(
     return cases
 
 
-def run_case(case: ProbeCase, isolate: bool = True, timeout: float = 900.0) -> CaseResult:
-    """One case through the isolation runner; a dead or hung worker becomes its result."""
+def run_case(
+    case: ProbeCase, isolate: bool = True, timeout: float = 900.0, sync: bool = False
+) -> CaseResult:
+    """One case through the isolation runner; a dead or hung worker becomes its result,
+    named by the checkpoint it left. `sync`: pin an asynchronous fault to its kernel (a
+    crashed case's rerun)."""
     if not isolate:
         return execute_case(case)
-    outcome = run_task("probe-case", case.to_json(), name=case.name, timeout=timeout)
-    return _case_result(case, outcome)
+    with tempfile.TemporaryDirectory(prefix="eaglegraph-case-") as tmp:
+        path = _checkpoint_file(Path(tmp), 0)
+        args = {**case.to_json(), "checkpoint": path, "sync": sync}
+        outcome = run_task("probe-case", args, name=case.name, timeout=timeout)
+        return _case_result(case, outcome, path)
 
 
-def _case_result(case: ProbeCase, outcome: Outcome) -> CaseResult:
+def _checkpoint_file(folder: Path, index: int) -> str:
+    path = folder / f"checkpoint-{index}"
+    path.touch()
+    return str(path)
+
+
+def _case_result(case: ProbeCase, outcome: Outcome, checkpoint: str | None = None) -> CaseResult:
     if outcome.status == "ok":
         return result_from_json(outcome.value)
+    where = breadcrumbs.read(checkpoint) if checkpoint else None
     return CaseResult(
         case.name,
         case.mode,
@@ -109,6 +126,7 @@ def _case_result(case: ProbeCase, outcome: Outcome) -> CaseResult:
         outcome.duration_s,
         error=outcome.error,
         stderr=outcome.stderr,
+        checkpoint=where,
     )
 
 
@@ -156,31 +174,42 @@ def run_cases(
             for result in execute_cases(group):
                 done(result)
         return [results[c.name] for c in cases]
-    jobs = [
-        Job("probe-cases", {"cases": [c.to_json() for c in group]},
-            ",".join(c.name for c in group), timeout * len(group))
-        for group in groups
-    ]  # fmt: skip
     failed: list[list[ProbeCase]] = []
+    with tempfile.TemporaryDirectory(prefix="eaglegraph-probe-") as tmp:
+        files = [_checkpoint_file(Path(tmp), i) for i in range(len(groups))]
+        jobs = [
+            Job("probe-cases", {"cases": [c.to_json() for c in group], "checkpoint": files[i]},
+                ",".join(c.name for c in group), timeout * len(group))
+            for i, group in enumerate(groups)
+        ]  # fmt: skip
 
-    def finished(i: int, outcome: Outcome) -> None:
-        group = groups[i]
-        if outcome.status != "ok":
-            if len(group) == 1:
-                done(_case_result(group[0], outcome))
-            else:
-                failed.append(group)
-            return
-        for data in outcome.value["results"]:
-            done(result_from_json(data))
+        def finished(i: int, outcome: Outcome) -> None:
+            group = groups[i]
+            if outcome.status != "ok":
+                # on a GPU a fault surfaces asynchronously: the case reruns alone, synchronising
+                # before each launch, so its checkpoint names the kernel that faulted
+                exact = outcome.status == "timeout" or group[0].spec.device != "cuda"
+                if len(group) == 1 and exact:
+                    done(_case_result(group[0], outcome, files[i]))
+                else:
+                    failed.append(group)
+                return
+            for data in outcome.value["results"]:
+                result = result_from_json(data)
+                if result.status == "error" and group[0].spec.device == "cuda":
+                    # a device fault leaves the context unusable for the cases after it, and
+                    # surfaces late: each such case reruns alone, synchronising each launch
+                    failed.append([c for c in group if c.name == result.name])
+                else:
+                    done(result)
 
-    if on_case is not None:
-        for case in cases:
-            on_case(case.name, None)
-    run_tasks(jobs, workers=workers or default_workers(cases[0].spec.device), on_done=finished)
+        if on_case is not None:
+            for case in cases:
+                on_case(case.name, None)
+        run_tasks(jobs, workers=workers or default_workers(cases[0].spec.device), on_done=finished)
     for group in failed:
         for case in group:
-            done(run_case(case, True, timeout))
+            done(run_case(case, True, timeout, sync=case.spec.device == "cuda"))
     return [results[c.name] for c in cases]
 
 
@@ -203,11 +232,14 @@ def probe(
     into "crash" findings."""
     if not timeout > 0:
         raise BadInput(f"timeout must be a positive number of seconds, got {timeout}")
+    if workers is not None and workers < 1:
+        raise BadInput(f"--workers must be at least 1, got {workers}")
     preflight(spec.open_pair(), spec.rig_config())  # what each worker would build
     start = time.perf_counter()
     cases = plan_cases(spec, modes, batches)
     if on_plan is not None:
         on_plan(cases)
+    workers = workers or default_workers(spec.device)
     results = run_cases(cases, isolate=isolate, timeout=timeout, workers=workers, on_case=on_case)
     o = spec.options
     return ProbeRun(
@@ -222,6 +254,8 @@ def probe(
             "pool": spec.resolved_pool,
             "batches": list(batches) if batches else "padding",
             "device": spec.device,
+            # worker processes at once (isolated runs; one process otherwise)
+            "workers": workers if isolate else 1,
         },
         environment=run_environment(torch.device(spec.device)),
         backend=spec.backend,

@@ -4,8 +4,10 @@ Poison and guards see values in padding; a wrong value inside a valid extent (a 
 a stale length, a table not refreshed) leaves every sentinel in place and every index in
 bounds. The reference has no padding, no buffers and no kernels, so comparing it with the rig
 step by step — accepted and next tokens, draft tokens, the target hidden rows fed to the
-draft, and the target's K/V in every owned block — catches those. The first divergence is
-reported in pipeline order: target outputs, then draft position 0 (prefill), then 1..K-1.
+draft, and the K/V of every owned block in every layer, the draft's included — catches those.
+The first divergence is reported in pipeline order: target outputs, then draft position 0
+(prefill: its tokens and the draft KV of the accepted positions), then 1..K-1 (the draft KV
+the decodes wrote).
 """
 
 from __future__ import annotations
@@ -67,7 +69,11 @@ def compare_step(
             return Divergence(step, "target", b.rid, "verify.next_tokens", "greedy_verify",
                               f"request row {j}", str(got.next_tokens[j]),
                               str(want.next_tokens[j]))  # fmt: skip
-    hit = _hidden_rows(step, rig, ref, batch) or _kv_blocks(step, rig, ref, batch)
+    hit = (
+        _hidden_rows(step, rig, ref, batch)
+        or _kv_blocks(step, rig, ref, batch)
+        or _draft_kv(step, rig, ref, batch, decodes=False)
+    )
     if hit is not None:
         return hit
     k = rig.num_speculative_tokens
@@ -81,7 +87,7 @@ def compare_step(
                 kernel = "argmax_map_draft" if first else "update_eagle_draft_inputs"
                 return Divergence(step, phase, b.rid, "eagle.draft_tokens", kernel,
                                   f"draft position {pos}", str(a), str(w))  # fmt: skip
-    return None
+    return _draft_kv(step, rig, ref, batch, decodes=True)
 
 
 def _hidden_rows(
@@ -112,28 +118,76 @@ def _kv_blocks(
     step: int, rig: Rig, ref: ReferenceEngine, batch: list[ScheduledRequest]
 ) -> Divergence | None:
     """The target layers' K/V of every position each request owns, block by block."""
-    bs = rig.block_size
     for b in batch:
         trace = ref.last.get(b.rid)
         if trace is None:
             continue
         end = b.start_pos + len(b.query)
-        pos = torch.arange(end, device=rig.config.device)
-        blocks = torch.tensor(b.blocks, dtype=torch.int64, device=pos.device)[pos // bs]
-        offs = pos % bs
-        for layer in sorted(trace.kv):
-            caches, wants = rig.kv_caches[layer], trace.kv[layer]
-            if caches[0] is caches[1]:  # one latent row (MLA): V is a view of K's row
-                caches, wants = caches[:1], wants[:1]
-            for which, (cache, want) in enumerate(zip(caches, wants, strict=True)):
-                got = cache[blocks, offs].float()
-                tol = _tolerance(cache.dtype)
-                bad = ~torch.isclose(got, want[:end].float(), atol=tol, rtol=tol)
-                bad = bad.flatten(1).any(dim=1)
-                if bool(bad.any()):
-                    p = int(bad.nonzero()[0, 0])
-                    return Divergence(step, "target", b.rid, "kv_cache", "write_kv",
-                                      f"layer {layer} {'KV'[which]} position {p} "
-                                      f"(block {b.blocks[p // bs]}, slot {p % bs})",
-                                      "differs", "reference")  # fmt: skip
+        hit = _kv_rows(step, rig, b, trace.kv, 0, end, "target", "target")
+        if hit is not None:
+            return hit
+    return None
+
+
+def _draft_kv(
+    step: int, rig: Rig, ref: ReferenceEngine, batch: list[ScheduledRequest], decodes: bool
+) -> Divergence | None:
+    """The draft layers' K/V: the accepted positions [0, valid) the draft prefills wrote, or
+    (`decodes`) the K-1 positions after them the draft decodes wrote. EAGLE-style drafting
+    only: its dense reference recomputes exactly those positions (window and block drafts
+    keep other KV)."""
+    if rig.speculator != "eagle":
+        return None
+    k = rig.num_speculative_tokens
+    for b in batch:
+        trace = ref.last.get(b.rid)
+        if trace is None or not trace.draft_kv:
+            continue
+        lo, hi = (trace.valid, trace.valid + k - 1) if decodes else (0, trace.valid)
+        hi = min(hi, rig.max_model_len - 1)
+        phase = "draft_decode" if decodes else "draft_prefill"
+        hit = _kv_rows(step, rig, b, trace.draft_kv, lo, hi, phase, "draft")
+        if hit is not None:
+            return hit
+    return None
+
+
+def _kv_rows(
+    step: int,
+    rig: Rig,
+    b: ScheduledRequest,
+    layers: dict[int, tuple[torch.Tensor, torch.Tensor]],
+    lo: int,
+    hi: int,
+    phase: str,
+    owner: str,
+) -> Divergence | None:
+    """Positions [lo, hi) of one request in each of `layers` (global KV layer → reference
+    K/V by position), through the request's own blocks; the first that differs."""
+    bs = rig.block_size
+    hi = min(hi, len(b.blocks) * bs)
+    if hi <= lo:
+        return None
+    pos = torch.arange(lo, hi, device=rig.config.device)
+    blocks = torch.tensor(b.blocks, dtype=torch.int64, device=pos.device)[pos // bs]
+    offs = pos % bs
+    for layer in sorted(layers):
+        caches, wants = rig.kv_caches[layer], layers[layer]
+        if caches[0] is caches[1]:  # one latent row (MLA): V is a view of K's row
+            caches, wants = caches[:1], wants[:1]
+        for which, (cache, want) in enumerate(zip(caches, wants, strict=True)):
+            if want.shape[0] < hi:
+                continue  # the reference computed fewer positions (clamped at the end)
+            got = cache[blocks, offs].float().flatten(1)
+            ref_rows = want[lo:hi].float().flatten(1)
+            tol = _tolerance(cache.dtype)
+            bad = ~torch.isclose(got, ref_rows, atol=tol, rtol=tol)
+            if bool(bad.any()):
+                row, col = (int(i) for i in bad.nonzero()[0])
+                p = lo + row
+                return Divergence(step, phase, b.rid, "kv_cache", "write_kv",
+                                  f"{owner} layer {layer} {'KV'[which]} position {p} "
+                                  f"(block {b.blocks[p // bs]}, slot {p % bs}, element {col})",
+                                  f"{float(got[row, col]):.4g}",
+                                  f"{float(ref_rows[row, col]):.4g}")  # fmt: skip
     return None

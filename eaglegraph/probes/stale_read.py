@@ -81,18 +81,7 @@ def build_findings(cases: list[CaseResult]) -> list[Finding]:
     for case in cases:
         label = f"{case.mode} batch {case.batch}"
         if case.status in ("crash", "timeout", "error"):
-            tail = (case.stderr or "").strip().splitlines()[-3:]
-            findings.append(
-                Finding(
-                    id=f"crash:{case.name}",
-                    severity=Severity.ERROR,
-                    kind="crash",
-                    mode=case.mode,
-                    message=f"case {label} {case.status}: {case.error}",
-                    evidence=" | ".join(tail),
-                    fix="rerun the case with CUDA_LAUNCH_BLOCKING=1 (or compute-sanitizer) to locate the fault",
-                )
-            )
+            findings.append(_crash_finding(case, label))
         if case.differential:
             buffer, phase = OUTPUT_BUFFERS[case.differential[0]]
             findings.append(
@@ -137,6 +126,57 @@ def build_findings(cases: list[CaseResult]) -> list[Finding]:
         if case.divergence:
             findings.append(_divergence_finding(case, label, case.divergence))
     return _merge_repeats(findings)
+
+
+def _crash_finding(case: CaseResult, label: str) -> Finding:
+    """A case that died, named by its last checkpoint: the phase and step it was in, the
+    kernel launched last and the buffer to suspect — an invariant already broken in that
+    phase (checked before the phase's kernels ran), else what that kernel reads."""
+    tail = (case.stderr or "").strip().splitlines()[-3:]
+    cp = case.checkpoint or {}
+    phase, kernel = cp.get("phase"), cp.get("kernel")
+    broken = [b for b in cp.get("broken") or [] if b.get("phase") == phase] or list(
+        cp.get("broken") or []
+    )
+    buffers = list(cp.get("buffers") or [])
+    buffer = broken[0]["buffer"] if broken else buffers[0] if buffers else None
+    stage = cp.get("stage")
+    where = []
+    if stage == "capture":
+        where.append(f"capturing {phase or 'a'} graph {cp.get('graph', '')}".rstrip())
+    elif phase is not None:
+        step = cp.get("step")
+        draft = cp.get("draft_step")
+        where.append(
+            f"in {phase}" + ("" if step is None else f" of step {step}")
+            + (f" (draft step {draft})" if phase == "draft_decode" and draft else "")
+        )  # fmt: skip
+    if kernel:
+        reads = f" (reads {', '.join(buffers)})" if buffers else ""
+        where.append(f"last kernel launched: {kernel}{reads}")
+    if broken:
+        b = broken[0]
+        where.append(
+            f"before it, {b['buffer']} broke '{b['what']}' (element {b['element']} holds "
+            f"{b['value']}" + ("" if b.get("expected") is None else f", expected {b['expected']}")
+            + ")"
+        )  # fmt: skip
+    return Finding(
+        id=f"crash:{case.name}",
+        severity=Severity.ERROR,
+        kind="crash",
+        phase=phase,
+        buffer=buffer,
+        kernel=kernel,
+        mode=case.mode,
+        descriptor=case.descriptors.get(phase) if phase else None,
+        message=f"case {label} {case.status}: {case.error}"
+        + (f" — {'; '.join(where)}" if where else ""),
+        evidence=" | ".join(tail),
+        fix=f"check what {phase} hands {kernel} in {buffer}"
+        if phase and kernel and buffer
+        else "rerun the case with CUDA_LAUNCH_BLOCKING=1 (or compute-sanitizer) to locate the fault",
+    )
 
 
 def _canary_finding(

@@ -112,6 +112,7 @@ def render_probe(run: ProbeRun, console: Console) -> None:
         f"modes {', '.join(cfg.get('modes', []))} · K={cfg.get('num_speculative_tokens')} · "
         f"max_num_seqs={cfg.get('max_num_seqs')} · pool {cfg.get('pool')} · "
         f"{len(run.cases)} case(s) in {run.duration_s:.1f} s"
+        + (f" · {cfg['workers']} worker(s)" if run.isolated and cfg.get("workers") else "")
         + ("" if run.isolated else " · [yellow]not isolated[/yellow]")
     )
     console.print(Fitted(_cases_table(run)))

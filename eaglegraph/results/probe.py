@@ -128,6 +128,9 @@ class CaseResult:
     signal_s: dict[str, float] = field(default_factory=dict)
     error: str | None = None
     stderr: str | None = None
+    # where a case that failed was last seen (probes/checkpoint.py): stage, step, phase,
+    # the last kernel launched and the buffers it reads, invariants already broken
+    checkpoint: dict[str, Any] | None = None
 
     @property
     def hits(self) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from unittest import mock
 
 import torch
@@ -27,10 +27,14 @@ from eaglegraph.rig.workload import Request, ScheduledRequest
 
 @dataclass
 class Trace:
-    """One request's target pass in the reference: hidden rows and K/V per layer, by position."""
+    """One request's pass in the reference: the target's hidden rows and K/V per layer, by
+    position, and the draft layers' K/V of its last (longest) drafting pass, keyed by the
+    global KV layer (target layers first); `valid` is how many positions were accepted."""
 
     hidden: torch.Tensor
     kv: dict[int, tuple[torch.Tensor, torch.Tensor]]
+    draft_kv: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
+    valid: int = 0
 
 
 def _torch_rotary(
@@ -139,7 +143,7 @@ class ReferenceEngine:
             _attn(layer, q, k_, v, out)
 
         hidden, aux = m.target(ids, pos, attn, m.aux_layer_ids)
-        self.last[req.rid] = Trace(hidden.clone(), kv)
+        trace = self.last[req.rid] = Trace(hidden.clone(), kv)
         logits = m.target.compute_logits(hidden)
         verdict = logits[req.start_pos :].argmax(-1).tolist()
         n = 0
@@ -149,9 +153,17 @@ class ReferenceEngine:
         valid = req.start_pos + len(req.query) - (req.num_drafts - n)
         full = [*context[:valid], next_token]
         self.history[req.rid] = full[:valid]
+        trace.valid = valid
+
+        def draft_attn(
+            layer: int, q: torch.Tensor, k_: torch.Tensor, v: torch.Tensor, out: torch.Tensor
+        ) -> None:
+            # every drafting pass recomputes all positions: the last one covers the most
+            trace.draft_kv[layer] = (k_.clone(), v.clone())
+            _attn(layer, q, k_, v, out)
 
         verified = Verified(
-            full, hidden[:valid], aux[:valid] if aux is not None else None, k, _attn
+            full, hidden[:valid], aux[:valid] if aux is not None else None, k, draft_attn
         )
         out_drafts = draft_build(m.kind).dense_drafts(m.draft, verified)
         return next_token, n, out_drafts

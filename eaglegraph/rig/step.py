@@ -206,6 +206,10 @@ class Rig:
         }
         # called after each phase of a step (the probe reads the guard log per phase)
         self.phase_hook: Callable[[str], None] | None = None
+        # called as (phase, draft step, "prepare" | "launch") where a phase's input preparation
+        # starts and right before its graph or kernels run: the probe's breadcrumbs and the
+        # checks it must finish before a bad slot or index can reach a kernel
+        self.launch_hook: Callable[[str, int, str], None] | None = None
         self.captured_states: dict[BatchDescriptor, Metadata | None] = {}
 
     # ------------------------------------------------------------------ helpers
@@ -297,6 +301,7 @@ class Rig:
         r = self.max_num_seqs
 
         # --- host → persistent input buffers (prepare_inputs)
+        self._mark("target", 0, "prepare")
         h2d(bufs.input_ids[:tb], tokens)
         h2d(bufs.positions[:tb], positions)
         h2d(bufs.query_start_loc, np.concatenate([qsl, np.full(r - rb, tb)]))
@@ -332,6 +337,7 @@ class Rig:
             "target", seq_lens + [0] * (md_count[0] - rb), md_count[0], md_count[1], md_max_q
         )
         target_md = self.build_metadata(self.target_builder, common)
+        self._mark("target", 0, "launch")
         runner.run(desc, reqs_pad, tok_pad, target_md)
         self._phase_done("target")
 
@@ -356,6 +362,7 @@ class Rig:
             )
 
         # --- draft prefill (position 0 over the target's token layout)
+        self._mark("draft_prefill", 0, "prepare")
         aux = bufs.target_aux[:tok_pad] if bufs.target_aux is not None else None
         feature = self.models.draft.prefill_feature(bufs.target_hidden[:tok_pad], aux)
         bufs.eagle_hidden[:tok_pad].copy_(feature)
@@ -372,6 +379,7 @@ class Rig:
         p_reqs = pdesc.num_reqs if pfull and pdesc.num_reqs else rb
         p_toks = pdesc.num_tokens if pdesc.mode is not Mode.NONE else tok_pad
         prefill_md = self._prefill_metadata(pdesc, target_md, seq_lens, rb, p_reqs, p_toks)
+        self._mark("draft_prefill", 0, "launch")
         prunner.run(pdesc, p_reqs, p_toks, prefill_md)
         descriptors["draft_prefill"] = pdesc.label()
         self._phase_done("draft_prefill")
@@ -393,6 +401,7 @@ class Rig:
         """Multi-module MTP: every module over the request's window, in one draft graph."""
         assert self.mtp_window is not None
         bufs, rb = self.bufs, len(batch)
+        self._mark("draft_prefill", 0, "prepare")
         self.mtp_window.prepare(rb, max_q)
         runner = self.runners["draft_prefill"]
         desc = runner.dispatch(rb, tb, uniform_token_count(rb, tb, max_q))
@@ -410,7 +419,9 @@ class Rig:
         common = self.common_metadata(
             "eagle", lens, p_reqs, p_toks, graph_max_query_len(desc, max_q)
         )
-        runner.run(desc, p_reqs, p_toks, self.build_metadata(self.draft_builder, common))
+        md = self.build_metadata(self.draft_builder, common)
+        self._mark("draft_prefill", 0, "launch")
+        runner.run(desc, p_reqs, p_toks, md)
         descriptors["draft_prefill"] = desc.label()
         self._phase_done("draft_prefill")
 
@@ -426,6 +437,7 @@ class Rig:
         """DFlash: context step, parallel query blocks and sampling in one draft graph."""
         assert self.dflash is not None
         bufs, rb, k = self.bufs, len(batch), self.num_speculative_tokens
+        self._mark("draft_prefill", 0, "prepare")
         runner = self.runners["draft_prefill"]
         desc = runner.dispatch(rb, tb, uniform_token_count(rb, tb, max_q))
         full = desc.mode is Mode.FULL
@@ -446,13 +458,19 @@ class Rig:
             self.dflash.qsl, self.dflash.seq_lens, bufs.block_table, lens, p_reqs, q_rows, k + 1,
             "dflash",
         )  # fmt: skip
-        runner.run(desc, p_reqs, context_rows, self.build_metadata(self.draft_builder, common))
+        md = self.build_metadata(self.draft_builder, common)
+        self._mark("draft_prefill", 0, "launch")
+        runner.run(desc, p_reqs, context_rows, md)
         descriptors["draft_prefill"] = desc.label()
         self._phase_done("draft_prefill")
 
     def _phase_done(self, phase: str) -> None:
         if self.phase_hook is not None:
             self.phase_hook(phase)
+
+    def _mark(self, phase: str, draft_step: int, what: str) -> None:
+        if self.launch_hook is not None:
+            self.launch_hook(phase, draft_step, what)
 
     def _prefill_metadata(
         self,
@@ -491,6 +509,7 @@ class Rig:
     ) -> None:
         bufs = self.bufs
         rb, k, r = len(batch), self.num_speculative_tokens, self.max_num_seqs
+        self._mark("draft_decode", 1, "prepare")
         prepare_eagle_decode(
             bufs.draft_tokens, bufs.seq_lens, bufs.num_rejected, bufs.eagle_input_ids,
             bufs.eagle_positions, bufs.eagle_qsl, bufs.eagle_seq_lens, rb, r, self.max_model_len,
@@ -512,11 +531,13 @@ class Rig:
             md = self.build_metadata(
                 self.draft_builder, self.common_metadata("eagle", lens, r_pad, t_pad, 1)
             )
+            self._mark("draft_decode", 1, "launch")  # slots are computed inside the graph
             runner.run(desc, r_pad, t_pad, md)  # all K-1 steps, one replay
             descriptors["draft_decode"] = f"{desc.label()} ×{k - 1} steps fused"
             self._phase_done("draft_decode")
             return
         for step in range(1, k):
+            self._mark("draft_decode", step, "prepare")
             if sglang:
                 padded_slot_mapping(
                     bufs, r_pad, self.block_size, self.allocator.num_blocks,
@@ -533,6 +554,7 @@ class Rig:
                 self.draft_builder, self.common_metadata("eagle", lens, r_pad, t_pad, 1)
             )
             bufs.current_draft_step.fill_(step)
+            self._mark("draft_decode", step, "launch")
             runner.run(desc, r_pad, t_pad, md)
         descriptors["draft_decode"] = desc.label()
         self._phase_done("draft_decode")

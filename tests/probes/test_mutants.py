@@ -21,6 +21,8 @@ SUBSET = [
     ("stale-csr-offsets", "NONE", {"invariant"}),
     ("decode-pad-row-writes-committed-kv", "FULL", {"kv-canary", "invariant"}),
     ("pad-slot-zero", "FULL", {"kv-canary", "invariant"}),
+    # only the draft layers' KV is wrong: the reference compares every layer's owned blocks
+    ("draft-kv-write-one-short", "NONE", {"reference-divergence"}),
 ]
 
 
