@@ -2,42 +2,22 @@
 
 A worker that fails to build its rig turns bad input into a "crash" finding, and a rig that
 does not fit memory is killed by the kernel without a word. So the parent checks, from the
-configs alone: that the pair can be built (draft kind, weights or --random-weights), that the
-plan's sizes are within what the rig and the target allow, and that the weights and KV cache
+configs alone: that the pair can be built (`rig.model_setup.check_buildable`, the same function
+the model builder calls: draft kind, weights or --random-weights, MLA targets, aux layers), that
+the plan's sizes are within what the rig and the target allow, and that the weights and KV cache
 fit the memory left. The rig repeats its own checks; these only move them forward.
 """
 
 from __future__ import annotations
 
 from eaglegraph.errors import BadInput
-from eaglegraph.models.drafts import draft_build
-from eaglegraph.pair.mla import mla_dims
 from eaglegraph.pair.model import Pair
 from eaglegraph.probes.host_memory import RigMemory, check_rig_memory
 from eaglegraph.rig.config import RigConfig
-from eaglegraph.rig.model_setup import aux_layer_ids, check_buildable
+from eaglegraph.rig.model_setup import check_buildable
 from eaglegraph.rig.plan import build_plan
 
 MAX_RIG_TOKENS = 1 << 20  # the rig's own limit on tokens per step
-
-
-def check_models(pair: Pair, framework: str) -> None:
-    """The pair/kind combinations the model builders refuse, read from the configs alone (the
-    conditions `rig.model_setup.build_models` raises on, through the same draft registry)."""
-    assert pair.target is not None and pair.draft_facts is not None
-    kind = pair.draft_facts.kind
-    if mla_dims(pair.target.config) is not None and not draft_build(kind).mla_target:
-        raise BadInput(
-            f"an MLA target with a {kind.value} draft is not supported by the rig (MTP "
-            "drafts of MLA targets are)"
-        )
-    aux = aux_layer_ids(pair, framework)
-    layers = pair.target.geometry.num_hidden_layers
-    if aux and max(aux) >= layers:
-        raise BadInput(
-            f"aux layer ids {list(aux)} ({framework} convention) tap past the target's "
-            f"{layers} layers"
-        )
 
 
 def check_limits(pair: Pair, config: RigConfig) -> None:
@@ -67,7 +47,6 @@ def check_limits(pair: Pair, config: RigConfig) -> None:
 
 def preflight(pair: Pair, config: RigConfig, memory: bool = True) -> RigMemory | None:
     """Refuse what cannot be built or will not fit; returns the rig's memory needs."""
-    check_buildable(pair, config.random_weights)
-    check_models(pair, config.options.framework)
+    check_buildable(pair, config.random_weights, config.options.framework)
     check_limits(pair, config)
     return check_rig_memory(pair, config) if memory else None

@@ -66,7 +66,15 @@ def resolve_model_dtype(name: str, pair: Pair, device: torch.device) -> torch.dt
     return resolve_dtype(config_dtype or "bfloat16")
 
 
-def check_buildable(pair: Pair, random_weights: bool) -> None:
+def check_buildable(pair: Pair, random_weights: bool, framework: str = "vllm") -> tuple[int, ...]:
+    """Whether the pair can be built, from its configs and headers alone, and why not.
+
+    The one home of every condition `build_models` refuses (the preflight calls it before any
+    worker starts, so bad input never becomes a crash): a missing side, an unsupported draft
+    kind, a fatal pair check, config-only folders without --random-weights, an unsupported
+    target architecture, a draft kind that cannot follow an MLA target, aux layer ids past the
+    target's layers. Returns the aux layer ids the draft taps (its kind decides).
+    """
     facts = pair.draft_facts
     if pair.target is None:
         raise BadInput(pair.missing or "no target model found; give MODEL_DIR with a target")
@@ -87,21 +95,27 @@ def check_buildable(pair: Pair, random_weights: bool) -> None:
                     f"{side.role} {side.path} has no weights; pass --random-weights to build "
                     "it from config.json alone"
                 )
+    build = draft_build(facts.kind)
     if mla_dims(pair.target.config) is None:
         target_family(pair.target.geometry)  # unsupported target architectures fail here
+    elif not build.mla_target:
+        raise BadInput(
+            f"an MLA target with a {facts.kind.value} draft is not supported by the rig (MTP "
+            "drafts of MLA targets are)"
+        )
+    aux = build.aux_layer_ids(pair, framework)
+    layers = pair.target.geometry.num_hidden_layers
+    if aux and max(aux) >= layers:
+        raise BadInput(
+            f"aux layer ids {list(aux)} ({framework} convention) tap past the target's "
+            f"{layers} layers"
+        )
+    return aux
 
 
 def draft_arch(pair: Pair) -> DraftArch:
     assert pair.draft_facts is not None
     return draft_build(pair.draft_facts.kind).arch(pair)
-
-
-def aux_layer_ids(pair: Pair, framework: str) -> tuple[int, ...]:
-    """Entering-layer ids of the target states the draft consumes (its kind decides)."""
-    facts = pair.draft_facts
-    if facts is None or pair.target is None or not facts.kind.supported:
-        return ()
-    return draft_build(facts.kind).aux_layer_ids(pair, framework)
 
 
 def build_models(
@@ -115,22 +129,10 @@ def build_models(
     max_positions: int | None = None,
 ) -> LoadedPair:
     """The pair's target and draft modules, whatever the kind: its `BUILD` says how."""
-    check_buildable(pair, random_weights)
+    aux = check_buildable(pair, random_weights, framework)
     assert pair.target is not None and pair.draft is not None and pair.draft_facts is not None
     kind = pair.draft_facts.kind
-    build = draft_build(kind)
-    if mla_dims(pair.target.config) is not None and not build.mla_target:
-        raise BadInput(
-            f"an MLA target with a {kind.value} draft is not supported by the rig (MTP "
-            "drafts of MLA targets are)"
-        )
-    arch = build.arch(pair)
-    aux = build.aux_layer_ids(pair, framework)
-    if aux and max(aux) >= pair.target.geometry.num_hidden_layers:
-        raise BadInput(
-            f"aux layer ids {list(aux)} ({framework} convention) tap past the target's "
-            f"{pair.target.geometry.num_hidden_layers} layers"
-        )
+    arch = draft_build(kind).arch(pair)
     target = build_target(
         pair.target, dtype, device,
         random_weights=random_weights, seed=seed, max_positions=max_positions,

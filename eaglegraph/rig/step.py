@@ -75,7 +75,7 @@ class Rig:
         self.framework = opts.framework
         self.plan: CapturePlan = build_plan(opts)
         dev = config.device
-        check_buildable(pair, config.random_weights)
+        check_buildable(pair, config.random_weights, opts.framework)
         assert pair.target is not None and pair.draft is not None
         tg, dg = pair.target.geometry, pair.draft.geometry
         self.max_num_seqs = r = opts.max_num_seqs

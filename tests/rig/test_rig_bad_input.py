@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from eaglegraph.pair.presets import materialize
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.options import resolve_plan_options
 from eaglegraph.rig.step import Rig
-from tests.helpers import tiny_eagle3_config, tiny_target_config, write_config
+from tests.helpers import tiny_eagle1_config, tiny_eagle3_config, tiny_target_config, write_config
 
 CONFIGS = Path(__file__).parents[1] / "fixtures" / "configs"
 
@@ -67,3 +68,41 @@ def test_max_model_len_beyond_the_target(monkeypatch: pytest.MonkeyPatch) -> Non
     )
     with pytest.raises(BadInput, match="exceeds the target's max_position_embeddings"):
         Rig(load_pair(materialize("tiny-llama-eagle1")), config)
+
+
+def _mla_target_eagle_draft(root: Path) -> Path:
+    from eaglegraph.pair.presets import PRESETS
+
+    write_config(root / "target", dict(PRESETS["tiny-deepseek-mtp"].target))
+    write_config(root / "draft", tiny_eagle1_config())
+    return root
+
+
+def _widths_that_do_not_fit(root: Path) -> Path:
+    write_config(root / "target", tiny_target_config())
+    write_config(root / "draft", tiny_eagle3_config(target_hidden_size=96))
+    return root
+
+
+UNBUILDABLE = {
+    "mla target, eagle draft": (_mla_target_eagle_draft, True, "MLA target with a eagle1"),
+    "config only": (lambda _: materialize("llama3.1-8b-eagle1"), False, "--random-weights"),
+    "widths": (_widths_that_do_not_fit, True, "hidden-mismatch"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNBUILDABLE))
+def test_preflight_and_builder_refuse_alike(case: str, tmp_path: Path) -> None:
+    """One home for "can this pair be built": the preflight (before any worker) and the model
+    builder refuse the same pair with the same line."""
+    from eaglegraph.probes.preflight import preflight
+    from eaglegraph.rig.model_setup import build_models
+
+    make, random_weights, names = UNBUILDABLE[case]
+    pair = load_pair(make(tmp_path))
+    config = _config(random_weights=random_weights)
+    with pytest.raises(BadInput, match=re.escape(names)) as before:
+        preflight(pair, config, memory=False)
+    with pytest.raises(BadInput) as built:
+        build_models(pair, torch.float32, torch.device("cpu"), random_weights=random_weights)
+    assert str(before.value) == str(built.value)
