@@ -15,6 +15,7 @@ import click
 
 from eaglegraph.cli.app import make_app, output_options
 from eaglegraph.cli.options import plan_options, pop_plan_kwargs
+from eaglegraph.cli.outputs import check_outputs
 from eaglegraph.cli.rig_options import pop_rig_kwargs, rig_options
 from eaglegraph.errors import BadInput
 
@@ -53,8 +54,7 @@ def command(
     as one self-contained page; --json prints the explorer's nodes and links.
     """
     app = make_app(ctx, json_output, no_color)
-    if html_path and Path(html_path).exists() and not force:
-        raise BadInput(f"{html_path} already exists", "pass --force to replace it")
+    check_outputs({"--html": html_path}, force=force, inputs=(source,))
     plan_kwargs = pop_plan_kwargs(kwargs)
     rig_kwargs = pop_rig_kwargs(kwargs)
     run, actions = _open(source, plan_kwargs, rig_kwargs)

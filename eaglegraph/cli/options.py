@@ -13,9 +13,11 @@ from eaglegraph.known.choose import profile_for_engine
 from eaglegraph.results.findings import FAIL_ON_CHOICES
 from eaglegraph.rig.options import (
     ATTENTION_BACKENDS,
+    COMPILATION_KEYS,
     DEFAULT_MAX_NUM_BATCHED_TOKENS,
     DEFAULT_MAX_NUM_SEQS,
     FRAMEWORKS,
+    SPECULATIVE_KEYS,
 )
 
 _MODE_OPTION = click.option(
@@ -167,9 +169,48 @@ def plan_options_without_mode(func: Callable[..., Any]) -> Callable[..., Any]:
     return plan_options_for(with_mode=False)(func)
 
 
+def check_capture_sizes(text: str | None) -> None:
+    """Refuse an empty --capture-sizes, or one with an empty entry ("4,,8", "4,8,"): a typo the
+    parser would otherwise drop without a word."""
+    if text is None:
+        return
+    if not text.strip():
+        raise BadInput("--capture-sizes is empty", "give comma-separated sizes, e.g. 1,2,4,8")
+    if any(not item.strip() for item in text.split(",")):
+        raise BadInput(
+            f"--capture-sizes {text!r} has an empty entry",
+            "give comma-separated sizes, e.g. 1,2,4,8",
+        )
+
+
+def ignored_keys(text: str | None, used: tuple[str, ...]) -> list[str]:
+    """Keys of a pasted vLLM JSON config that the plan does not read (e.g. the draft `model`:
+    it comes from MODEL_DIR here). Invalid JSON is left to the plan's own one-line refusal."""
+    import json
+
+    try:
+        value = json.loads(text) if text else None
+    except json.JSONDecodeError:
+        return []
+    return [k for k in value if k not in used] if isinstance(value, dict) else []
+
+
 def pop_plan_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The plan options, with `--engine` turned into the profile name it selects."""
+    """The plan options, with `--engine` turned into the profile name it selects; a warning on
+    stderr names each pasted JSON key the plan ignores."""
     plan = {k: kwargs.pop(k) for k in PLAN_KEYS if k in kwargs}
+    check_capture_sizes(plan.get("capture_sizes"))
+    for flag, key, used in (
+        ("--speculative-config", "speculative_config", SPECULATIVE_KEYS),
+        ("--compilation-config", "compilation_config", COMPILATION_KEYS),
+    ):
+        ignored = ignored_keys(plan.get(key), used)
+        if ignored:
+            click.echo(
+                f"eaglegraph: warning: {flag} keys not modelled, ignored: {', '.join(ignored)} "
+                f"(read: {', '.join(used)})",
+                err=True,
+            )
     engine = plan.pop("engine", None)
     if engine is not None:
         if plan.get("behavior"):
@@ -178,12 +219,16 @@ def pop_plan_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
     return plan
 
 
+WEEK = 7 * 24 * 3600.0  # no run waits longer; `1e308` would overflow the OS's timeout
+
+
 class Seconds(click.ParamType):
-    """A finite number of seconds in (low, high]: `nan`, `inf`, 0 and negatives are refused."""
+    """A finite number of seconds in (low, high]: `nan`, `inf`, 0 and negatives are refused,
+    and so are values past `high` (a week by default), which the OS's timers cannot hold."""
 
     name = "seconds"
 
-    def __init__(self, low: float = 0.0, high: float = math.inf) -> None:
+    def __init__(self, low: float = 0.0, high: float = WEEK) -> None:
         self.low, self.high = low, high
 
     def convert(

@@ -23,6 +23,13 @@ def check_outputs(
     outputs: Mapping[str, str | None], *, force: bool, inputs: Iterable[str | None] = ()
 ) -> dict[str, Path]:
     """The given outputs (option name -> path), validated; raises BadInput naming the option."""
+    for name, p in outputs.items():
+        if p is not None and p.strip() in ("", "-"):
+            raise BadInput(
+                f"{name} {p!r} is not a file path (stdout holds the report; --json prints the "
+                "result there)",
+                "give a file name",
+            )
     chosen = {name: Path(p) for name, p in outputs.items() if p}
     seen: dict[Path, str] = {}
     for name, path in chosen.items():

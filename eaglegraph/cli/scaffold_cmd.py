@@ -44,6 +44,13 @@ def command(
         ScaffoldResult,
     )
 
+    if list_presets and (directory is not None or preset is not None or force):
+        given = [
+            x for x, v in (("DIRECTORY", directory), ("--preset", preset), ("--force", force)) if v
+        ]
+        raise BadInput(
+            f"--list takes no {' or '.join(given)}", "list, then scaffold in a second call"
+        )
     if list_presets:
         rows = [
             PresetInfo(

@@ -31,6 +31,14 @@ PROBE_MAX_NUM_SEQS = {"vllm": 4, "sglang": 10}
 # vLLM plan is ~200 graphs and minutes of Triton interpretation, and the emulated backend
 # measures no memory, so the small plan already shows every phase, mode and descriptor kind
 CPU_CAPTURE_MAX_NUM_SEQS = {"vllm": 4, "sglang": 4}
+# the JSON keys the plan reads; the CLI names any other key as ignored
+SPECULATIVE_KEYS = ("method", "num_speculative_tokens")
+COMPILATION_KEYS = (
+    "cudagraph_mode",
+    "mode",
+    "cudagraph_capture_sizes",
+    "max_cudagraph_capture_size",
+)
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,8 @@ def find_pyspy() -> str:
 def check_pid(pid: int) -> None:
     if pid <= 0:
         raise BadInput(f"PID must be a positive integer, got {pid}")
+    if pid >= 2**31:  # os.kill overflows; no kernel hands out such a PID
+        raise BadInput(f"no process with PID {pid} (PIDs are below 2^31)")
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

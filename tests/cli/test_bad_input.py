@@ -98,6 +98,9 @@ NUMBER_CASES = [
     (["--max-num-seqs", "many"], "--max-num-seqs"),
     (["--capture-sizes", "a,b"], "--capture-sizes"),
     (["--capture-sizes", "0,-1"], "capture sizes"),
+    (["--capture-sizes", ""], "--capture-sizes is empty"),
+    (["--capture-sizes", "4,,8"], "empty entry"),
+    (["--capture-sizes", "4,8,"], "empty entry"),
     (["--speculative-config", "{bad"], "--speculative-config"),
     (["--speculative-config", "[]"], "--speculative-config"),
     (["--compilation-config", '{"cudagraph_mode": 5}'], "5"),
@@ -136,7 +139,7 @@ def test_bad_rig_option(command: str, extra: list[str], names: str) -> None:
     refused([command, PRESET, *extra], names)
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "nan", "soon"])
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "soon", "inf", "1e308"])
 @pytest.mark.parametrize("command", ["probe", "memdiff"])
 def test_timeout_must_be_positive(command: str, value: str) -> None:
     refused([command, PRESET, "--timeout", value], "--timeout")
@@ -165,6 +168,9 @@ OUTPUT_CASES: dict[str, Callable[[dict[str, Path]], tuple[list[str], str]]] = {
     "a folder": lambda d: (["--save", str(d["emptydir"])], "directory"),
     # --force must never swap a device node for a file (as root, /dev/null would go)
     "a device": lambda d: (["--save", "/dev/null", "--force"], "character device"),
+    # '-' would become a file named '-' in the working folder; '' was silently no file at all
+    "a dash": lambda d: (["--save", "-"], "not a file path"),
+    "empty": lambda d: (["--save", ""], "not a file path"),
 }
 SAVE_COMMANDS = ("capture", "probe", "memdiff")
 
@@ -218,6 +224,16 @@ def test_report_output_is_the_input(inputs: dict[str, Path]) -> None:
     refused(["report", run_file, "--html", run_file, "--force"], "input")
 
 
+@pytest.mark.parametrize("option", ["--html", "--trace"])
+def test_report_output_dash(option: str, inputs: dict[str, Path]) -> None:
+    refused(["report", str(inputs["foreign.json"]), option, "-"], option)
+
+
+def test_explore_html_checked_like_every_output(inputs: dict[str, Path]) -> None:
+    refused(["explore", PRESET, "--html", str(inputs["emptydir"])], "directory")
+    refused(["explore", PRESET, "--html", str(inputs["root"] / "no" / "x.html")], "does not exist")
+
+
 # -- triage: logs -----------------------------------------------------------------------------
 
 
@@ -249,7 +265,9 @@ def test_empty_and_binary_stdin() -> None:
 # -- stacks, scaffold -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("pid", "names"), [("abc", "abc"), ("0", "0")])
+@pytest.mark.parametrize(
+    ("pid", "names"), [("abc", "abc"), ("0", "0"), ("99999999999", "99999999999")]
+)
 def test_bad_pid(pid: str, names: str) -> None:
     refused(["stacks", pid], names)
 
@@ -268,6 +286,9 @@ def test_scaffold_bad_inputs(inputs: dict[str, Path]) -> None:
     refused(["scaffold", str(inputs["root"] / "new"), "--preset", "nope"], "nope")
     refused(["scaffold", str(inputs["exists.txt"]), "--preset", PRESET], "exists.txt")
     refused(["scaffold", str(inputs["root"] / "new")], "--preset")
+    # --list with a scaffold's arguments: neither silently dropped
+    refused(["scaffold", str(inputs["root"] / "new"), "--preset", PRESET, "--list"], "--list")
+    assert not (inputs["root"] / "new").exists()
 
 
 # -- --json: a failed command prints an error document on stdout ------------------------------
@@ -327,6 +348,9 @@ WARNING_CASES = [
     (["-K", "24"], "K=24", "accepted"),
     (["--max-num-seqs", "6000"], "--max-num-seqs 6000", "far above"),
     (["--capture-sizes", "4,8,4096", "--max-num-batched-tokens", "512"], "4096", "dropped"),
+    # pasted vLLM JSON: keys the plan does not read are named, not silently dropped
+    (["--speculative-config", '{"model": "x/y", "method": "eagle3"}'], "model", "ignored"),
+    (["--compilation-config", '{"level": 3}'], "level", "ignored"),
 ]
 
 
