@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU checks, run on the H100/H200 machine from the repository root (nothing installs there:
-# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|cuda-rig|cuda-probes|capture|memdiff|memdiff3|probe|bench|memory|memory-1024|memory-8b|memory-compiled|mtp|sanitizer|badinput|engines|all]...
+# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|cuda-rig|cuda-probes|capture|memdiff|memdiff3|probe|bench|memory|memory-1024|memory-8b|memory-compiled|mtp|sanitizer|badinput|views|engines|all]...
 # (probe-profiles runs only when named)
 # Every stage logs to $OUT (default /tmp/eaglegraph-gpu) and the script keeps going after a
 # failing stage, so one run reports everything.
@@ -47,6 +47,15 @@ if want badinput; then
   TAIL=5 run badinput-8b-refused python3 -c "import subprocess, sys, torch
 hog = torch.empty(int(torch.cuda.mem_get_info()[0] * 0.9), dtype=torch.uint8, device='cuda')
 sys.exit(subprocess.call([sys.executable, '-m', 'eaglegraph', 'capture', 'llama3.1-8b-eagle3', '--random-weights']))"
+fi
+if want views; then
+  # issue 10: real CUDA runs at 80 and 200 columns (an 8B capture, a memdiff, and every run the
+  # stages before saved in $OUT): no line past the width, no number cut to "…", no split name
+  TAIL=8 run views-capture-8b $EG capture llama3.1-8b-eagle3 --random-weights --max-num-seqs 32 \
+    --no-color --save "$OUT/views-capture-8b.json" --force
+  TAIL=8 run views-memdiff-tiny $EG memdiff tiny-llama-eagle3 --max-num-seqs 16 --no-color \
+    --save "$OUT/views-memdiff-tiny.json" --force
+  TAIL=20 run views-80 python3 scripts/check_views.py "$OUT"/*.json
 fi
 if want probe; then
   # issue 13: under 1 minute on the GPU, no findings under vllm-current / sglang-current
