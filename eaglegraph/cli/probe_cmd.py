@@ -142,12 +142,21 @@ def command(
         raise BadInput("give a MODEL_DIR or a preset name (or --list-behaviors)")
     if workers is not None and workers < 1:
         raise BadInput(f"--workers must be at least 1, got {workers}")
+    source = ctx.get_parameter_source("timeout")
+    if no_isolation and source is not None and source.name == "COMMANDLINE":
+        click.echo(
+            "eaglegraph: warning: --timeout has no effect with --no-isolation: cases run in "
+            "this process, which cannot stop one that hangs",
+            err=True,
+        )
     check_outputs({"--save": save}, force=force, inputs=(model_dir,))
     selected = [m for value in modes or ("all",) for m in value.split(",") if m]
     wanted = None
-    if batches:
+    if batches is not None:
+        if any(not b.strip() for b in batches.split(",")):
+            raise BadInput(f"--batches {batches!r} has an empty entry", "e.g. --batches 1,3")
         try:
-            wanted = [int(b) for b in batches.split(",") if b.strip()]
+            wanted = [int(b) for b in batches.split(",")]
         except ValueError:
             raise BadInput(
                 f"--batches: expected comma-separated integers, got {batches!r}"

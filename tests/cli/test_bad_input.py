@@ -145,9 +145,17 @@ def test_timeout_must_be_positive(command: str, value: str) -> None:
     refused([command, PRESET, "--timeout", value], "--timeout")
 
 
-@pytest.mark.parametrize("value", ["a", "0", "1,,x"])
+@pytest.mark.parametrize("value", ["a", "0", "1,,x", "1,,3", "1,", ""])
 def test_probe_batches(value: str) -> None:
     refused(["probe", PRESET, "--batches", value], "--batches")
+
+
+def test_probe_timeout_without_isolation_warns() -> None:
+    # the config-only pair is refused right after the warning, so no case runs
+    code, _ = warned(
+        ["probe", CONFIG_ONLY, "--no-isolation", "--timeout", "5"], "--timeout", "no effect"
+    )
+    assert code == 2
 
 
 # -- input that cannot be built: refused before any worker, never a "crash" finding -----------
