@@ -62,7 +62,7 @@ def rig_memory(pair: Pair, config: RigConfig, dtype: torch.dtype | None = None) 
     params = _parameters(pair.target)
     if pair.draft.path != pair.target.path:  # in-checkpoint MTP shares the target's weights
         params += _parameters(pair.draft)
-    layouts = kv_layouts(pair, config.block_size, dtype)
+    layouts = kv_layouts(pair, config.block_size, dtype, config.options.framework)
     per_block = sum(
         KVLayout(1, x.block_size, x.num_kv_heads, x.head_dim, x.dtype, x.latent).bytes_per_layer()
         for x in layouts

@@ -16,6 +16,7 @@ from eaglegraph.probes.host_memory import RigMemory, check_rig_memory
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.model_setup import check_buildable
 from eaglegraph.rig.plan import build_plan
+from eaglegraph.rig.speculators import refusal_findings
 
 MAX_RIG_TOKENS = 1 << 20  # the rig's own limit on tokens per step
 
@@ -37,6 +38,8 @@ def check_limits(pair: Pair, config: RigConfig) -> None:
             "its block tables hold a row per request"
         )
     plan = build_plan(config.options)
+    for refused in refusal_findings(pair, plan):  # a configuration the engine would not run
+        raise BadInput(refused.message)
     tokens = max(config.options.max_num_batched_tokens, max(plan.capture_sizes, default=0))
     if tokens > MAX_RIG_TOKENS:
         raise BadInput(

@@ -27,11 +27,11 @@ def _side_kv(side: ModelSide, layers: int, nbytes: int) -> int:
     return latent if latent is not None else _kv_per_token(side.geometry, layers, nbytes)
 
 
-def _draft_layers(pair: Pair) -> int:
-    """The draft's KV layers (MTP: one per module, not its config's stack)."""
+def _draft_layers(pair: Pair, framework: str) -> int:
+    """The draft's KV layers (MTP: one per module the engine runs, not its config's stack)."""
     assert pair.draft is not None
     if pair.draft_facts is not None and pair.draft_facts.kind.supported and pair.target:
-        return draft_layer_count(pair)
+        return draft_layer_count(pair, framework)
     return pair.draft.geometry.num_hidden_layers
 
 
@@ -63,7 +63,7 @@ def estimate_memory(pair: Pair, plan: CapturePlan, dtype: str | None = None) -> 
     largest = max(plan.capture_sizes) if plan.capture_sizes else 0
     rows_draft = min(largest, plan.max_num_seqs) if largest else 0
     kv_t = _side_kv(pair.target, t.num_hidden_layers, nbytes) if pair.target and t else None
-    kv_d = _side_kv(pair.draft, _draft_layers(pair), nbytes) if pair.draft else None
+    kv_d = _side_kv(pair.draft, _draft_layers(pair, plan.framework), nbytes) if pair.draft else None
     if any(s is not None and mla_dims(s.config) for s in (pair.target, pair.draft)):
         notes.append(
             "MLA layers cache one latent row (kv_lora_rank + qk_rope_head_dim) per token, "

@@ -28,18 +28,19 @@ def _side_layout(side: ModelSide, block_size: int, dtype: torch.dtype) -> KVLayo
     return _standard(side.geometry, block_size, dtype)
 
 
-def draft_layer_count(pair: Pair) -> int:
-    """Attention layers of the draft, as its kind's build counts them (MTP: one per module,
-    whatever the config's `num_hidden_layers` says); the config's layers for other kinds."""
+def draft_layer_count(pair: Pair, framework: str) -> int:
+    """Attention layers of the draft, as its kind's build counts them under `framework` (MTP:
+    one per module the engine runs, whatever the config's `num_hidden_layers` says); the
+    config's layers for other kinds."""
     assert pair.draft is not None and pair.draft_facts is not None
     if pair.draft_facts.kind.supported:
-        return len(draft_build(pair.draft_facts.kind).kv_layers(pair))
+        return len(draft_build(pair.draft_facts.kind).kv_layers(pair, framework))
     return pair.draft.geometry.num_hidden_layers
 
 
-def kv_layouts(pair: Pair, block_size: int, dtype: torch.dtype) -> list[KVLayout]:
+def kv_layouts(pair: Pair, block_size: int, dtype: torch.dtype, framework: str) -> list[KVLayout]:
     """One layout per attention layer, target first (num_blocks 0: sized later)."""
     assert pair.target is not None and pair.draft is not None
     target = [_side_layout(pair.target, block_size, dtype)] * pair.target.geometry.num_hidden_layers
-    draft = [_side_layout(pair.draft, block_size, dtype)] * draft_layer_count(pair)
+    draft = [_side_layout(pair.draft, block_size, dtype)] * draft_layer_count(pair, framework)
     return target + draft

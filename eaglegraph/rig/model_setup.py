@@ -113,11 +113,6 @@ def check_buildable(pair: Pair, random_weights: bool, framework: str = "vllm") -
     return aux
 
 
-def draft_arch(pair: Pair) -> DraftArch:
-    assert pair.draft_facts is not None
-    return draft_build(pair.draft_facts.kind).arch(pair)
-
-
 def build_models(
     pair: Pair,
     dtype: torch.dtype,
@@ -132,7 +127,7 @@ def build_models(
     aux = check_buildable(pair, random_weights, framework)
     assert pair.target is not None and pair.draft is not None and pair.draft_facts is not None
     kind = pair.draft_facts.kind
-    arch = draft_build(kind).arch(pair)
+    arch = draft_build(kind).arch(pair, framework)
     target = build_target(
         pair.target, dtype, device,
         random_weights=random_weights, seed=seed, max_positions=max_positions,

@@ -56,7 +56,7 @@ from eaglegraph.rig.mtp_window import MTPWindow
 from eaglegraph.rig.plan import CapturePlan, build_plan
 from eaglegraph.rig.routines import PhaseRoutines
 from eaglegraph.rig.sglang_padding import PADDED_SEQ_LEN, pad_draft_rows, padded_slot_mapping
-from eaglegraph.rig.speculators import speculator_plan
+from eaglegraph.rig.speculators import refusal_findings, speculator_plan
 from eaglegraph.rig.step_buffers import StepBuffers, h2d
 from eaglegraph.rig.workload import Request, ScheduledRequest
 
@@ -76,6 +76,8 @@ class Rig:
         self.plan: CapturePlan = build_plan(opts)
         dev = config.device
         check_buildable(pair, config.random_weights, opts.framework)
+        for refused in refusal_findings(pair, self.plan):  # what the engine would not run
+            raise BadInput(refused.message)
         assert pair.target is not None and pair.draft is not None
         tg, dg = pair.target.geometry, pair.draft.geometry
         self.max_num_seqs = r = opts.max_num_seqs
@@ -94,7 +96,7 @@ class Rig:
         self.max_blocks = mb = -(-config.max_model_len // bs)
         kv_dtype = resolve_model_dtype(config.dtype, pair, dev)
         assert pair.draft_facts is not None  # check_buildable
-        layouts = kv_layouts(pair, bs, kv_dtype)
+        layouts = kv_layouts(pair, bs, kv_dtype, opts.framework)
         per_block = sum(lay.bytes_per_layer() for lay in [_with_blocks(x, 1) for x in layouts])
         wanted = config.num_blocks or 1 + r * mb
         budget = KV_BUDGET_BYTES["cuda" if dev.type == "cuda" else "cpu"]

@@ -29,18 +29,26 @@ from eaglegraph.rig.workload import Schedule
 
 SCHEDULE = Schedule.grow_shrink(4, waves=1)
 PRESETS = ["tiny-deepseek-mtp", "tiny-deepseek-mtp2", "tiny-qwen3-mtp", "tiny-qwen3-dflash"]
-SPECULATOR = {
-    "tiny-deepseek-mtp": "eagle",
-    "tiny-deepseek-mtp2": "window",
-    "tiny-qwen3-mtp": "eagle",
-    "tiny-qwen3-dflash": "block",
-}
+
+
+def _k(preset: str, behavior: str) -> int:
+    """K=3, except two modules under vLLM: it refuses a K above the module count that is no
+    multiple of it (SGLang runs the first module only, any K)."""
+    return 2 if preset == "tiny-deepseek-mtp2" and behavior.startswith("vllm") else 3
+
+
+def _speculator(preset: str, behavior: str) -> str:
+    """vLLM runs both modules over each window; SGLang's NextN path the first, step by step."""
+    if preset == "tiny-deepseek-mtp2":
+        return "eagle" if behavior.startswith("sglang") else "window"
+    return "block" if "dflash" in preset else "eagle"
 
 
 def _rig(preset: str, behavior: str, mode: str, device: torch.device) -> Rig:
     sglang = behavior.startswith("sglang")
     opts = resolve_plan_options(
-        max_num_seqs=4, num_speculative_tokens=3, mode=mode, max_num_batched_tokens=64,
+        max_num_seqs=4, num_speculative_tokens=_k(preset, behavior), mode=mode,
+        max_num_batched_tokens=64,
         capture_sizes="4,8,16", behavior=behavior, framework="sglang" if sglang else "vllm",
         attention_backend="flashinfer" if sglang else "flash_attn",
     )  # fmt: skip
@@ -56,7 +64,7 @@ def _eager(preset: str, behavior: str, device: str) -> tuple:  # type: ignore[ty
 
 def _check(preset: str, behavior: str, mode: str, pool: str, device: torch.device) -> None:
     rig = _rig(preset, behavior, mode, device)
-    assert rig.speculator == SPECULATOR[preset]
+    assert rig.speculator == _speculator(preset, behavior)
     events, findings = rig.capture(pool)
     assert events and not findings
     assert all(e.backend == ("cuda" if device.type == "cuda" else "emulated") for e in events)
@@ -70,7 +78,8 @@ def _check(preset: str, behavior: str, mode: str, pool: str, device: torch.devic
 CPU_CASES = [
     ("tiny-deepseek-mtp", "vllm-current", "FULL_AND_PIECEWISE", "shared"),
     ("tiny-deepseek-mtp", "sglang-current", "BREAKABLE", "shared"),
-    ("tiny-deepseek-mtp2", "sglang-current", "FULL", "shared"),
+    ("tiny-deepseek-mtp2", "sglang-current", "FULL", "shared"),  # module 0 only (NextN)
+    ("tiny-deepseek-mtp2", "vllm-current", "FULL_AND_PIECEWISE", "shared"),  # window
     ("tiny-qwen3-mtp", "vllm-current", "PIECEWISE", "per-graph"),
     ("tiny-qwen3-dflash", "sglang-current", "FULL", "shared"),  # the target-verify runner path
 ]
@@ -107,22 +116,16 @@ def _invoke(*args: str) -> tuple[int, str]:
     ("preset", "behavior", "mode"),
     [
         ("tiny-deepseek-mtp", "vllm-current", "FULL_AND_PIECEWISE"),
-        pytest.param(
-            "tiny-deepseek-mtp2",
-            "sglang-current",
-            "FULL",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="open rig bug: with two MTP modules under SGLang, draft_prefill at 9 of 10 "
-                "requests overwrites request 1's committed KV (kv-canary) and its draft tokens "
-                "diverge from the dense reference; seen on CPU and on the H100",
-            ),
-        ),
-    ],  # tiny-qwen3-mtp: every mode in gpu-check's probe matrix (CPU time is scarce here)
+        # two modules: SGLang's NextN path runs module 0 for K=3 steps; vLLM's window
+        # speculator re-prefills rejected slots of module 1 (K=2)
+        ("tiny-deepseek-mtp2", "sglang-current", "FULL"),
+        ("tiny-deepseek-mtp2", "vllm-current", "FULL_AND_PIECEWISE"),
+    ],  # tiny-qwen3-mtp and BREAKABLE: every mode in gpu-check's probe matrix (CPU is scarce)
 )
 def test_probe_is_clean_on_current_profiles(preset: str, behavior: str, mode: str) -> None:
     code, out = _invoke(
-        "probe", preset, "--behavior", behavior, "--max-num-seqs", "4", "-K", "3",
+        "probe", preset, "--behavior", behavior, "--max-num-seqs", "4",
+        "-K", str(_k(preset, behavior)),
         "--capture-sizes", "4,8,16", "--mode", mode, "--batches", "3", "--device", "cpu",
         "--max-model-len", "256", "--no-isolation", "--json", "--fail-on", "never",
     )  # fmt: skip
@@ -136,7 +139,8 @@ def test_probe_is_clean_on_current_profiles(preset: str, behavior: str, mode: st
 def test_capture_saves_a_run_report_rerenders(preset: str, tmp_path: Path) -> None:
     saved = tmp_path / "run.json"
     code, out = _invoke(
-        "capture", preset, "--max-num-seqs", "4", "-K", "3", "--capture-sizes", "4,8",
+        "capture", preset, "--max-num-seqs", "4", "-K", str(_k(preset, "vllm")),
+        "--capture-sizes", "4,8",
         "--device", "cpu", "--max-model-len", "256", "--save", str(saved), "--json",
     )  # fmt: skip
     assert code == 0, out
@@ -146,6 +150,20 @@ def test_capture_saves_a_run_report_rerenders(preset: str, tmp_path: Path) -> No
     assert phases == {"target", "draft_prefill"}  # window/block speculators: no decode graphs
     code, again = _invoke("report", str(saved), "--json")
     assert code == 0 and json.loads(again)["events"] == doc["events"]
+
+
+@pytest.mark.parametrize("command", ["capture", "probe"])
+def test_vllm_refuses_k_not_a_multiple_of_the_modules(command: str) -> None:
+    result = CliRunner().invoke(cli, [command, "tiny-deepseek-mtp2", "-K", "3", "--device", "cpu"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "vLLM refuses num_speculative_tokens 3 with 2 MTP modules" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_sglang_runs_the_first_module_only() -> None:
+    rig = _rig("tiny-deepseek-mtp2", "sglang-current", "NONE", torch.device("cpu"))
+    assert rig.models.draft.num_modules == 1
+    assert len(rig.kv_caches) == rig.models.target.num_layers + 1
 
 
 def test_memdiff_refuses_cpu_in_one_line() -> None:

@@ -152,7 +152,7 @@ class DraftBuild(Protocol):
     # the kind can draft for an MLA (latent-attention) target
     mla_target: bool
 
-    def arch(self, pair: Pair) -> DraftArch:
+    def arch(self, pair: Pair, framework: str) -> DraftArch:
         """The module's arch from the inspected pair's facts."""
         ...
 
@@ -160,7 +160,7 @@ class DraftBuild(Protocol):
         """Entering-layer ids of target states the draft consumes besides the final hidden."""
         ...
 
-    def kv_layers(self, pair: Pair) -> list[tuple[int, int]]:
+    def kv_layers(self, pair: Pair, framework: str) -> list[tuple[int, int]]:
         """(kv heads, head_dim) of each KV-cache layer the draft appends after the target's."""
         ...
 
@@ -176,7 +176,7 @@ class DraftBuild(Protocol):
         """A module with the checkpoint's weights, every tensor checked against its header."""
         ...
 
-    def speculator(self, pair: Pair, num_speculative_tokens: int) -> str:
+    def speculator(self, pair: Pair, num_speculative_tokens: int, framework: str) -> str:
         """How the rig drafts for this kind: "eagle" (a prefill graph, then K-1 decode
         graphs), "window" (every MTP module over each request's window, one graph) or
         "block" (one graph drafts the whole block, no decodes)."""

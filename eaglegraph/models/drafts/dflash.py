@@ -42,7 +42,7 @@ class DFlashBuild:
     module = DFlashDraft
     mla_target = False
 
-    def arch(self, pair: Pair) -> DFlashArch:
+    def arch(self, pair: Pair, framework: str) -> DFlashArch:
         assert pair.draft is not None and pair.target is not None
         layout = dflash_layout(pair.draft.config, pair.draft.checkpoint)
         ids = layout.target_layer_ids
@@ -61,9 +61,9 @@ class DFlashBuild:
         return DFlashArch(entering, pair.target.geometry.hidden_size, layout.mask_token_id, own)
 
     def aux_layer_ids(self, pair: Pair, framework: str) -> tuple[int, ...]:
-        return self.arch(pair).aux_layer_ids
+        return self.arch(pair, framework).aux_layer_ids
 
-    def kv_layers(self, pair: Pair) -> list[tuple[int, int]]:
+    def kv_layers(self, pair: Pair, framework: str) -> list[tuple[int, int]]:
         return stacked_kv_layers(pair)
 
     def random(
@@ -91,7 +91,7 @@ class DFlashBuild:
         draft.extra_tensors = plan.run(args.device)
         return draft
 
-    def speculator(self, pair: Pair, num_speculative_tokens: int) -> str:
+    def speculator(self, pair: Pair, num_speculative_tokens: int, framework: str) -> str:
         return "block"
 
     def dense_drafts(self, draft: DFlashDraft, v: Verified) -> list[int]:

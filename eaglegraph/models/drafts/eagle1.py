@@ -99,7 +99,7 @@ class Eagle1Build:
     module = Eagle1Draft
     mla_target = False
 
-    def arch(self, pair: Pair) -> DraftArch:
+    def arch(self, pair: Pair, framework: str) -> DraftArch:
         facts, target = pair.draft_facts, pair.target
         assert facts is not None and target is not None
         bias = facts.fc_bias_tensor if facts.fc_bias_tensor is not None else bool(facts.config_bias)
@@ -108,7 +108,7 @@ class Eagle1Build:
     def aux_layer_ids(self, pair: Pair, framework: str) -> tuple[int, ...]:
         return ()
 
-    def kv_layers(self, pair: Pair) -> list[tuple[int, int]]:
+    def kv_layers(self, pair: Pair, framework: str) -> list[tuple[int, int]]:
         return stacked_kv_layers(pair)
 
     def random(
@@ -145,7 +145,7 @@ class Eagle1Build:
         draft.extra_tensors = plan.run(args.device)
         return draft
 
-    def speculator(self, pair: Pair, num_speculative_tokens: int) -> str:
+    def speculator(self, pair: Pair, num_speculative_tokens: int, framework: str) -> str:
         return "eagle"
 
     def dense_drafts(self, draft: Draft, verified: Verified) -> list[int]:

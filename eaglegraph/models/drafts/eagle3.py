@@ -203,7 +203,7 @@ class Eagle3Build:
     module = Eagle3Draft
     mla_target = False
 
-    def arch(self, pair: Pair) -> DraftArch:
+    def arch(self, pair: Pair, framework: str) -> DraftArch:
         facts, draft, target = pair.draft_facts, pair.draft, pair.target
         assert facts is not None and draft is not None and target is not None
         cfg = draft.config
@@ -232,7 +232,7 @@ class Eagle3Build:
             return tuple(i + 1 for i in ids)
         return tuple(ids)
 
-    def kv_layers(self, pair: Pair) -> list[tuple[int, int]]:
+    def kv_layers(self, pair: Pair, framework: str) -> list[tuple[int, int]]:
         return stacked_kv_layers(pair)
 
     def random(
@@ -294,7 +294,7 @@ class Eagle3Build:
         _check_d2t(draft, index.folder)
         return draft
 
-    def speculator(self, pair: Pair, num_speculative_tokens: int) -> str:
+    def speculator(self, pair: Pair, num_speculative_tokens: int, framework: str) -> str:
         return "eagle"
 
     def dense_drafts(self, draft: Draft, verified: Verified) -> list[int]:

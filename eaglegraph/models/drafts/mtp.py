@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from eaglegraph.errors import BadInput
+from eaglegraph.known import mtp as known_mtp
 from eaglegraph.models.drafts.base import (
     BuildArgs,
     Verified,
@@ -38,7 +39,25 @@ def mtp_layout(pair: Pair) -> MTPLayout | None:
     return separate_mtp_draft(cfg, set(index.tensors))
 
 
-def _deepseek_arch(pair: Pair, layout: MTPLayout | None) -> MTPArch:
+def modules_run(pair: Pair, framework: str) -> int:
+    """The MTP modules the engine runs (SGLang's NextN path: the first one only)."""
+    assert pair.draft is not None
+    layout = mtp_layout(pair)
+    declared = (layout.modules if layout else None) or 1
+    archs = pair.target.config.raw("architectures") if pair.target is not None else None
+    return known_mtp.modules_run(framework, declared, list(archs or []))
+
+
+def run_refusal(pair: Pair, num_speculative_tokens: int, framework: str) -> str | None:
+    """Why the engine (or the rig, for SGLang's multi-layer worker) does not run this MTP
+    configuration as asked, or None."""
+    archs = pair.target.config.raw("architectures") if pair.target is not None else None
+    return known_mtp.refusal(
+        framework, modules_run(pair, framework), num_speculative_tokens, list(archs or [])
+    )
+
+
+def _deepseek_arch(pair: Pair, layout: MTPLayout | None, modules: int) -> MTPArch:
     assert pair.draft is not None
     if layout is None or layout.style != "deepseek" or layout.attention != "mla":
         style = layout.style if layout else "unknown"
@@ -49,7 +68,7 @@ def _deepseek_arch(pair: Pair, layout: MTPLayout | None) -> MTPArch:
     cfg = pair.draft.config
     return MTPArch(
         "deepseek",
-        layout.modules or 1,
+        modules,
         mla=mla_dims(cfg),
         moe=moe_dims(cfg),
         rope_interleave=rope_interleave(cfg),
@@ -57,13 +76,13 @@ def _deepseek_arch(pair: Pair, layout: MTPLayout | None) -> MTPArch:
     )
 
 
-def _qwen_arch(pair: Pair, layout: MTPLayout) -> MTPArch:
+def _qwen_arch(pair: Pair, layout: MTPLayout, modules: int) -> MTPArch:
     assert pair.draft is not None
     cfg, g = pair.draft.config, pair.draft.geometry
     factor = cfg.float("partial_rotary_factor", default=1.0)
     return MTPArch(
         "qwen",
-        layout.modules or 1,
+        modules,
         own_head=layout.share_lm_head is False,
         gemma_norm=True,
         output_gate=bool(cfg.bool("attn_output_gate", default=False)),
@@ -96,25 +115,25 @@ class MTPBuild:
     module = MTPDraft
     mla_target = True
 
-    def arch(self, pair: Pair) -> MTPArch:
+    def arch(self, pair: Pair, framework: str) -> MTPArch:
         assert pair.draft is not None and pair.target is not None
-        layout = mtp_layout(pair)
+        layout, modules = mtp_layout(pair), modules_run(pair, framework)
         if pair.draft.path == pair.target.path:
-            return _deepseek_arch(pair, layout)
+            return _deepseek_arch(pair, layout, modules)
         if layout is None:
             raise BadInput(f"{pair.draft.path} is not an MTP draft")
         if mla_dims(pair.target.config) is not None:
             raise BadInput("a Qwen-style MTP draft over an MLA target is not supported")
-        return _qwen_arch(pair, layout)
+        return _qwen_arch(pair, layout, modules)
 
     def aux_layer_ids(self, pair: Pair, framework: str) -> tuple[int, ...]:
         return ()  # MTP reads the target's final hidden state only
 
-    def kv_layers(self, pair: Pair) -> list[tuple[int, int]]:
-        """One KV layer per MTP module: a latent row for MLA modules, k/v heads otherwise."""
+    def kv_layers(self, pair: Pair, framework: str) -> list[tuple[int, int]]:
+        """One KV layer per module the engine runs: a latent row for MLA modules, k/v heads
+        otherwise."""
         assert pair.draft is not None
-        layout = mtp_layout(pair)
-        count = (layout.modules if layout else None) or 1
+        count = modules_run(pair, framework)
         mla = mla_dims(pair.draft.config)
         if mla is not None:
             return [(1, mla.cache_width)] * count
@@ -147,10 +166,10 @@ class MTPBuild:
             max_positions=args.max_positions,
         )  # fmt: skip
 
-    def speculator(self, pair: Pair, num_speculative_tokens: int) -> str:
-        """Several modules and K > 1: all module steps over each request's window in one
+    def speculator(self, pair: Pair, num_speculative_tokens: int, framework: str) -> str:
+        """Several modules run and K > 1: all module steps over each request's window in one
         graph (vLLM's multi-module speculator); else one module reused step by step."""
-        modules = len(self.kv_layers(pair))
+        modules = modules_run(pair, framework)
         return "window" if min(modules, num_speculative_tokens) > 1 else "eagle"
 
     def dense_drafts(self, draft: MTPDraft, verified: Verified) -> list[int]:
