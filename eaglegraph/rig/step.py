@@ -222,7 +222,10 @@ class Rig:
         return Guard(self.guard_log, self.registry.ids(**roles))
 
     def allocate(self, request: Request, num_tokens: int) -> None:
+        """Blocks for `num_tokens` (the query plus K lookahead slots); DFlash's block is the
+        bonus token plus K mask rows, one slot more (vLLM reserves K+1 lookahead slots)."""
         before = len(request.blocks)
+        num_tokens += 1 if self.dflash is not None else 0
         self.allocator.ensure(request.rid, request.blocks, min(num_tokens, self.max_model_len))
         if len(request.blocks) != before or not request.blocks:
             row = self._bt_host[request.slot]

@@ -14,7 +14,7 @@ from eaglegraph.cli import cli
 from eaglegraph.pair import load_pair
 from eaglegraph.pair.presets import materialize
 from eaglegraph.rig.config import RigConfig
-from eaglegraph.rig.driver import run_workload
+from eaglegraph.rig.driver import Session, run_workload
 from eaglegraph.rig.model_setup import build_models
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.options import resolve_plan_options
@@ -58,11 +58,11 @@ def test_dflash_matches_dense_reference(backend: str, mode: str, device: torch.d
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _probe(behavior: str) -> dict:  # type: ignore[type-arg]
+def _probe(behavior: str, mode: str = "FULL_AND_PIECEWISE") -> dict:  # type: ignore[type-arg]
     result = CliRunner().invoke(
         cli,
         ["probe", PRESET, "--behavior", behavior, "--max-num-seqs", "4", "-K", str(K),
-         "--capture-sizes", "4,8,16", "--mode", "FULL_AND_PIECEWISE", "--batches", "3",
+         "--capture-sizes", "4,8,16", "--mode", mode, "--batches", "3",
          "--device", DEVICE, "--max-model-len", "256", "--no-isolation", "--json",
          "--fail-on", "never"],
     )  # fmt: skip
@@ -76,3 +76,28 @@ def test_probe_finds_unpadded_dflash_query_buffers() -> None:
     assert ("dflash.sample_indices", "draft_prefill", "vllm#50065") in found
     assert ("dflash.seq_lens", "draft_prefill", "vllm#50065") in found
     assert not _probe("vllm-current")["findings"]
+
+
+def test_probe_is_clean_on_sglang_current() -> None:
+    """SGLang's path: the DFlash graph through the target-verify runner, FULL by batch size."""
+    doc = _probe("sglang-current", "FULL")
+    assert doc["cases"] and all(c["status"] == "ok" for c in doc["cases"]), doc["cases"]
+    assert not doc["findings"]
+
+
+@pytest.mark.parametrize("behavior", ["vllm-current", "sglang-current"])
+def test_block_rows_have_kv_slots(behavior: str) -> None:
+    """The block (bonus token + K mask rows) writes K+1 slots past the accepted tokens: a
+    prompt ending K short of a block boundary needs the next block (vLLM reserves K+1
+    lookahead slots for DFlash). Before, its last mask row wrote into the null block, which
+    every such request shares."""
+    opts = resolve_plan_options(
+        max_num_seqs=2, num_speculative_tokens=K, mode="NONE", max_num_batched_tokens=64,
+        behavior=behavior, framework=behavior.split("-")[0],
+    )  # fmt: skip
+    rig = Rig(load_pair(materialize(PRESET)), RigConfig(opts, torch.device("cpu"), "float32"))
+    session = Session(rig)
+    prompt = list(range(3, 3 + rig.block_size - K))
+    request = session.admit(0, prompt, max_new_tokens=4)
+    session.batch()
+    assert len(request.blocks) * rig.block_size >= len(prompt) + K + 1
