@@ -27,6 +27,20 @@ SGLANG_MULTI_LAYER_EAGLE_ARCHS = frozenset(
 )
 
 
+# target model types whose checkpoint MTP modules no engine runs: why, as the engines say it
+UNRUN_MTP = {
+    "minimax_m2": (
+        "vLLM (0.33) and SGLang (0.5.23) skip MiniMax-M2's MTP layers (model.layers.{L+i}) "
+        "when loading it: no engine runs them"
+    ),
+}
+
+
+def unrun_mtp(model_type: str) -> str | None:
+    """Why no engine runs this target type's in-checkpoint MTP modules, or None."""
+    return UNRUN_MTP.get(model_type)
+
+
 def modules_run(framework: str, declared: int, architectures: list[str]) -> int:
     """MTP modules the engine runs for a checkpoint declaring `declared` of them."""
     if framework == "sglang" and not SGLANG_MULTI_LAYER_EAGLE_ARCHS & set(architectures):

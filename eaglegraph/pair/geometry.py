@@ -132,8 +132,12 @@ def _rope(cfg: Config) -> Rope:
 
 
 def geometry_from_config(cfg: Config) -> Geometry:
-    """Read the geometry; speculators configs keep theirs in `transformer_layer_config`."""
+    """Read the geometry; speculators configs keep theirs in `transformer_layer_config`,
+    multimodal wrappers in `text_config`."""
     layer_cfg = cfg.sub("transformer_layer_config") if cfg.has("speculators_model_type") else None
+    if layer_cfg is None and not cfg.has("hidden_size"):
+        # multimodal wrappers (Qwen3.5/3.6 `...ForConditionalGeneration`): the language model's
+        layer_cfg = cfg.sub("text_config")
     src = layer_cfg or cfg
     architectures = cfg.str_list("architectures")
     hidden = src.int("hidden_size", minimum=1)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from eaglegraph.known.mtp import unrun_mtp
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.mla import MLADims, mla_dims
 from eaglegraph.pair.tensors import CheckpointIndex
@@ -93,10 +94,15 @@ def in_target_mtp(cfg: Config, index: CheckpointIndex | None) -> MTPLayout | Non
         if qwen:
             evidence.append(f"{len(qwen)} 'mtp.' tensors, e.g. {qwen[0]!r}")
     elif minimax or key == "num_mtp_modules":
-        prefix, style = "model.mtp.layers.0.", "minimax"
+        # MiniMax-M2 appends its modules past the stack (model.layers.{L+i}); M3 nests them
+        m2 = not minimax and _text(cfg).str("model_type", default="") == "minimax_m2"
+        prefix = f"model.layers.{layers}." if m2 else "model.mtp.layers.0."
+        style = "minimax"
         eh = _shape(index, prefix + "eh_proj.weight")
         if minimax:
             evidence.append(f"{len(minimax)} 'model.mtp.' tensors, e.g. {minimax[0]!r}")
+        elif deep:
+            evidence.append(f"{len(deep)} tensors past layer {layers - 1}, e.g. {deep[0]!r}")
     else:
         prefix, style = f"model.layers.{layers}.", "deepseek"
         eh = _shape(index, prefix + "eh_proj.weight")
@@ -118,6 +124,32 @@ def in_target_mtp(cfg: Config, index: CheckpointIndex | None) -> MTPLayout | Non
             f"{mla.qk_rope_head_dim}), v {mla.v_head_dim}, cache row {mla.cache_width}"
         )
     return layout
+
+
+def not_built_reason(layout: MTPLayout, cfg: Config) -> str | None:
+    """Why the rig does not build this MTP layout (one line), or None when it does: it builds
+    DeepSeek-style MLA modules in the target's checkpoint and separate standard-attention
+    drafts."""
+    if layout.in_target and layout.style == "deepseek" and layout.attention == "mla":
+        return None
+    if not layout.in_target and layout.attention == "standard":
+        return None
+    text = _text(cfg)
+    types = text.str_list("layer_types") if text.has("layer_types") else []
+    linear = sum(t == "linear_attention" for t in types)
+    if linear:
+        return (
+            f"not built: the target has {linear} linear-attention (Gated DeltaNet) layers of "
+            f"{len(types)} (layer_types), which the rig cannot run, so nothing feeds the module"
+        )
+    engines = unrun_mtp(text.str("model_type", default=""))
+    if engines is not None:
+        return f"not built: {engines}"
+    where = layout.prefix or "?"
+    return (
+        f"not built: the rig builds MLA modules at model.layers.{{L+i}} and separate "
+        f"standard-attention drafts, not {layout.attention}-attention modules at {where}*"
+    )
 
 
 def separate_mtp_draft(cfg: Config, names: set[str]) -> MTPLayout | None:

@@ -13,12 +13,14 @@ import torch
 
 from eaglegraph.errors import BadInput
 from eaglegraph.models.drafts import Draft, DraftArch, draft_build, load_draft, random_draft
+from eaglegraph.models.drafts.mtp import mtp_layout
 from eaglegraph.models.loading import resolve_dtype
 from eaglegraph.models.target import TargetModel, target_family
 from eaglegraph.models.target_build import build_target
 from eaglegraph.pair.kinds import DraftKind, supported_titles
 from eaglegraph.pair.mla import mla_dims
 from eaglegraph.pair.model import Pair
+from eaglegraph.pair.mtp_layout import not_built_reason
 from eaglegraph.results.findings import Severity
 
 # pair checks that make the rig impossible to build (others are reported, not fatal)
@@ -85,6 +87,11 @@ def check_buildable(pair: Pair, random_weights: bool, framework: str = "vllm") -
             f"draft kind {facts.kind.value} is recognised but not supported by the rig "
             f"({supported_titles()} only)"
         )
+    if facts.kind is DraftKind.MTP:  # recognised layouts the rig does not build, and why
+        layout = mtp_layout(pair)
+        why = not_built_reason(layout, pair.draft.config) if layout is not None else None
+        if why is not None:
+            raise BadInput(f"{layout.style} MTP ({pair.draft.path}) is recognised but {why}")
     fatal = [f for f in pair.findings if f.id in FATAL_CHECKS and f.severity is Severity.ERROR]
     if fatal:
         raise BadInput(f"the pair cannot be built: {fatal[0].id}: {fatal[0].message}")

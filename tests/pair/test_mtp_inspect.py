@@ -124,3 +124,40 @@ def test_sglang_dflash_drafts_through_the_target_verify_graphs() -> None:
                                 phases["target"]["descriptor_modes"], strict=True) if m == "FULL"]  # fmt: skip
     assert phases["draft_prefill"]["descriptors"] == target and target
     assert "target-verify runner" in phases["draft_prefill"]["notes"][0]
+
+
+# real configs: (file, count key, modules, where module 0 lives, why the rig does not build it)
+REAL_MTP = [
+    ("deepseek-r1-target.json", "num_nextn_predict_layers", 1, "model.layers.61.", None),
+    ("glm-5.1-target.json", "num_nextn_predict_layers", 1, "model.layers.78.", None),
+    ("qwen3.6-27b-target.json", "mtp_num_hidden_layers", 1, "mtp.",
+     "48 linear-attention (Gated DeltaNet) layers of 64"),
+    ("minimax-m2.5-target.json", "num_mtp_modules", 3, "model.layers.62.",
+     "skip MiniMax-M2's MTP layers"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "key", "modules", "prefix", "why"), REAL_MTP)
+def test_real_in_checkpoint_mtp_configs_are_classified_with_evidence(
+    name: str, key: str, modules: int, prefix: str, why: str | None, tmp_path: Path
+) -> None:
+    """Every real config's MTP is found, with the key it was declared by, where module 0
+    lives, and, for what the rig does not build, the one-line reason; capture refuses those
+    with that line (exit 2) before building anything."""
+    folder = _alone(name, tmp_path)
+    doc = _inspect(folder)
+    draft = doc["draft"]
+    assert draft["kind"] == "mtp", draft
+    assert f"config {key} = {modules}" in draft["evidence"]
+    rows = dict(draft["kind_facts"])
+    assert rows["MTP modules"] == f"{modules} ({key}), module 0 at {prefix}*"
+    assert "EAGLE" not in json.dumps(draft)
+    if why is None:
+        assert "rig" not in rows
+        return
+    assert rows["rig"].startswith("not built: ") and why in rows["rig"]
+    result = CliRunner().invoke(
+        cli, ["capture", str(folder), "--random-weights", "--device", "cpu"]
+    )
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1 and rows["rig"] in result.output

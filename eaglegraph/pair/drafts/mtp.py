@@ -23,7 +23,12 @@ from eaglegraph.pair.drafts.base import (
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.mla import mla_mtp_parameters, mtp_module_params
 from eaglegraph.pair.model import layer_params
-from eaglegraph.pair.mtp_layout import MTPLayout, in_target_mtp, separate_mtp_draft
+from eaglegraph.pair.mtp_layout import (
+    MTPLayout,
+    in_target_mtp,
+    not_built_reason,
+    separate_mtp_draft,
+)
 from eaglegraph.pair.tensors import CheckpointIndex
 from eaglegraph.results.findings import Finding, Severity
 
@@ -92,13 +97,13 @@ class MTPSpec(KindSpec):
             return None
         names = mtp_weight_names(cfg, index)
         found = InTarget(layout.evidence, layout.modules, list(layout.notes), names)
-        found.rows = layout_rows(layout)
+        found.rows = layout_rows(layout, not_built_reason(layout, cfg))
         return found
 
     def shape_facts(self, given: FactsInput) -> ShapeFacts:
         names = set(given.index.tensors) if given.index is not None else set()
         layout = separate_mtp_draft(given.cfg, names)
-        rows = layout_rows(layout) if layout is not None else []
+        rows = layout_rows(layout, not_built_reason(layout, given.cfg)) if layout else []
         return ShapeFacts(draft_vocab_size=given.draft_vocab, rows=rows)
 
     def target_width_findings(self, facts: DraftFacts, g: Geometry, t: Geometry) -> list[Finding]:
@@ -129,7 +134,7 @@ class MTPSpec(KindSpec):
         return modules * mtp_module_params(g.hidden_size, layer) + head
 
 
-def layout_rows(layout: MTPLayout) -> list[tuple[str, str]]:
+def layout_rows(layout: MTPLayout, reason: str | None) -> list[tuple[str, str]]:
     """What `inspect` shows of an MTP layout: modules, where they live, attention, head."""
     where = "in the target's checkpoint" if layout.in_target else "a separate draft folder"
     modules = f"{layout.modules or '?'}"
@@ -152,11 +157,8 @@ def layout_rows(layout: MTPLayout) -> list[tuple[str, str]]:
     if layout.share_lm_head is not None:
         head = "the target's (mtp_config.share_lm_head)" if layout.share_lm_head else "its own"
         rows.append(("lm_head", head))
-    built = (layout.in_target and layout.style == "deepseek" and layout.attention == "mla") or (
-        not layout.in_target and layout.attention == "standard"
-    )
-    if not built:
-        rows.append(("rig", f"recognised; the rig does not build {layout.style} MTP modules"))
+    if reason is not None:
+        rows.append(("rig", reason))
     return rows
 
 
