@@ -17,24 +17,22 @@ routing (zero for unrouted experts): no data-dependent shapes, so it captures in
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from eaglegraph.errors import BadInput
 from eaglegraph.kernels.rope import apply_rotary
 from eaglegraph.models.layers import (
     AttentionFn,
     GatedMLP,
     LayerSpec,
     RMSNorm,
-    VocabEmbedding,
     new_param,
 )
-from eaglegraph.models.rope import build_cos_sin_cache, cache_length
+from eaglegraph.models.target import DecoderStack
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.mla import MLADims, MoEDims
 
@@ -214,7 +212,7 @@ class MLADecoderLayer(nn.Module):
         return h + self.mlp(self.post_attention_layernorm(h))
 
 
-class MLATarget(nn.Module):
+class MLATarget(DecoderStack):
     """DeepSeek-V2/V3-style target with the interface of `TargetModel`.
 
     `moe` None builds every layer dense; otherwise `MoEDims.is_moe_layer` decides per layer.
@@ -236,76 +234,17 @@ class MLATarget(nn.Module):
         super().__init__()
         dev = torch.device(device)
         extras = dict(rope_extras or {})
-        self.geometry = geometry
         self.mla = mla
         self.moe = moe
-        self.hidden_size = geometry.hidden_size
-        self.vocab_size = geometry.vocab_size
-        self.num_layers = geometry.num_hidden_layers
-        self.max_positions = max_positions or cache_length(
-            geometry.rope, geometry.max_position_embeddings
-        )
         self.softmax_scale = mla_softmax_scale(geometry, mla, extras)
-        self.extra_tensors: tuple[str, ...] = ()
-        self.embed_tokens = VocabEmbedding(geometry.vocab_size, geometry.hidden_size, dtype, dev)
-        self.layers = nn.ModuleList(
+        layers = (
             MLADecoderLayer(
-                geometry,
-                mla,
-                moe if moe is not None and moe.is_moe_layer(i) else None,
-                self.softmax_scale,
-                dtype,
-                dev,
+                geometry, mla, moe if moe is not None and moe.is_moe_layer(i) else None,
+                self.softmax_scale, dtype, dev,
             )
             for i in range(geometry.num_hidden_layers)
-        )
-        self.norm = RMSNorm(geometry.hidden_size, geometry.rms_norm_eps, dtype, dev)
-        self.lm_head = (
-            None
-            if geometry.tie_word_embeddings
-            else new_param((geometry.vocab_size, geometry.hidden_size), dtype, dev)
-        )
-        cache = build_cos_sin_cache(
-            geometry.rope,
-            mla.qk_rope_head_dim,
-            geometry.max_position_embeddings,
-            self.max_positions,
-            dev,
-            extras,
-        )
-        self.register_buffer("cos_sin_cache", cache, persistent=False)
-
-    @property
-    def lm_head_weight(self) -> torch.Tensor:
-        return self.embed_tokens.weight if self.lm_head is None else self.lm_head
-
-    def check_aux_layer_ids(self, aux_layer_ids: Sequence[int]) -> tuple[int, ...]:
-        ids = tuple(int(i) for i in aux_layer_ids)
-        bad = [i for i in ids if not 0 <= i < self.num_layers]
-        if bad:
-            raise BadInput(
-                f"aux hidden-state layer id(s) {bad} out of range for a {self.num_layers}-layer "
-                f"target (valid: 0..{self.num_layers - 1})"
-            )
-        return ids
-
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        positions: torch.Tensor,
-        attention: AttentionFn,
-        aux_layer_ids: Sequence[int] = (),
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """(final-normed hidden [T, H], aux states or None), as `TargetModel.forward`."""
-        ids = self.check_aux_layer_ids(aux_layer_ids)
-        h = self.embed_tokens(input_ids)
-        taps: dict[int, torch.Tensor] = {}
-        for index, layer in enumerate(self.layers):
-            if index in ids:
-                taps[index] = h
-            h = layer(h, positions, self.cos_sin_cache, attention, index)
-        aux = torch.cat([taps[i] for i in ids], dim=-1) if ids else None
-        return self.norm(h), aux
+        )  # fmt: skip
+        self.build_stack(geometry, layers, mla.qk_rope_head_dim, dtype, dev, max_positions, extras)
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return F.linear(hidden, self.lm_head_weight).float()

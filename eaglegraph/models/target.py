@@ -8,7 +8,7 @@ probes; the model only does the position-wise work around it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -80,28 +80,26 @@ def layer_spec(
     )
 
 
-class TargetModel(nn.Module):
-    """Embedding, L decoder layers, final norm, lm_head (tied to the embedding when asked).
+class DecoderStack(nn.Module):
+    """What every target shares: embedding, decoder layers, final norm, an lm_head (tied to
+    the embedding when asked), the rope cache, and the forward over them with aux taps.
 
-    Parameters are allocated uninitialised on `device`; `load_target` or `random_target`
-    fills them. `extra_tensors` lists checkpoint tensors the loader did not use.
+    Subclasses build their decoder layers and hand them to `build_stack`; parameters are
+    registered in checkpoint order (embedding, layers, norm, head), so seeded random weights
+    do not depend on the subclass.
     """
 
-    def __init__(
+    def build_stack(
         self,
         geometry: Geometry,
+        layers: Iterable[nn.Module],
+        rope_dim: int,
         dtype: torch.dtype,
-        device: torch.device | str,
-        *,
-        spec: LayerSpec | None = None,
-        max_positions: int | None = None,
-        rope_extras: Mapping[str, Any] | None = None,
+        device: torch.device,
+        max_positions: int | None,
+        rope_extras: Mapping[str, Any] | None,
     ) -> None:
-        super().__init__()
-        dev = torch.device(device)
         self.geometry = geometry
-        self.family = target_family(geometry)
-        self.spec = spec or layer_spec(geometry, self.family)
         self.hidden_size = geometry.hidden_size
         self.vocab_size = geometry.vocab_size
         self.num_layers = geometry.num_hidden_layers
@@ -109,24 +107,18 @@ class TargetModel(nn.Module):
             geometry.rope, geometry.max_position_embeddings
         )
         self.extra_tensors: tuple[str, ...] = ()
-        self.embed_tokens = VocabEmbedding(geometry.vocab_size, geometry.hidden_size, dtype, dev)
-        self.layers = nn.ModuleList(
-            DecoderLayer(self.spec, dtype, dev) for _ in range(geometry.num_hidden_layers)
-        )
-        self.norm = RMSNorm(geometry.hidden_size, geometry.rms_norm_eps, dtype, dev)
+        self.embed_tokens = VocabEmbedding(geometry.vocab_size, geometry.hidden_size, dtype, device)
+        self.layers = nn.ModuleList(layers)
+        self.norm = RMSNorm(geometry.hidden_size, geometry.rms_norm_eps, dtype, device)
         self.lm_head = (
             None
             if geometry.tie_word_embeddings
-            else new_param((geometry.vocab_size, geometry.hidden_size), dtype, dev)
+            else new_param((geometry.vocab_size, geometry.hidden_size), dtype, device)
         )
         cache = build_cos_sin_cache(
-            geometry.rope,
-            geometry.head_dim,
-            geometry.max_position_embeddings,
-            self.max_positions,
-            dev,
-            rope_extras,
-        )
+            geometry.rope, rope_dim, geometry.max_position_embeddings, self.max_positions,
+            device, rope_extras,
+        )  # fmt: skip
         self.register_buffer("cos_sin_cache", cache, persistent=False)
 
     @property
@@ -164,6 +156,33 @@ class TargetModel(nn.Module):
             h = layer(h, positions, self.cos_sin_cache, attention, index)
         aux = torch.cat([taps[i] for i in ids], dim=-1) if ids else None
         return self.norm(h), aux
+
+
+class TargetModel(DecoderStack):
+    """The Llama family: `DecoderLayer`s with the family's switches.
+
+    Parameters are allocated uninitialised on `device`; `load_target` or `random_target`
+    fills them. `extra_tensors` lists checkpoint tensors the loader did not use.
+    """
+
+    def __init__(
+        self,
+        geometry: Geometry,
+        dtype: torch.dtype,
+        device: torch.device | str,
+        *,
+        spec: LayerSpec | None = None,
+        max_positions: int | None = None,
+        rope_extras: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        dev = torch.device(device)
+        self.family = target_family(geometry)
+        self.spec = spec or layer_spec(geometry, self.family)
+        layers = (DecoderLayer(self.spec, dtype, dev) for _ in range(geometry.num_hidden_layers))
+        self.build_stack(
+            geometry, layers, geometry.head_dim, dtype, dev, max_positions, rope_extras
+        )
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """`[T, V]` logits in the head dtype, the model's (vLLM's `head_dtype` default): a
