@@ -29,7 +29,7 @@ from eaglegraph.models.loading import (
     resolve_dtype,
 )
 from eaglegraph.models.mla import MLAAttention, MLADecoderLayer, MLATarget, RoutedMoE
-from eaglegraph.models.mtp import GemmaRMSNorm, MTPArch, MTPDraft, StandardBlock, Target
+from eaglegraph.models.mtp import MTPArch, MTPDraft, StandardBlock, Target
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.mla import MLADims, MoEDims
 
@@ -229,13 +229,6 @@ def _is_mtp_name(name: str, num_layers: int) -> bool:
     )
 
 
-def _zero_gemma_norms(module: torch.nn.Module) -> None:
-    with torch.no_grad():
-        for sub in module.modules():
-            if isinstance(sub, GemmaRMSNorm):
-                sub.weight.zero_()
-
-
 def random_mla_target(
     geometry: Geometry,
     mla: MLADims,
@@ -259,35 +252,3 @@ def random_mla_target(
     )
     fill_random(model, generator(dev, seed))
     return model
-
-
-def random_mtp_draft(
-    geometry: Geometry,
-    arch: MTPArch,
-    target: Target,
-    dtype: torch.dtype | str,
-    device: torch.device | str,
-    seed: int,
-    *,
-    mla: MLADims | None = None,
-    moe: MoEDims | None = None,
-    max_positions: int | None = None,
-    rope_extras: Mapping[str, Any] | None = None,
-) -> MTPDraft:
-    """Seeded MTP modules (Gemma-style norms at their identity, 0)."""
-    dev = torch.device(device)
-    draft = MTPDraft(
-        geometry,
-        arch,
-        target,
-        layer_offset=target.num_layers,
-        dtype=resolve_dtype(dtype),
-        device=dev,
-        mla=mla,
-        moe=moe,
-        max_positions=max_positions,
-        rope_extras=rope_extras,
-    )
-    fill_random(draft, generator(dev, seed))
-    _zero_gemma_norms(draft)
-    return draft

@@ -24,7 +24,8 @@ from eaglegraph.pair.drafts.base import (
     KindVerdict,
     Recogniser,
 )
-from eaglegraph.pair.drafts.mtp import MTP_COUNT_KEYS, mtp_layer_count, mtp_weight_names
+from eaglegraph.pair.drafts.mtp import mtp_weight_names
+from eaglegraph.pair.mtp_layout import MTP_COUNT_KEYS
 from eaglegraph.pair.tensors import CheckpointIndex
 
 __all__ = [
@@ -36,7 +37,6 @@ __all__ = [
     "detect_draft_kind",
     "kind_for_method",
     "kind_spec",
-    "mtp_layer_count",
     "mtp_weight_names",
     "supported_titles",
 ]

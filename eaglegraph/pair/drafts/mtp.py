@@ -26,6 +26,7 @@ from eaglegraph.pair.model import layer_params
 from eaglegraph.pair.mtp_layout import (
     MTPLayout,
     in_target_mtp,
+    mtp_count,
     not_built_reason,
     separate_mtp_draft,
 )
@@ -34,20 +35,6 @@ from eaglegraph.results.findings import Finding, Severity
 
 if TYPE_CHECKING:
     from eaglegraph.pair.facts import DraftFacts
-
-MTP_COUNT_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
-
-
-def mtp_layer_count(cfg: Config) -> tuple[int, str | None]:
-    """MTP layers a target declares (checks `text_config` too), and the key that says so."""
-    for source in (cfg, cfg.sub("text_config")):
-        if source is None:
-            continue
-        for key in MTP_COUNT_KEYS:
-            value = source.int(key, default=0, minimum=0)
-            if value > 0:
-                return value, key
-    return 0, None
 
 
 def mtp_weight_names(cfg: Config, index: CheckpointIndex | None) -> list[str]:
@@ -68,7 +55,7 @@ def mtp_weight_names(cfg: Config, index: CheckpointIndex | None) -> list[str]:
 
 def _target_with_mtp(ev: Evidence) -> KindVerdict | None:
     """A config that declares MTP layers is a target (its MTP draft is found by `in_target`)."""
-    if mtp_layer_count(ev.cfg)[0]:
+    if mtp_count(ev.cfg)[0]:
         return KindVerdict(DraftKind.UNKNOWN, None, ["config declares MTP layers (a target)"])
     return None
 
