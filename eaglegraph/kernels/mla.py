@@ -38,11 +38,16 @@ from eaglegraph.kernels._triton import (
     tl,
     triton,
 )
+from eaglegraph.kernels.attention.tiles import (
+    INTERP_MAX_TILE,
+    LOG2E,
+    dot_in_f32,
+    fit_interpreted,
+)
 from eaglegraph.kernels.guard import Guard, check_bounds_pair, guard_args, log_violation
+from eaglegraph.kernels.launch import launch, strides
 
 __all__ = ["mla_csr_decode", "mla_csr_prefill", "mla_scale", "mla_varlen_attention"]
-
-_LOG2E = 1.4426950408889634
 
 
 @triton.jit
@@ -258,12 +263,11 @@ def _tiles(num_heads: int, max_query_len: int, max_kv_len: int, latent: int) -> 
     heads = next_pow2(num_heads)
     if interpreting():
         block_m = next_pow2(max_query_len)
-        while block_m > 1 and block_m * heads > 256:
+        while block_m > 1 and block_m * heads > INTERP_MAX_TILE:
             block_m //= 2
         rows = block_m * heads
-        block_n = min(next_pow2(max_kv_len, 16), 256)
-        while block_n > 16 and rows * block_n * next_pow2(latent) > (1 << 18):
-            block_n //= 2
+        block_n = min(next_pow2(max_kv_len, 16), INTERP_MAX_TILE)
+        _, block_n = fit_interpreted(rows, block_n, next_pow2(latent), rows)  # rows stay
         return heads, block_m, block_n
     block_h = min(heads, 16)
     rows_cap = 32 if latent >= 256 else 64
@@ -298,21 +302,18 @@ def _launch(
         return
     num_heads = q.shape[1]
     block_h, block_m, block_n = _tiles(num_heads, max_query_len, pages_extent * block_size, latent)
-    g = guard_args(guard, kernel, roles, lens)
     grid = (num_reqs, triton.cdiv(num_heads, block_h), triton.cdiv(max_query_len, block_m))
     softmax_scale = mla_scale(latent, rope) if scale is None else scale
-    _mla_kernel[grid](
+    launch(
+        _mla_kernel, grid,
         q, cache, out, qo, lens, pages, kv_indptr,
         q.shape[0], num_heads, cache.shape[0], pages_extent, bt_stride,
-        q.stride(0), q.stride(1), out.stride(0), out.stride(1), cache.stride(0), cache.stride(1),
-        float(softmax_scale) * _LOG2E,
-        g.entries, g.count, g.capacity, g.kernel_id, *g.buffer_ids,
+        *strides(q, out, cache, dims=2), float(softmax_scale) * LOG2E,
+        guard=guard_args(guard, kernel, roles, lens),
         LATENT=latent, ROPE=rope, CSR=csr, DECODE=decode, PAGE_SIZE=block_size,
         BLOCK_H=block_h, BLOCK_M=block_m, BLOCK_N=block_n,
         BLOCK_L=next_pow2(latent, 16), BLOCK_R=next_pow2(rope, 16),
-        DOT_F32=q.dtype == torch.float32 or q.dtype != cache.dtype or interpreting(),
-        GUARD=g.enabled,
-        num_warps=8 if latent >= 256 else 4,
+        DOT_F32=dot_in_f32(q, cache), num_warps=8 if latent >= 256 else 4,
     )  # fmt: skip
 
 
