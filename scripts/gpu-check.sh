@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU checks, run on the H100/H200 machine from the repository root (nothing installs there:
-# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|cuda-rig|cuda-probes|capture|memdiff|memdiff3|probe|bench|memory|memory-1024|memory-8b|memory-compiled|mtp|sanitizer|badinput|views|engines|all]...
+# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|cuda-rig|cuda-probes|capture|memdiff|memdiff3|probe|bench|memory|memory-1024|memory-8b|memory-compiled|mtp|mtp-probes|sanitizer|badinput|views|engines|all]...
 # (probe-profiles runs only when named)
 # Every stage logs to $OUT (default /tmp/eaglegraph-gpu) and the script keeps going after a
 # failing stage, so one run reports everything.
@@ -134,12 +134,21 @@ if want memory-compiled; then
 fi
 if want mtp; then
   # issue 12: MLA/MTP/DFlash on CUDA (equivalence to the dense reference, then replay == eager
-  # for every mode x pool the profiles allow), probes on the tiny presets, real-geometry capture
+  # for every mode x pool the profiles allow), real-geometry capture and memdiff
   run mtp-tests python3 -m pytest -q -p no:cacheprovider tests/kernels/test_mla.py \
     tests/rig/test_mtp_equivalence.py tests/rig/test_mtp_multi_module.py tests/rig/test_dflash.py
   TAIL=40 run mtp-cuda-matrix python3 -m pytest -q -m cuda -p no:cacheprovider tests/rig/test_mtp_kinds.py
   TAIL=45 run capture-mtp-tiny $EG capture tiny-deepseek-mtp --max-num-seqs 8 --replay --no-color \
     --save "$OUT/capture-mtp-tiny.json" --force
+  # DeepSeek-V3 at real widths, 4 of 61 target layers + its MTP layer, 16 of 256 routed experts
+  TAIL=45 run capture-mtp-real $EG capture deepseek-v3-mtp-4l --random-weights -K 3 --max-num-seqs 64 \
+    --no-color --save "$OUT/capture-mtp-real.json" --force
+  TAIL=70 run memdiff-mtp-real $EG memdiff deepseek-v3-mtp-4l --random-weights -K 3 --max-num-seqs 64 \
+    --pool shared --against dedicated --no-color --save "$OUT/memdiff-mtp-real.json" --force
+fi
+if want mtp-probes; then
+  # issue 12: the probe matrix on the tiny MTP/DFlash presets (clean on current profiles; two
+  # modules: vLLM's window speculator at K=2, SGLang's NextN path on module 0 at its default K)
   TAIL=30 run probe-mtp-current $EG probe tiny-deepseek-mtp --mode all --no-color
   TAIL=30 run probe-mtp-sglang $EG probe tiny-deepseek-mtp --behavior sglang-current --mode all --no-color
   TAIL=40 run probe-mtp-pre39773 $EG probe tiny-deepseek-mtp --behavior vllm-pre-39773 \
@@ -148,14 +157,11 @@ if want mtp; then
   TAIL=30 run probe-mtp2-sglang $EG probe tiny-deepseek-mtp2 --behavior sglang-current --mode all --no-color
   TAIL=30 run probe-qwen-mtp-current $EG probe tiny-qwen3-mtp --mode all --no-color
   TAIL=30 run probe-dflash-current $EG probe tiny-qwen3-dflash --mode all --no-color
+  TAIL=30 run probe-dflash-sglang $EG probe tiny-qwen3-dflash --behavior sglang-current --mode all \
+    --no-color
   # expected: stale dflash.sample_indices / dflash.seq_lens reads (vllm#50065), exit 1
   TAIL=40 run probe-dflash-pre50065 $EG probe tiny-qwen3-dflash --behavior vllm-pre-50065 \
     --max-num-seqs 4 -K 3 --capture-sizes 4,8,16 --mode FULL_AND_PIECEWISE --batches 3 --no-color
-  # DeepSeek-V3 at real widths, 4 of 61 target layers + its MTP layer, 16 of 256 routed experts
-  TAIL=45 run capture-mtp-real $EG capture deepseek-v3-mtp-4l --random-weights -K 3 --max-num-seqs 64 \
-    --no-color --save "$OUT/capture-mtp-real.json" --force
-  TAIL=70 run memdiff-mtp-real $EG memdiff deepseek-v3-mtp-4l --random-weights -K 3 --max-num-seqs 64 \
-    --pool shared --against dedicated --no-color --save "$OUT/memdiff-mtp-real.json" --force
 fi
 if want engines; then
   # issue 11: every profile's graph replays give the eager tokens and its probe is clean on real
