@@ -150,7 +150,33 @@ class Attention(nn.Module):
         return F.linear(out.view(tokens, s.q_width), self.o_weight, self.o_bias)
 
 
-class DecoderLayer(nn.Module):
+class PreNormBlock(nn.Module):
+    """A pre-norm residual block over one stream: `h + attn(norm(h))`, then `h + mlp(norm(h))`.
+
+    Subclasses set `input_layernorm` (None: identity), `self_attn`, `post_attention_layernorm`
+    and `mlp`, in that order (the checkpoint's), and share this forward: Llama-family layers,
+    MLA layers and Qwen-style MTP blocks differ only in their parts.
+    """
+
+    input_layernorm: nn.Module | None
+    self_attn: nn.Module
+    post_attention_layernorm: nn.Module
+    mlp: nn.Module
+
+    def forward(
+        self,
+        h: torch.Tensor,
+        positions: torch.Tensor,
+        cos_sin_cache: torch.Tensor,
+        attention: AttentionFn,
+        layer_index: int,
+    ) -> torch.Tensor:
+        x = self.input_layernorm(h) if self.input_layernorm is not None else h
+        h = h + self.self_attn(x, positions, cos_sin_cache, attention, layer_index)
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+class DecoderLayer(PreNormBlock):
     """Pre-norm Llama decoder layer over one residual stream.
 
     `input_norm=False` is EAGLE-1's layer 0, whose input norm vLLM replaces by an identity.
@@ -165,15 +191,3 @@ class DecoderLayer(nn.Module):
         self.self_attn = Attention(spec, hidden, dtype, device)
         self.post_attention_layernorm = RMSNorm(hidden, eps, dtype, device)
         self.mlp = GatedMLP(spec, dtype, device)
-
-    def forward(
-        self,
-        h: torch.Tensor,
-        positions: torch.Tensor,
-        cos_sin_cache: torch.Tensor,
-        attention: AttentionFn,
-        layer_index: int,
-    ) -> torch.Tensor:
-        x = self.input_layernorm(h) if self.input_layernorm is not None else h
-        h = h + self.self_attn(x, positions, cos_sin_cache, attention, layer_index)
-        return h + self.mlp(self.post_attention_layernorm(h))

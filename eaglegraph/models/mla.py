@@ -29,6 +29,7 @@ from eaglegraph.models.layers import (
     AttentionFn,
     GatedMLP,
     LayerSpec,
+    PreNormBlock,
     RMSNorm,
     new_param,
 )
@@ -172,7 +173,7 @@ class RoutedMoE(nn.Module):
         return out if self.shared is None else out + self.shared(x)
 
 
-class MLADecoderLayer(nn.Module):
+class MLADecoderLayer(PreNormBlock):
     """Pre-norm layer: MLA, then a dense gated MLP or the routed-expert MLP."""
 
     def __init__(
@@ -192,24 +193,11 @@ class MLADecoderLayer(nn.Module):
         )
         self.post_attention_layernorm = RMSNorm(hidden, eps, dtype, device)
         dense = LayerSpec(hidden, geometry.intermediate_size, 1, 1, 1, eps)
-        self.mlp: nn.Module = (
+        self.mlp = (
             RoutedMoE(hidden, moe, eps, dtype, device)
             if moe is not None
             else GatedMLP(dense, dtype, device)
         )
-
-    def forward(
-        self,
-        h: torch.Tensor,
-        positions: torch.Tensor,
-        cos_sin_cache: torch.Tensor,
-        attention: AttentionFn,
-        layer_index: int,
-    ) -> torch.Tensor:
-        h = h + self.self_attn(
-            self.input_layernorm(h), positions, cos_sin_cache, attention, layer_index
-        )
-        return h + self.mlp(self.post_attention_layernorm(h))
 
 
 class MLATarget(DecoderStack):

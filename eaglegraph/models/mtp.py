@@ -33,6 +33,7 @@ from eaglegraph.models.layers import (
     AttentionFn,
     GatedMLP,
     LayerSpec,
+    PreNormBlock,
     RMSNorm,
     VocabEmbedding,
     new_param,
@@ -140,7 +141,7 @@ class GatedAttention(nn.Module):
         return F.linear(o, self.o_weight)
 
 
-class StandardBlock(nn.Module):
+class StandardBlock(PreNormBlock):
     """Pre-norm decoder block with `GatedAttention` and a dense gated MLP (Qwen-style MTP)."""
 
     def __init__(
@@ -152,19 +153,6 @@ class StandardBlock(nn.Module):
         self.self_attn = GatedAttention(spec, arch, dtype, device)
         self.post_attention_layernorm = _norm(arch.gemma_norm, hidden, eps, dtype, device)
         self.mlp = GatedMLP(spec, dtype, device)
-
-    def forward(
-        self,
-        h: torch.Tensor,
-        positions: torch.Tensor,
-        cos_sin_cache: torch.Tensor,
-        attention: AttentionFn,
-        layer_index: int,
-    ) -> torch.Tensor:
-        h = h + self.self_attn(
-            self.input_layernorm(h), positions, cos_sin_cache, attention, layer_index
-        )
-        return h + self.mlp(self.post_attention_layernorm(h))
 
 
 class MTPModule(nn.Module):
