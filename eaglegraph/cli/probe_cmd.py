@@ -142,13 +142,8 @@ def command(
         raise BadInput("give a MODEL_DIR or a preset name (or --list-behaviors)")
     if workers is not None and workers < 1:
         raise BadInput(f"--workers must be at least 1, got {workers}")
-    source = ctx.get_parameter_source("timeout")
-    if no_isolation and source is not None and source.name == "COMMANDLINE":
-        click.echo(
-            "eaglegraph: warning: --timeout has no effect with --no-isolation: cases run in "
-            "this process, which cannot stop one that hangs",
-            err=True,
-        )
+    if no_isolation:
+        _warn_unused_with_no_isolation(ctx)
     check_outputs({"--save": save}, force=force, inputs=(model_dir,))
     selected = [m for value in modes or ("all",) for m in value.split(",") if m]
     wanted = None
@@ -188,3 +183,18 @@ def command(
         writes.write("--save", save, lambda: atomic_write(save, text, overwrite=force))
     app.emit(PROBE_SCHEMA, run, render_probe)
     writes.finish(ctx, 1 if reaches(run.findings, fail_on) else 0)
+
+
+def _warn_unused_with_no_isolation(ctx: click.Context) -> None:
+    """--timeout and --workers act on worker processes; --no-isolation has none."""
+    why = {
+        "timeout": "this process cannot stop a case that hangs",
+        "workers": "cases run one after another in this process",
+    }
+    for name, reason in why.items():
+        source = ctx.get_parameter_source(name)
+        if source is not None and source.name == "COMMANDLINE":
+            click.echo(
+                f"eaglegraph: warning: --{name} has no effect with --no-isolation: {reason}",
+                err=True,
+            )

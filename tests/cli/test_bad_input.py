@@ -150,11 +150,10 @@ def test_probe_batches(value: str) -> None:
     refused(["probe", PRESET, "--batches", value], "--batches")
 
 
-def test_probe_timeout_without_isolation_warns() -> None:
+@pytest.mark.parametrize("option", [["--timeout", "5"], ["--workers", "2"]], ids=str)
+def test_probe_worker_options_without_isolation_warn(option: list[str]) -> None:
     # the config-only pair is refused right after the warning, so no case runs
-    code, _ = warned(
-        ["probe", CONFIG_ONLY, "--no-isolation", "--timeout", "5"], "--timeout", "no effect"
-    )
+    code, _ = warned(["probe", CONFIG_ONLY, "--no-isolation", *option], option[0], "no effect")
     assert code == 2
 
 
