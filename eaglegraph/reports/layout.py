@@ -154,12 +154,12 @@ class Fitted:
         else:
             yield self._wrapping(widths)
 
-    def _ranges(self, console: Console, options: ConsoleOptions) -> list[tuple[int, int]]:
-        """Each column's (least, natural) content width: a no-wrap column's cells stay whole,
-        only its header may wrap at spaces."""
+    def _ranges(self, console: Console, options: ConsoleOptions) -> list[tuple[int, int, int]]:
+        """Each column's (least, natural, body) content width: a no-wrap column's cells stay
+        whole, only its header may wrap at spaces; `body` is what its cells alone need."""
         ranges = []
         for column in self.table.columns:
-            low = high = 0
+            low = high = body = 0
             for where, value in (("header", column.header), ("footer", column.footer)):
                 if where == "footer" and not self.table.show_footer:
                     continue
@@ -167,31 +167,37 @@ class Fitted:
                     continue
                 m = _measure(console, options, value)
                 low, high = max(low, m.minimum), max(high, m.maximum)
+                body = max(body, m.maximum) if where == "footer" else body
             for value in column._cells:
                 m = _measure(console, options, value)
                 low = max(low, m.maximum if column.no_wrap else m.minimum)
                 high = max(high, m.maximum)
+                body = max(body, m.maximum)
             if column.width is not None:
-                low = high = max(low, column.width)
-            ranges.append((low, high))
+                low = high = body = max(low, column.width)
+            ranges.append((low, high, max(low, body)))
         return ranges
 
     def _column_widths(
         self, console: Console, options: ConsoleOptions, width: int
     ) -> list[int] | None:
-        """Content widths that fit `width` with every column at least its least width;
-        the columns that can wrap give up width in proportion to their slack."""
+        """Content widths that fit `width` with every column at least its least width: headers
+        wider than their cells wrap first (one line more, not one per row), then the columns
+        that can wrap give up width in proportion to their slack."""
         table = self.table
         padding = [table._get_padding_width(i) for i in range(len(table.columns))]
         ranges = self._ranges(console, options)
         room = width - sum(padding) - table._extra_width
-        least = sum(low for low, _ in ranges)
-        if least > room:
+        if sum(low for low, _, _ in ranges) > room:
             return None
-        excess = sum(high for _, high in ranges) - room
-        slack = [high - low for low, high in ranges]
+        widths = [high for _, high, _ in ranges]
+        excess = sum(widths) - room
+        for i, (_, high, body) in enumerate(ranges):
+            give = min(max(excess, 0), high - body)
+            widths[i] -= give
+            excess -= give
+        slack = [w - low for w, (low, _, _) in zip(widths, ranges, strict=True)]
         total = sum(slack)
-        widths = [high for _, high in ranges]
         if excess > 0 and total:
             cut = [excess * s // total for s in slack]
             short = excess - sum(cut)

@@ -30,13 +30,28 @@ def render_pools(run: CaptureRun, console: Console) -> None:
     title.append(f"  policy {run.pool_policy}", style="dim")
     console.print(title)
     console.print(Padding(Fitted(_usage_table(run, na)), (0, 0, 0, 2)))
+    _more_pools(run.pools, console, "in the total above; every pool: --json")
     if (run.prediction or {}).get("compiled_run"):
         note = "predicted: the uncompiled forward; this run's target is compiled (Inductor)"
         console.print(Padding(Text(note, style="dim"), (0, 0, 0, 2)))
     phases = phase_order(p for pool in run.pools for p in pool.bytes_per_phase)
     if phases and not na:
         console.print(Padding(Fitted(_phase_table(run.pools, phases)), (0, 0, 0, 2)))
+        _more_pools(run.pools, console, "every pool: --json")
     console.print(_accounted_line(run, na))
+
+
+LONG_POOLS, SHOWN_POOLS = 12, 6  # per-graph pools: one per capture, the first few shown
+
+
+def _shown(pools: list[PoolUsage]) -> list[PoolUsage]:
+    return pools[:SHOWN_POOLS] if len(pools) > LONG_POOLS else pools
+
+
+def _more_pools(pools: list[PoolUsage], console: Console, where: str) -> None:
+    if len(pools) > LONG_POOLS:
+        note = f"⋮ {len(pools) - SHOWN_POOLS} more pools (one per graph), {where}"
+        console.print(Padding(Text(note, style="dim"), (0, 0, 0, 4)))
 
 
 def _bytes(n: int | None, na: bool) -> str:
@@ -53,7 +68,7 @@ def _ratio(pool: PoolUsage, na: bool) -> Text:
 
 def _usage_table(run: CaptureRun, na: bool) -> Table:
     table = Table(box=None, padding=(0, 1), pad_edge=False, header_style="dim", show_footer=True)
-    table.add_column("pool", footer=Text("total", style="bold"), no_wrap=True)
+    table.add_column("pool", footer=Text("total", style="bold"))
     mixed = any(p.policy != run.pool_policy for p in run.pools)
     if mixed:
         table.add_column("policy", no_wrap=True)
@@ -78,7 +93,7 @@ def _usage_table(run: CaptureRun, na: bool) -> Table:
     if predicted:
         total = (run.prediction or {}).get("reserved_bytes")
         table.add_column("predicted", justify="right", footer=fmt_bytes(total), no_wrap=True)
-    for pool in run.pools:
+    for pool in _shown(run.pools):
         name = Text(pool.label, style="bold")
         if str(pool.id) != pool.label:
             name.append(f" {pool.id}", style="dim")
@@ -116,10 +131,10 @@ def _phase_table(pools: list[PoolUsage], phases: list[str]) -> Table:
         pad_edge=False,
         header_style="dim",
     )
-    table.add_column("pool", no_wrap=True)
+    table.add_column("pool")
     for phase in phases:
         table.add_column(Text(phase), justify="right", no_wrap=True)
-    for pool in pools:
+    for pool in _shown(pools):
         table.add_row(
             Text(pool.label, style="bold"),
             *[fmt_bytes(pool.bytes_per_phase.get(phase)) for phase in phases],

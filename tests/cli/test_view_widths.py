@@ -283,6 +283,14 @@ def test_long_timeline_is_summarised(views: dict[str, Any]) -> None:
     assert "more" in text and "--json" in text  # says what it left out and where it is
 
 
+@pytest.mark.parametrize("name", ["capture-8b-per-graph", "memdiff-8b"])
+def test_long_pool_and_graph_lists_are_summarised(views: dict[str, Any], name: str) -> None:
+    # 251 graphs, each in its own pool (per-graph) or diffed one by one (memdiff)
+    text = _render(views[name], 80)
+    assert len(text.splitlines()) < 150, f"{name}: {len(text.splitlines())} lines"
+    assert "more" in text and "--json" in text
+
+
 @pytest.mark.parametrize(
     "args",
     [
