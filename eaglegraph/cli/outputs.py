@@ -33,7 +33,10 @@ def check_outputs(
     chosen = {name: Path(p) for name, p in outputs.items() if p}
     seen: dict[Path, str] = {}
     for name, path in chosen.items():
-        key = path.resolve()
+        try:
+            key = path.resolve()
+        except (RuntimeError, OSError):  # a symlink loop: pathlib raises RuntimeError
+            raise BadInput(f"{name} {path} is a symlink loop; choose a file path") from None
         if key in seen:
             raise BadInput(f"{seen[key]} and {name} both name {path}", "give each its own file")
         seen[key] = name

@@ -59,6 +59,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (root / "badconfig" / "config.json").write_text("{")
     (root / "wrongtype").mkdir()
     (root / "wrongtype" / "config.json").write_text('{"hidden_size": "large"}')
+    (root / "loop").symlink_to(root / "loop")
     return {p.name: p for p in root.iterdir()} | {"root": root}
 
 
@@ -178,6 +179,7 @@ OUTPUT_CASES: dict[str, Callable[[dict[str, Path]], tuple[list[str], str]]] = {
     # '-' would become a file named '-' in the working folder; '' was silently no file at all
     "a dash": lambda d: (["--save", "-"], "not a file path"),
     "empty": lambda d: (["--save", ""], "not a file path"),
+    "symlink loop": lambda d: (["--save", str(d["loop"])], "symlink loop"),
 }
 SAVE_COMMANDS = ("capture", "probe", "memdiff")
 
