@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU checks, run on the H100/H200 machine from the repository root (nothing installs there:
-# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|cuda-rig|cuda-probes|capture|memdiff|memdiff3|probe|bench|memory|memory-1024|memory-8b|memory-compiled|mtp|mtp-probes|sanitizer|badinput|views|engines|all]...
+# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|cuda-rig|cuda-probes|capture|memdiff|memdiff3|probe|bench|memory|memory-tables|memory-8b|memory-compiled|mtp|mtp-probes|sanitizer|badinput|views|engines|all]...
 # (probe-profiles runs only when named)
 # Every stage logs to $OUT (default /tmp/eaglegraph-gpu) and the script keeps going after a
 # failing stage, so one run reports everything.
@@ -104,16 +104,17 @@ if want memory; then
   TAIL=10 run memory-cuda-tests python3 -m pytest -q -s -p no:cacheprovider -m cuda \
     tests/probes/test_capture.py tests/probes/test_compile_cuda.py
   # predicted on a CPU beforehand (benchmarks/memory_predictions.json, --predict-only), measured
-  # here: the tiny pairs (R=8) and the real-width pairs at R=64
-  for r in 8 64; do
-    TAIL=40 run "memory-table-r$r" python3 benchmarks/predict_vs_measured.py --max-num-seqs $r \
+  # here, each case in a fresh process: the real-width pairs at R=64 (~90 s)
+  TAIL=20 run memory-table-r64 python3 benchmarks/predict_vs_measured.py --max-num-seqs 64 \
+    --predictions benchmarks/memory_predictions.json --json "$OUT/memory-table-r64.json"
+fi
+if want memory-tables; then
+  # the tiny pairs (R=8, ~200 s) and the PR #44078 setup (R=1024, K=5) under vllm-0.22 and
+  # vllm-current (~100 s), both policies
+  for r in 8 1024; do
+    TAIL=45 run "memory-table-r$r" python3 benchmarks/predict_vs_measured.py --max-num-seqs $r \
       --predictions benchmarks/memory_predictions.json --json "$OUT/memory-table-r$r.json"
   done
-fi
-if want memory-1024; then
-  # the PR #44078 setup (R=1024, K=5) under vllm-0.22 and vllm-current, both policies (~300 s)
-  TAIL=12 run memory-table-r1024 python3 benchmarks/predict_vs_measured.py --max-num-seqs 1024 \
-    --predictions benchmarks/memory_predictions.json --json "$OUT/memory-table-r1024.json"
 fi
 if want memory-8b; then
   TAIL=40 run memory-capture-tiny $EG capture tiny-llama-eagle3 --max-num-seqs 8 --no-color \
@@ -125,12 +126,10 @@ if want memory-8b; then
   TAIL=10 run memory-bench-capture python3 benchmarks/bench_capture.py
 fi
 if want memory-compiled; then
-  # the saving with the compiled target (Inductor), vLLM 0.22's pool vs shared, and the MTP pair
+  # the saving with the compiled target (Inductor), vLLM 0.22's pool vs shared
   TAIL=12 run memory-memdiff-eagle1-compiled $EG memdiff llama3.1-8b-eagle1 --random-weights -K 5 \
     --max-num-seqs 1024 --pool shared --against dedicated --behavior vllm-0.22 --compile \
     --no-color --save "$OUT/memory-memdiff-eagle1-compiled.json" --force
-  TAIL=12 run memory-memdiff-mtp $EG memdiff deepseek-v3-mtp-4l --random-weights -K 3 --max-num-seqs 64 \
-    --pool shared --against dedicated --no-color --save "$OUT/memory-memdiff-mtp.json" --force
 fi
 if want mtp; then
   # issue 12: MLA/MTP/DFlash on CUDA (equivalence to the dense reference, then replay == eager
