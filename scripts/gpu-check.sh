@@ -63,9 +63,14 @@ if want probe; then
   TAIL=30 run probe-current-flashinfer $EG probe tiny-llama-eagle3 --mode all --attention-backend flashinfer --no-color
   TAIL=30 run probe-sglang-current $EG probe tiny-llama-eagle3 --behavior sglang-current --mode all --no-color
   TAIL=30 run probe-k5 $EG probe tiny-llama-eagle3 --mode FULL_AND_PIECEWISE -K 5 --no-color
-  # every mutant, four at a time (one process each; the stage must stay under ~500 s in all)
-  TAIL=40 run probe-mutants python3 benchmarks/bench_mutants.py --device cuda --jobs 4 \
+  # every mutant, four at a time (one process each; the stage must stay under ~500 s in all):
+  # expected "found 21/21, located 21/21", each mode's cell located or equivalent (with why)
+  TAIL=60 run probe-mutants python3 benchmarks/bench_mutants.py --device cuda --jobs 4 \
     --json "$OUT/probe-mutants.json"
+  # a device fault is named by phase, kernel and buffer (a device assert kills the context; a
+  # killed worker leaves its checkpoint); the slot mutants capture under real stream capture
+  TAIL=10 run probe-attribution python3 -m pytest -q -m cuda -p no:cacheprovider \
+    tests/probes/test_attribution.py
   TAIL=40 run probe-pre39773-flashinfer $EG probe tiny-llama-eagle3 --behavior vllm-pre-39773 \
     --attention-backend flashinfer --mode PIECEWISE --no-color --save "$OUT/probe-pre39773-fi.json" --force
   TAIL=40 run probe-pre39773-full $EG probe tiny-llama-eagle3 --behavior vllm-pre-39773 \

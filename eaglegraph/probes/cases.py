@@ -149,6 +149,8 @@ class BuiltRig:
             tokens = max(PROMPT_LENGTHS) + STEPS * (k + 1) + k + 1
             per_request = -(-tokens // config.block_size)
             config = replace(config, num_blocks=1 + 2 * spec.options.max_num_seqs * per_request)
+        # emulated captures record nothing: their passes only cost time (see RigConfig)
+        config = replace(config, emulated_capture_passes=False)
         if config.dtype == "auto":
             # the reference differential compares tokens: float32 keeps near-tie argmax flips
             # (bf16 kernels vs a float reference) from posing as divergences; padding, metadata

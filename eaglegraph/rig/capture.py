@@ -161,6 +161,7 @@ def capture_graphs(
     ctx = GraphContext(backend, rig.attention, PoolManager(policy, backend))
     ctx.tracer = tracer
     ctx.memory_mark = memory_mark
+    ctx.run_passes = backend == "cuda" or rig.config.emulated_capture_passes
     rig.graph_context = ctx
     for runner in rig.runners.values():
         runner.context = ctx

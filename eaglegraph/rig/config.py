@@ -23,6 +23,10 @@ class RigConfig:
     guard_capacity: int = 1 << 14
     backend: str = "auto"
     compile: bool | None = None  # the target through torch.compile/Inductor; None: off
+    # False: an emulated capture builds and registers each graph's metadata without running
+    # its warmup and recording passes (they compute nothing a replay reads: the probe, which
+    # overwrites every buffer and poisons every padding region before it looks, skips them)
+    emulated_capture_passes: bool = True
 
     @property
     def max_num_seqs(self) -> int:

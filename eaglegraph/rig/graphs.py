@@ -140,6 +140,8 @@ class GraphContext:
         self.piecewise_pool_ids: dict[tuple[str, int], tuple[int, int] | None] = {}
         self.tracer: CaptureTracer | None = None
         self.capturing_phase = ""
+        # run each capture's warmup and recording passes (always on CUDA; see RigConfig)
+        self.run_passes = True
         # (allocated, reserved, driver free) where the last capture's window ended: each
         # window starts there, so the per-graph figures add up to the whole capture's
         self.memory_mark: tuple[int | None, int | None, int | None] | None = None
@@ -281,7 +283,8 @@ class PhaseRunner:
         self.attention.metadata = dummy(desc, num_reqs, num_tokens)
         self.attention.skip = desc.mode is Mode.PIECEWISE
         try:
-            ctx.on_stream(lambda: self.routine(num_reqs, num_tokens))
+            if ctx.run_passes:
+                ctx.on_stream(lambda: self.routine(num_reqs, num_tokens))
         finally:
             self.attention.skip = False
         warm = time.perf_counter()
@@ -297,8 +300,9 @@ class PhaseRunner:
                 )
                 graph.pool_id = tuple(graph.full.pool())
             else:  # the emulated "capture" is one pass of the routine, as recording is
-                with ctx.trace(desc.mode.name, num_tokens, desc.num_reqs):
-                    self.routine(num_reqs, num_tokens)
+                if ctx.run_passes:
+                    with ctx.trace(desc.mode.name, num_tokens, desc.num_reqs):
+                        self.routine(num_reqs, num_tokens)
                 graph.pool_id = assignment.handle
         elif desc.mode is Mode.BREAKABLE:
             if cuda:
@@ -308,14 +312,16 @@ class PhaseRunner:
                 )
                 graph.pool_id = tuple(graph.segments.graphs[0].pool())
             else:  # attention runs eagerly between segments: outside the pool on CUDA
-                with ctx.trace(desc.mode.name, num_tokens, desc.num_reqs):
-                    self.routine(num_reqs, num_tokens)
+                if ctx.run_passes:
+                    with ctx.trace(desc.mode.name, num_tokens, desc.num_reqs):
+                        self.routine(num_reqs, num_tokens)
                 graph.pool_id = assignment.handle
         else:  # PIECEWISE: the routine runs eagerly, its model calls capture their pieces
             ctx.piecewise_mode, ctx.piecewise_pool = "capture", assignment
             self.attention.skip = True  # vLLM: prepare_inputs_to_capture(skip_attn=True)
             try:
-                ctx.on_stream(lambda: self.routine(num_reqs, num_tokens))
+                if ctx.run_passes:
+                    ctx.on_stream(lambda: self.routine(num_reqs, num_tokens))
             finally:
                 ctx.piecewise_mode = None
                 self.attention.skip = False

@@ -20,7 +20,7 @@ SUBSET = [
     ("device-table-not-refreshed", "NONE", {"invariant", "reference-divergence"}),
     ("stale-csr-offsets", "NONE", {"invariant"}),
     ("decode-pad-row-writes-committed-kv", "FULL", {"kv-canary", "invariant"}),
-    ("pad-slot-zero", "FULL", {"kv-canary", "invariant"}),
+    ("pad-slot-zero", "FULL", {"kv-canary", "invariant"}),  # named before the kernels ran
     # only the draft layers' KV is wrong: the reference compares every layer's owned blocks
     ("draft-kv-write-one-short", "NONE", {"reference-divergence"}),
 ]
@@ -40,3 +40,7 @@ def test_mutant_is_found_and_located(name: str, mode: str, kinds: set[str]) -> N
     hit = {(f.kind, f.phase, f.buffer) for f in run.findings}
     assert any(p == mutant.phase and b in mutant.buffers for _, p, b in hit), hit
     assert kinds <= {k for k, _, _ in hit}, hit
+    if name == "pad-slot-zero":  # checked before the target's kernels: slot 0, not the pad -1
+        pre = [i for i in run.cases[0].invariants if i.invariant == "pad-slots"]
+        assert pre and (pre[0].phase, pre[0].buffer) == ("target", "slot_mapping"), pre
+        assert (pre[0].value, pre[0].expected) == (0, -1), pre

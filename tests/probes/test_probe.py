@@ -16,6 +16,9 @@ from eaglegraph.probes.spec import resolve_run
 from eaglegraph.results.probe import ProbeRun
 
 CPU = {"device": "cpu", "max_model_len": 256}
+# batch 3 pads to the 4-request graphs, the 4-request dirtying step runs the 16-token ones: the
+# graphs the probe replays under the default sizes too, without capturing the rest
+SIZES = "4,16"
 
 
 def _probe(behavior: str, backend: str, modes: list[str], batches: list[int] | None = None,
@@ -26,6 +29,7 @@ def _probe(behavior: str, backend: str, modes: list[str], batches: list[int] | N
         "attention_backend": backend,
         "max_num_seqs": 4,
         "num_speculative_tokens": 3,
+        **({"capture_sizes": SIZES} if rig is None else {}),  # CUDA: every default size
     }
     spec = resolve_run("tiny-llama-eagle3", plan={**kwargs, **plan}, pool=pool, **(rig or CPU))
     return probe(spec, modes=modes, batches=batches, isolate=isolate, timeout=600)
@@ -93,13 +97,6 @@ def test_current_vllm_is_clean_at_k_1_and_5_through_every_acceptance_path(
     assert case.descriptors["target"].startswith("FULL"), case.descriptors  # padded
 
 
-@pytest.mark.parametrize("pool", ["dedicated", "per-graph"])
-def test_current_vllm_is_clean_under_every_pool(pool: str) -> None:
-    assert (
-        _probe("vllm-current", "flash_attn", ["FULL_AND_PIECEWISE"], [3], pool=pool).findings == []
-    )
-
-
 def test_sglang_pre_10892_reads_stale_positions_and_current_is_clean() -> None:
     old = _probe("sglang-pre-10892", "flash_attn", ["FULL"], [3], capture_sizes="4,8")
     assert ("stale-read", "draft_decode", "sglang.draft_positions") in _kinds(old)
@@ -121,7 +118,7 @@ def test_isolation_turns_crashes_and_hangs_into_findings(monkeypatch: pytest.Mon
     spec = resolve_run(
         "tiny-llama-eagle3", plan={"max_num_seqs": 4, "num_speculative_tokens": 3}, **CPU
     )
-    run = probe(spec, modes=["NONE"], batches=[3], isolate=True, timeout=20)
+    run = probe(spec, modes=["NONE"], batches=[3], isolate=True, timeout=5)  # hangs at once
     assert run.cases[0].status == "timeout" and run.findings[0].kind == "crash"
 
 
@@ -171,6 +168,8 @@ def test_cuda_probe_required_results() -> None:
     )
 
 
+# every pool policy on real graphs (on the emulated backend a pool is a label: nothing is shared,
+# so the CPU tests probe under the default policy only)
 @pytest.mark.cuda
 @pytest.mark.parametrize("pool", ["shared", "dedicated", "per-graph"])
 @pytest.mark.parametrize("backend", ["flash_attn", "flashinfer"])
