@@ -1,8 +1,9 @@
 """Where MTP and DFlash drafts keep their weights, and what their configs say about them.
 
 MTP comes in two shapes (research eagle-formats.md §3): modules inside the target checkpoint
-(DeepSeek-V3/R1/V3.2 and GLM at `model.layers.{L+i}`, Qwen3-Next/3.5 under `mtp.`, MiniMax
-under `model.mtp.layers.{i}`, DeepSeek-V4 under `mtp.`) and separate draft folders (SpecForge
+(DeepSeek-V3/R1/V3.2 and GLM at `model.layers.{L+i}`, Qwen3-Next/3.5 under `mtp.`, MiniMax-M2
+at `model.layers.{L+i}` and M3 under `model.mtp.layers.{i}`, MiMo under `model.mtp_layers.{i}`,
+DeepSeek-V4 under `mtp.`) and separate draft folders (SpecForge
 `Qwen3_5MTPDraftModel`: a one-layer Qwen3 config with `mtp_config`, weights under `mtp.`).
 DFlash drafts are block drafters: `dflash_config` names the target layers they read and the
 mask token that fills the block. Every verdict carries the evidence it rests on.
@@ -83,7 +84,8 @@ def in_target_mtp(cfg: Config, index: CheckpointIndex | None) -> MTPLayout | Non
             and int(m.group(1)) >= layers]  # fmt: skip
     qwen = [n for n in names if n.startswith("mtp.")]
     minimax = [n for n in names if n.startswith("model.mtp.")]
-    if not count and not (deep or qwen or minimax):
+    mimo = [n for n in names if n.startswith("model.mtp_layers.")]
+    if not count and not (deep or qwen or minimax or mimo):
         return None
     evidence = [f"config {key} = {count}"] if count else []
     mla = mla_dims(cfg)
@@ -93,6 +95,12 @@ def in_target_mtp(cfg: Config, index: CheckpointIndex | None) -> MTPLayout | Non
         eh = _shape(index, "mtp.fc.weight")
         if qwen:
             evidence.append(f"{len(qwen)} 'mtp.' tensors, e.g. {qwen[0]!r}")
+    elif mimo or _text(cfg).str("model_type", default="") == "mimo":
+        # MiMo: model.mtp_layers.{i} (token/hidden layernorms, input_proj, one Qwen2 layer)
+        prefix, style = "model.mtp_layers.0.", "mimo"
+        eh = _shape(index, prefix + "input_proj.weight")
+        if mimo:
+            evidence.append(f"{len(mimo)} 'model.mtp_layers.' tensors, e.g. {mimo[0]!r}")
     elif minimax or key == "num_mtp_modules":
         # MiniMax-M2 appends its modules past the stack (model.layers.{L+i}); M3 nests them
         m2 = not minimax and _text(cfg).str("model_type", default="") == "minimax_m2"
@@ -111,8 +119,9 @@ def in_target_mtp(cfg: Config, index: CheckpointIndex | None) -> MTPLayout | Non
     layout = MTPLayout(style, True, count or None, key, prefix, eh, attention, mla,
                        evidence=evidence)  # fmt: skip
     if eh is not None:
-        layout.evidence.append(f"{'eh_proj' if style != 'qwen-next' else 'fc'} {eh}")
-    if count and not (deep or qwen or minimax) and index is not None and index.has_weights:
+        proj = {"qwen-next": "fc", "mimo": "input_proj"}.get(style, "eh_proj")
+        layout.evidence.append(f"{proj} {eh}")
+    if count and not (deep or qwen or minimax or mimo) and index is not None and index.has_weights:
         layout.notes.append("config declares MTP layers but the weights have none (stripped?)")
     hidden = _text(cfg).int("hidden_size", default=None, minimum=None)
     if eh is not None and isinstance(hidden, int) and eh != [hidden, 2 * hidden]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from eaglegraph.models.drafts import draft_build
-from eaglegraph.models.drafts.mtp import run_refusal
+from eaglegraph.models.drafts.mtp import declared_modules, modules_run, run_refusal
 from eaglegraph.pair.kinds import DraftKind
 from eaglegraph.pair.model import Pair
 from eaglegraph.pair.reduced import reduced_geometry_findings
@@ -41,11 +41,32 @@ def refusal_findings(pair: Pair, plan: CapturePlan) -> list[Finding]:
     return [Finding(id="mtp-config-refused", severity=Severity.ERROR, message=why)]
 
 
+def module_findings(pair: Pair, plan: CapturePlan) -> list[Finding]:
+    """An INFO finding when the engine runs fewer MTP modules than the checkpoint holds."""
+    facts = pair.draft_facts
+    if facts is None or facts.kind is not DraftKind.MTP or pair.target is None:
+        return []
+    declared, run = declared_modules(pair), modules_run(pair, plan.framework)
+    if run >= declared:
+        return []
+    return [
+        Finding(
+            id="mtp-modules-unused",
+            severity=Severity.INFO,
+            message=f"{plan.framework} runs {run} of the checkpoint's {declared} MTP modules "
+            f"(its NextN path loads the first and reuses it for each of the "
+            f"{plan.num_speculative_tokens} draft steps); the others take no KV cache",
+        )
+    ]
+
+
 def speculator_plan(pair: Pair, plan: CapturePlan) -> tuple[str, CapturePlan]:
     """The speculator and `plan` with its draft phases; a reduced real-geometry model's
     finding rides on the plan, so every run on it (capture, memdiff, probe) says so."""
     speculator = speculator_of(pair, plan.num_speculative_tokens, plan.framework)
-    extra = reduced_geometry_findings(pair) + refusal_findings(pair, plan)
+    extra = (
+        reduced_geometry_findings(pair) + refusal_findings(pair, plan) + module_findings(pair, plan)
+    )
     if extra:
         plan = replace(plan, findings=[*plan.findings, *extra])
     if speculator == "window":  # one module per draft KV layer

@@ -134,6 +134,8 @@ REAL_MTP = [
      "48 linear-attention (Gated DeltaNet) layers of 64"),
     ("minimax-m2.5-target.json", "num_mtp_modules", 3, "model.layers.62.",
      "skip MiniMax-M2's MTP layers"),
+    ("mimo-7b-target.json", "num_nextn_predict_layers", 1, "model.mtp_layers.0.",
+     "not standard-attention modules at model.mtp_layers.0.*"),
 ]  # fmt: skip
 
 

@@ -161,8 +161,9 @@ def test_vllm_refuses_k_not_a_multiple_of_the_modules(command: str) -> None:
 
 def test_sglang_runs_the_first_module_only() -> None:
     rig = _rig("tiny-deepseek-mtp2", "sglang-current", "NONE", torch.device("cpu"))
-    assert rig.models.draft.num_modules == 1
+    assert rig.models.draft.num_modules == 1 and rig.speculator == "eagle"
     assert len(rig.kv_caches) == rig.models.target.num_layers + 1
+    assert [f.id for f in rig.plan.findings] == ["mtp-modules-unused"]
 
 
 def test_memdiff_refuses_cpu_in_one_line() -> None:

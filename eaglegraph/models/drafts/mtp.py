@@ -39,11 +39,16 @@ def mtp_layout(pair: Pair) -> MTPLayout | None:
     return separate_mtp_draft(cfg, set(index.tensors))
 
 
-def modules_run(pair: Pair, framework: str) -> int:
-    """The MTP modules the engine runs (SGLang's NextN path: the first one only)."""
+def declared_modules(pair: Pair) -> int:
+    """The MTP modules the checkpoint declares (1 when it does not say)."""
     assert pair.draft is not None
     layout = mtp_layout(pair)
-    declared = (layout.modules if layout else None) or 1
+    return (layout.modules if layout else None) or 1
+
+
+def modules_run(pair: Pair, framework: str) -> int:
+    """The MTP modules the engine runs (SGLang's NextN path: the first one only)."""
+    declared = declared_modules(pair)
     archs = pair.target.config.raw("architectures") if pair.target is not None else None
     return known_mtp.modules_run(framework, declared, list(archs or []))
 

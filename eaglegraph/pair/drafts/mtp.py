@@ -44,7 +44,7 @@ def mtp_weight_names(cfg: Config, index: CheckpointIndex | None) -> list[str]:
     layers = cfg.int("num_hidden_layers", default=None, minimum=None)
     found = []
     for name in index.tensors:
-        if name.startswith(("mtp.", "model.mtp.")):
+        if name.startswith(("mtp.", "model.mtp.", "model.mtp_layers.")):
             found.append(name)
             continue
         m = LAYER_RE.match(name)
