@@ -25,8 +25,8 @@ def _cases_table(run: ProbeRun) -> Table:
     table.add_column("case", style="bold", no_wrap=True)
     table.add_column("status")
     table.add_column("target / draft prefill / draft decode", overflow="fold")
-    table.add_column("hits", justify="right")
-    table.add_column("time", justify="right")
+    table.add_column("hits", justify="right", no_wrap=True)
+    table.add_column("time", justify="right", no_wrap=True)  # "15.9 s" never splits at 80
     for c in run.cases:
         status = Text(c.status, style="green" if c.status == "ok" else "bold red")
         descs = " / ".join(c.descriptors.get(p, "—") for p in run.phases)
