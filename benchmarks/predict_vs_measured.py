@@ -60,13 +60,16 @@ POLICIES = ("shared", "dedicated")
 MiB = 1 << 20
 
 
+COMPILED = False  # --compile: measure the compiled target (the prediction stays uncompiled)
+
+
 def _config(preset: str, plan: dict[str, int], behavior: str) -> tuple[object, object]:
     pair = load_pair(materialize(preset))
     random_weights = not pair.target.weights.weight_bytes  # type: ignore[union-attr]
     device = "cuda" if torch.cuda.is_available() else "cpu"
     config = rig_config(
         pair, {**plan, "behavior": behavior}, device=device, max_model_len=512,
-        random_weights=random_weights,
+        random_weights=random_weights, compile_model=COMPILED and device == "cuda",
     )  # fmt: skip
     return pair, config
 
@@ -104,6 +107,7 @@ def measure_case(
                     "num_speculative_tokens": plan["num_speculative_tokens"],
                     "behavior": behavior,
                     "policy": policy,
+                    "compiled": bool(run.config.get("compiled")),
                     "pool": pool.label,
                     "graphs": pool.graphs,
                     "predicted_bytes": want,
@@ -125,6 +129,8 @@ def _measure_isolated(key: str, predictions: Path | None) -> list[dict[str, obje
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "rows.json"
         cmd = [sys.executable, __file__, "--case", key, "--json", str(out)]
+        if COMPILED:
+            cmd.append("--compile")
         if predictions is not None:
             cmd += ["--predictions", str(predictions)]
         done = subprocess.run(cmd, capture_output=True, text=True)
@@ -143,8 +149,13 @@ def main() -> None:
     parser.add_argument("--predict-only", action="store_true")
     parser.add_argument("--presets", default=",".join(dict.fromkeys(c[0] for c in CASES)))
     parser.add_argument("--max-num-seqs", type=int, default=None, help="only cases with this R")
+    parser.add_argument(
+        "--compile", action="store_true", help="measure with the target compiled (Inductor)"
+    )
     parser.add_argument("--case", default=None, help=argparse.SUPPRESS)  # one case, in-process
     args = parser.parse_args()
+    global COMPILED
+    COMPILED = args.compile
     wanted = set(args.presets.split(","))
     cases = [
         (p, plan, b)

@@ -41,9 +41,9 @@ def rig_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "--compile/--no-compile",
             "compile_model",
             default=None,
-            help="Run the target through torch.compile/Inductor as vLLM does, so its graph "
-            "pool holds the compiled pieces' buffers (about a minute of compilation for an 8B "
-            "target) [default: off].",
+            help="Run the target through torch.compile/Inductor, so its graph pool holds "
+            "the compiled pieces' buffers [default: as the engine does: on for vLLM on CUDA "
+            "(about a minute of compilation for an 8B target), off for SGLang and on CPU].",
         ),
     ]
     for option in reversed(options):

@@ -24,7 +24,12 @@ from eaglegraph.pair.model import Pair
 from eaglegraph.probes.environment import run_environment
 from eaglegraph.probes.fit import check_fit
 from eaglegraph.probes.memory_predict import predict_policy, record_capture
-from eaglegraph.probes.pool_accounting import emulated_pools, pools_from_segments, snapshot_segments
+from eaglegraph.probes.pool_accounting import (
+    emulated_pools,
+    pools_from_segments,
+    releasable_bytes,
+    snapshot_segments,
+)
 from eaglegraph.probes.preflight import preflight
 from eaglegraph.probes.spec import RunSpec
 from eaglegraph.results.capture import CaptureEvent, CaptureRun, CaptureTotals
@@ -244,11 +249,10 @@ def run_capture(
 
 
 def _available_bytes() -> int:
-    """What graph pools can still get: free device memory plus the default pool's cached
-    blocks, which the allocator releases before it gives up."""
+    """What graph pools can still get: free device memory plus the default pool's wholly
+    free segments, which the allocator releases before it gives up."""
     torch.cuda.synchronize()
-    cached = int(torch.cuda.memory_reserved()) - int(torch.cuda.memory_allocated())
-    return int(torch.cuda.mem_get_info()[0]) + cached
+    return int(torch.cuda.mem_get_info()[0]) + releasable_bytes(snapshot_segments())
 
 
 def _predict_and_check(pair: Pair, cfg: RigConfig, policy: str) -> dict[str, Any]:

@@ -23,6 +23,23 @@ def snapshot_segments() -> list[dict[str, Any]]:
     return list(snap.get("segments", []))
 
 
+def releasable_bytes(segments: list[dict[str, Any]]) -> int:
+    """Bytes the allocator can hand back to the driver when a capture's pool needs more.
+
+    Only whole default-pool segments with nothing allocated in them are released (the
+    allocator frees cached segments, never the free tail of a segment in use), and a graph
+    pool cannot take a block of the default pool. The free space inside partly used segments
+    (`memory_reserved() - memory_allocated()` counts it) is no use to a graph pool.
+    """
+    total = 0
+    for seg in segments:
+        if PoolId.of(seg.get("segment_pool_id", (0, 0))).graph_pool:
+            continue
+        if int(seg.get("allocated_size", 0)) == 0 and int(seg.get("active_size", 0)) == 0:
+            total += int(seg.get("total_size", 0))
+    return total
+
+
 def pools_from_segments(
     segments: list[dict[str, Any]], events: list[CaptureEvent], manager: PoolManager
 ) -> list[PoolUsage]:

@@ -47,8 +47,10 @@ def rig_config(
     **rig: Any,
 ) -> RigConfig:
     """Resolve a spec for `pair` and its rig config in one go (device, dtype, max_model_len,
-    random_weights, seed as keywords)."""
+    random_weights, seed, compile_model as keywords). Uncompiled unless `compile_model` says
+    otherwise: a library caller asks for Inductor's minute of compilation explicitly."""
     from eaglegraph.probes.spec import spec_for_pair
 
+    rig.setdefault("compile_model", False)
     spec = spec_for_pair(pair, plan_kwargs, **rig)
     return spec.rig_config(guard=guard, num_blocks=num_blocks)

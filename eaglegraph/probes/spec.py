@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from eaglegraph.errors import BadInput
+from eaglegraph.known.compilation import engine_compiles_target
 from eaglegraph.known.profiles import get_profile
 from eaglegraph.pair import Pair, load_pair
 from eaglegraph.pair.presets import resolve_model_arg
@@ -46,7 +47,9 @@ class RunSpec:
     random_weights: bool = False
     seed: int = 0
     pool: str | None = None
-    compile_model: bool | None = None  # the target through torch.compile; None: off
+    # the target through torch.compile/Inductor; resolved by `spec_for_pair` (None there:
+    # as the engine does by default, on CUDA only)
+    compile_model: bool | None = None
     # set when a quick CPU plan replaced the default --max-num-seqs: the value it replaced
     full_max_num_seqs: int | None = None
 
@@ -185,6 +188,7 @@ def spec_for_pair(
     ):
         full_seqs = options.max_num_seqs
         options = dataclasses.replace(options, max_num_seqs=cpu_max_num_seqs[options.framework])
+    compile_model = resolve_compile(compile_model, resolved_device, options)
     if source is None:
         source = (
             None,
@@ -205,6 +209,17 @@ def spec_for_pair(
         pool=pool,
         compile_model=compile_model,
         full_max_num_seqs=full_seqs,
+    )
+
+
+def resolve_compile(asked: bool | None, device: str, options: PlanOptions) -> bool:
+    """`--compile/--no-compile` as given; unsaid, as the engine runs this plan's target (on
+    CUDA only: the emulated backend replays through the Triton interpreter, where Inductor's
+    fusions change nothing it measures)."""
+    if asked is not None:
+        return asked
+    return device == "cuda" and engine_compiles_target(
+        options.framework, options.compiled, options.breakable
     )
 
 

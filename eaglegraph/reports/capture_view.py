@@ -48,9 +48,18 @@ def capture_title(run: CaptureRun) -> Text:
     if isinstance(model, str):
         title.append(f"  {model}")
     title.append(f"  backend {run.backend}  pool {run.pool_policy}", style="cyan")
+    title.append(target_forward(run.config), style="dim")
     if run.failed is not None:
         title.append(f"  {run.failed.status.upper()}", style="bold red")
     return title
+
+
+def target_forward(config: Mapping[str, Any]) -> str:
+    """Which target forward ran: its graph pools differ (Inductor's buffers live in them)."""
+    compiled = config.get("compiled")
+    if compiled is None:  # a run saved before the field existed
+        return ""
+    return "  target compiled (Inductor)" if compiled else "  target eager"
 
 
 def context_grid(

@@ -22,7 +22,9 @@ class RigConfig:
     guard: bool = False
     guard_capacity: int = 1 << 14
     backend: str = "auto"
-    compile: bool | None = None  # the target through torch.compile/Inductor; None: off
+    # the target through torch.compile/Inductor; None: off (a RunSpec resolves the engine's
+    # default: vLLM compiles on CUDA, SGLang does not)
+    compile: bool | None = None
     # False: an emulated capture builds and registers each graph's metadata without running
     # its warmup and recording passes (they compute nothing a replay reads: the probe, which
     # overwrites every buffer and poisons every padding region before it looks, skips them)
@@ -38,10 +40,9 @@ class RigConfig:
 
     @property
     def compiled(self) -> bool:
-        """Opt-in: compiling costs every capture process its Inductor compilation (about a
-        minute for an 8B target), probe cases run in many such processes, and the CPU
-        memory prediction models the uncompiled forward (within 7 % of a compiled capture
-        on the H100)."""
+        """Off unless asked: the CLI's run spec asks as the engine would (`known.compilation`);
+        the probe and library callers that build a config themselves run uncompiled, since
+        every probe case would pay its own Inductor compilation."""
         return bool(self.compile)
 
     @property

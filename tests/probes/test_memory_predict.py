@@ -119,6 +119,33 @@ def test_fit_check_finds_the_largest_capture_size_that_fits(recording: object) -
     assert none.largest_capture_that_fits is None and "lower" in none.message()
 
 
+def test_only_wholly_free_default_segments_are_releasable() -> None:
+    """The slack inside a segment still in use, and free graph-pool segments, are no use to a
+    new capture's pool: counting them let a capture that would not fit go ahead."""
+    from eaglegraph.probes.pool_accounting import releasable_bytes
+
+    mib = 1 << 20
+
+    def seg(pool: tuple[int, int], total: int, allocated: int, active: int | None = None) -> dict:
+        active = allocated if active is None else active
+        return {
+            "segment_pool_id": pool,
+            "total_size": total * mib,
+            "allocated_size": allocated * mib,
+            "active_size": active * mib,
+        }
+
+    segments = [
+        seg((0, 0), 20, 0),  # wholly free: released on demand
+        seg((0, 0), 20, 3),  # 17 MiB free inside, but the segment stays
+        seg((0, 0), 2, 0, active=1),  # freed on another stream, not yet reusable
+        seg((1, 0), 20, 0),  # a live graph's private pool
+        seg((0, 2), 2, 0),  # a shared graph pool
+    ]
+    assert releasable_bytes(segments) == 20 * mib
+    assert releasable_bytes([]) == 0
+
+
 def test_inspect_shows_the_prediction_per_policy(tmp_path: Path) -> None:
     import json
 

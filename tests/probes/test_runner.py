@@ -61,6 +61,30 @@ def test_spec_round_trips_through_json() -> None:
         resolve_run("tiny-llama-eagle3", device="cpu", max_model_len=8)
 
 
+@pytest.mark.parametrize(
+    ("plan", "device", "asked", "compiled"),
+    [
+        ({}, "cuda", None, True),  # vLLM compiles its model by default
+        ({"framework": "sglang"}, "cuda", None, False),  # SGLang only with --enable-torch-compile
+        ({"compilation_config": '{"mode": 0}'}, "cuda", None, False),  # vLLM told not to
+        ({"mode": "BREAKABLE"}, "cuda", None, False),  # breakable graphs: compilation NONE
+        ({}, "cpu", None, False),  # the emulated backend never compiles unless asked
+        ({}, "cuda", False, False),  # --no-compile
+        ({"framework": "sglang"}, "cuda", True, True),  # --compile
+    ],
+)
+def test_the_target_compiles_as_the_engine_would(
+    plan: dict[str, object], device: str, asked: bool | None, compiled: bool
+) -> None:
+    from eaglegraph.pair import load_pair
+    from eaglegraph.pair.presets import materialize
+    from eaglegraph.probes.setup import plan_options
+    from eaglegraph.probes.spec import resolve_compile
+
+    options = plan_options(load_pair(materialize("tiny-llama-eagle3")), plan)
+    assert resolve_compile(asked, device, options) is compiled
+
+
 def test_library_entry_points() -> None:
     assert eaglegraph.probe is probe and eaglegraph.memdiff is memdiff
     assert eaglegraph.RunSpec is RunSpec and callable(eaglegraph.load_pair)
