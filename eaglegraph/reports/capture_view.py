@@ -48,18 +48,17 @@ def capture_title(run: CaptureRun) -> Text:
     if isinstance(model, str):
         title.append(f"  {model}")
     title.append(f"  backend {run.backend}  pool {run.pool_policy}", style="cyan")
-    title.append(target_forward(run.config), style="dim")
     if run.failed is not None:
         title.append(f"  {run.failed.status.upper()}", style="bold red")
     return title
 
 
-def target_forward(config: Mapping[str, Any]) -> str:
+def target_forward(config: Mapping[str, Any]) -> str | None:
     """Which target forward ran: its graph pools differ (Inductor's buffers live in them)."""
     compiled = config.get("compiled")
     if compiled is None:  # a run saved before the field existed
-        return ""
-    return "  target compiled (Inductor)" if compiled else "  target eager"
+        return None
+    return "compiled by torch.compile (Inductor)" if compiled else "eager (not compiled)"
 
 
 def context_grid(
@@ -72,6 +71,9 @@ def context_grid(
     grid = Table.grid(padding=(0, 1))
     grid.add_column(style="dim", no_wrap=True)
     grid.add_column(overflow="fold")
+    forward = target_forward(config)
+    if forward is not None:
+        grid.add_row("target", Folded(forward))
     grid.add_row("config", _pairs({k: v for k, v in config.items() if k not in skip}))
     if environment:
         grid.add_row("environment", _pairs(environment))

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from eaglegraph.known.measurements import SHARED_POOL_SAVING
-from eaglegraph.reports.capture_view import context_grid, render_failure, target_forward
+from eaglegraph.reports.capture_view import context_grid, render_failure
 from eaglegraph.reports.findings_view import render_findings
 from eaglegraph.reports.format import fmt_bytes
 from eaglegraph.reports.layout import Folded
@@ -34,7 +34,7 @@ def render_memdiff(run: MemdiffRun, console: Console) -> None:
     if isinstance(model, str):
         title.append(f"  {model}")
     title.append(f"  a = {a}  vs  b = {b}", style="cyan")
-    title.append(f"  backend {run.a.backend}" + target_forward(run.config), style="dim")
+    title.append(f"  backend {run.a.backend}", style="dim")
     console.print(Rule(title, align="left", style="dim"))
     console.print(context_grid(run.config, run.a.environment))
     for side, capture in (("a", run.a), ("b", run.b)):

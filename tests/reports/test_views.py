@@ -121,6 +121,29 @@ def test_totals_line_as_vllm_logs_it() -> None:
     assert "14 graphs in" in text and "allocator reserved 878.00 MiB" in text
 
 
+@pytest.mark.parametrize(
+    ("compiled", "says"),
+    [(True, "compiled by torch.compile (Inductor)"), (False, "eager (not compiled)"), (None, None)],
+)
+def test_views_say_which_target_forward_ran(compiled: bool | None, says: str | None) -> None:
+    """A compiled target's pool holds Inductor's buffers: the reader must know which ran."""
+    run = cuda_run()
+    config = {k: v for k, v in run.config.items() if k != "compiled"}
+    if compiled is not None:
+        config["compiled"] = compiled
+    run = replace(run, config=config)
+    diff = memdiff_run()
+    diff = replace(diff, config={**diff.config, **config})
+    for render, shown in ((render_capture, run), (render_memdiff, diff)):
+        target = [
+            line for line in text_of(render, shown, 80).splitlines() if line.startswith("target ")
+        ]
+        if says is None:  # a run saved before the field: no claim either way
+            assert not target
+        else:
+            assert target and target[0].split(None, 1)[1].rstrip() == says
+
+
 def test_pool_view_reserved_ideal_ratio_and_accounting() -> None:
     text = text_of(render_pools, cuda_run("dedicated"))
     global_row = next(line for line in text.splitlines() if "global (0,1)" in line)
