@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU checks, run on the H100/H200 machine from the repository root (nothing installs there:
-# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|cuda-rig|cuda-probes|capture|memdiff|memdiff3|probe|bench|memory|memory-tables|memory-8b|memory-compiled|memory-refusal|mtp|mtp-probes|sanitizer|badinput|views|engines|all]...
+# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|cuda-rig|cuda-probes|capture|memdiff|memdiff3|probe|bench|memory|memory-tables|memory-tests|memory-8b|memory-compiled|memory-refusal|memdiff-mtp|bench-capture|mtp|mtp-probes|sanitizer|badinput|views|engines|all]...
 # (probe-profiles runs only when named)
 # Every stage logs to $OUT (default /tmp/eaglegraph-gpu) and the script keeps going after a
 # failing stage, so one run reports everything.
@@ -101,14 +101,16 @@ if want memdiff3; then
     --pool shared --against dedicated --behavior vllm-0.22 --no-color \
     --save "$OUT/memdiff-eagle3.json" --force
 fi
-if want memory; then
+if want memory || named memory-tests; then
   # issue 15: simulator == CUDA allocator (pools by segment_pool_id); prediction within 10 % per
-  # pool; the compiled target replays the eager tokens; "took" adds up per graph
+  # pool; refusal before an OOM; the compiled target replays the eager tokens; "took" adds up
   TAIL=30 run memory-tests python3 -m pytest -q -s -p no:cacheprovider tests/probes/test_memory_predict_cuda.py \
     tests/rig/test_compiled_rig.py tests/models/test_compile.py
   # only the CUDA-marked ones: the emulated tests there need Triton's interpreter (off on a GPU)
   TAIL=10 run memory-cuda-tests python3 -m pytest -q -s -p no:cacheprovider -m cuda \
     tests/probes/test_capture.py tests/probes/test_compile_cuda.py
+fi
+if want memory; then
   # predicted on a CPU beforehand (benchmarks/memory_predictions.json, --predict-only), measured
   # here, each case in a fresh process: the real-width pairs at R=64 (~90 s)
   TAIL=20 run memory-table-r64 python3 benchmarks/predict_vs_measured.py --max-num-seqs 64 \
@@ -154,7 +156,10 @@ if want mtp; then
   # DeepSeek-V3 at real widths, 4 of 61 target layers + its MTP layer, 16 of 256 routed experts
   TAIL=45 run capture-mtp-real $EG capture deepseek-v3-mtp-4l --random-weights -K 3 --max-num-seqs 64 \
     --no-color --save "$OUT/capture-mtp-real.json" --force
-  TAIL=70 run memdiff-mtp-real $EG memdiff deepseek-v3-mtp-4l --random-weights -K 3 --max-num-seqs 64 \
+fi
+if want mtp || named memdiff-mtp; then
+  # the MLA target compiled as vLLM compiles it (the default on CUDA)
+  TAIL=40 run memdiff-mtp-real $EG memdiff deepseek-v3-mtp-4l --random-weights -K 3 --max-num-seqs 64 \
     --pool shared --against dedicated --no-color --save "$OUT/memdiff-mtp-real.json" --force
 fi
 if want mtp-probes; then
@@ -187,8 +192,10 @@ if want engines; then
   TAIL=40 run engines-inspect-b200 $EG inspect llama3.1-8b-eagle3 --engine vllm==0.33.0 --gpu B200 \
     --attention-backend flashinfer -K 5 --no-color
 fi
-if want bench; then
+if want bench || named bench-capture; then
   TAIL=10 run bench-capture python3 benchmarks/bench_capture.py
+fi
+if want bench; then
   TAIL=10 run bench-guards python3 benchmarks/bench_guards.py
 fi
 if want sanitizer; then
