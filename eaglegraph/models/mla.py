@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from eaglegraph.kernels.rope import apply_rotary
+from eaglegraph.models import ops
 from eaglegraph.models.layers import (
     AttentionFn,
     GatedMLP,
@@ -109,7 +109,8 @@ class MLAAttention(nn.Module):
         row[:, 0, :latent] = self.kv_a_norm(kv_a[:, :latent])
         row[:, 0, latent:] = kv_a[:, latent:]
         q_pe = q[:, :, nope:]
-        apply_rotary(q_pe, row[:, :, latent:], positions, cos_sin_cache, t)
+        # through the custom op, as every model's RoPE: Dynamo must not trace the launch
+        ops.rotary(q_pe, row[:, :, latent:], positions, cos_sin_cache)
         w = self.kv_b_weight.view(nh, nope + m.v_head_dim, latent)
         q_full = torch.empty((t, nh, latent + m.qk_rope_head_dim), dtype=x.dtype, device=x.device)
         q_full[:, :, :latent] = torch.einsum("thd,hdl->thl", q[:, :, :nope], w[:, :nope])

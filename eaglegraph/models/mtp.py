@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from eaglegraph.kernels.rope import apply_rotary
+from eaglegraph.models import ops
 from eaglegraph.models.layers import (
     AttentionFn,
     GatedMLP,
@@ -132,7 +132,7 @@ class GatedAttention(nn.Module):
         q = self.q_norm(q.reshape(t, s.num_heads, s.head_dim))
         k = self.k_norm(k.reshape(t, s.num_kv_heads, s.head_dim))
         rot = self.rotary_dim
-        apply_rotary(q[..., :rot], k[..., :rot], positions, cos_sin_cache, t)
+        ops.rotary(q[..., :rot], k[..., :rot], positions, cos_sin_cache)
         out = torch.empty((t, s.num_heads, s.head_dim), dtype=x.dtype, device=x.device)
         attention(layer_index, q, k, v.reshape(t, s.num_kv_heads, s.head_dim), out)
         o = out.view(t, s.q_width)

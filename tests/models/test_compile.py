@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from eaglegraph.models.compile import CompiledForward
-from eaglegraph.models.init import random_target
 from eaglegraph.models.layers import AttentionFn
+from eaglegraph.models.target_build import build_target
 from eaglegraph.pair import load_pair
 from eaglegraph.pair.presets import materialize
 
@@ -15,10 +15,14 @@ from eaglegraph.pair.presets import materialize
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _target() -> torch.nn.Module:
-    pair = load_pair(materialize("tiny-llama-eagle3"))
+def _target(preset: str = "tiny-llama-eagle3") -> torch.nn.Module:
+    """The preset's target as the rig builds it (an MLA model for DeepSeek-style configs)."""
+    pair = load_pair(materialize(preset))
     assert pair.target is not None
-    return random_target(pair.target.geometry, torch.float32, DEVICE, 0)
+    return build_target(
+        pair.target, torch.float32, torch.device(DEVICE), random_weights=True, seed=0,
+        max_positions=None,
+    )  # fmt: skip
 
 
 def _copy_q(calls: list[int]) -> AttentionFn:
@@ -26,13 +30,18 @@ def _copy_q(calls: list[int]) -> AttentionFn:
         layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor
     ) -> None:
         calls.append(layer)
-        out.copy_(q)
+        out.copy_(q[..., : out.shape[-1]])  # MLA: q holds the latent and rope parts
 
     return attention
 
 
-def _check(backend: str, sizes: tuple[int, ...], aux: tuple[int, ...] = (1, 3)) -> None:
-    target = _target()
+def _check(
+    backend: str,
+    sizes: tuple[int, ...],
+    aux: tuple[int, ...] = (1, 3),
+    preset: str = "tiny-llama-eagle3",
+) -> None:
+    target = _target(preset)
     compiled = CompiledForward(target, backend)
     for n in sizes:
         ids = torch.randint(0, 100, (n,), device=DEVICE)
@@ -58,6 +67,13 @@ def test_a_later_target_with_other_aux_layers_compiles_once() -> None:
     from an earlier compilation stays a constant instead of turning symbolic."""
     _check("aot_eager", (8, 4), aux=(1, 3))
     _check("aot_eager", (8, 4), aux=(1, 2, 3))
+
+
+def test_mla_target_traces_without_tracing_a_kernel_launch() -> None:
+    """Every Triton launch in a target's forward goes through a custom op: a launch Dynamo
+    traces itself bakes the trace's sizes in (the MLA target's RoPE once did, and its compiled
+    capture crashed the H100 at real widths)."""
+    _check("aot_eager", (8, 5, 12), aux=(), preset="tiny-deepseek-mtp")
 
 
 @pytest.mark.slow

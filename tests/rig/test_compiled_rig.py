@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from eaglegraph.models.compile import CompiledForward
@@ -17,7 +18,7 @@ from eaglegraph.rig.workload import Schedule
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def _rig(mode: str, compile_model: bool | None) -> Rig:
+def _rig(mode: str, compile_model: bool | None, preset: str = "tiny-llama-eagle1") -> Rig:
     opts = resolve_plan_options(
         max_num_seqs=2, num_speculative_tokens=3, mode=mode, max_num_batched_tokens=64,
         capture_sizes="4,8",
@@ -25,21 +26,25 @@ def _rig(mode: str, compile_model: bool | None) -> Rig:
     config = RigConfig(opts, DEVICE, dtype="float32", max_model_len=256)
     if compile_model is not None:
         config = RigConfig(opts, DEVICE, "float32", 256, compile=compile_model)
-    return Rig(load_pair(materialize("tiny-llama-eagle1")), config)
+    return Rig(load_pair(materialize(preset)), config)
 
 
-def test_compile_is_opt_in() -> None:
+def test_a_rig_config_compiles_only_when_asked() -> None:
+    """The engine's default is resolved by the run spec (tests/probes/test_runner.py); a
+    config built by hand stays eager, so the probe's many processes compile nothing."""
     opts = resolve_plan_options(max_num_seqs=4)
     assert not RigConfig(opts, torch.device("cpu")).compiled
-    assert not RigConfig(opts, torch.device("cuda")).compiled  # opt-in (compile time per process)
+    assert not RigConfig(opts, torch.device("cuda")).compiled
     assert RigConfig(opts, torch.device("cuda"), compile=True).compiled
     assert not RigConfig(opts, torch.device("cuda"), compile=False).compiled
 
 
-def test_compiled_target_replays_the_eager_tokens() -> None:
+@pytest.mark.parametrize("preset", ["tiny-llama-eagle1", "tiny-deepseek-mtp"])
+def test_compiled_target_replays_the_eager_tokens(preset: str) -> None:
+    """Llama-family and MLA targets (routed experts, latent KV) alike."""
     schedule = Schedule.grow_shrink(2, waves=1)
-    want = run_workload(_rig("NONE", None), schedule).token_trace()
-    rig = _rig("FULL_AND_PIECEWISE", False)
+    want = run_workload(_rig("NONE", None, preset), schedule).token_trace()
+    rig = _rig("FULL_AND_PIECEWISE", False, preset)
     # Inductor's CPU backend compiles C++ for minutes on a loaded CI machine; the trace,
     # the custom ops and the capture splitting are what this checks, so AOT eager runs it
     rig.routines.target_forward = compiled = CompiledForward(rig.models.target, "aot_eager")
