@@ -11,6 +11,7 @@ calls and the capture still splits at each attention call at run time.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import torch
@@ -69,7 +70,7 @@ class CompiledForward:
         # only what is marked above is dynamic: an integer constant of the layout (an aux
         # layer id) that differs from an earlier compilation in this process must stay a
         # constant, not become symbolic under Dynamo's automatic dynamic shapes
-        with ops.attention_through(attention), _static_unless_marked():
+        with ops.attention_through(attention), _static_unless_marked(), _deterministic():
             return self._function(layout)(*tensors)
 
 
@@ -78,3 +79,15 @@ _TENSOR = object()  # marks a tensor argument's place in a layout
 
 def _static_unless_marked() -> Any:
     return torch._dynamo.config.patch(automatic_dynamic_shapes=False)
+
+
+def _deterministic() -> Any:
+    """Inductor without on-device benchmarking where it changes numerics (reduction configs,
+    matmul padding): each process would otherwise pick its own kernels by timing, and two
+    captures of one pair in two processes (memdiff's policies) would not compute the same
+    bits. Greedy draft tokens over a 129k vocabulary flip on the last bit."""
+    import torch._inductor.config as inductor
+
+    if not hasattr(inductor, "deterministic"):  # older torch: nothing to switch off
+        return contextlib.nullcontext()
+    return inductor.patch(deterministic=True)
