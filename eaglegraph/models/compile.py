@@ -83,9 +83,10 @@ def _static_unless_marked() -> Any:
 
 def _deterministic() -> Any:
     """Inductor without on-device benchmarking where it changes numerics (reduction configs,
-    matmul padding): each process would otherwise pick its own kernels by timing, and two
-    captures of one pair in two processes (memdiff's policies) would not compute the same
-    bits. Greedy draft tokens over a 129k vocabulary flip on the last bit."""
+    matmul padding), where torch has the switch (not in 2.11): each process would otherwise
+    pick its own kernels by timing, and two captures of one pair in two processes (memdiff's
+    policies) need not compute the same bits; a greedy token over a 129k vocabulary flips on
+    the last bit. memdiff says so when the tokens differ under a compiled target."""
     import torch._inductor.config as inductor
 
     if not hasattr(inductor, "deterministic"):  # older torch: nothing to switch off

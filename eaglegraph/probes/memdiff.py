@@ -16,6 +16,7 @@ from eaglegraph.probes.runner import run_task
 from eaglegraph.probes.spec import RunSpec
 from eaglegraph.results.capture import CaptureRun
 from eaglegraph.results.codec import decode
+from eaglegraph.results.findings import Finding, Severity
 from eaglegraph.results.memdiff import MemdiffRun
 from eaglegraph.results.pools import PoolDiff
 
@@ -79,6 +80,44 @@ def diff_runs(a: CaptureRun, b: CaptureRun, config: dict[str, object]) -> Memdif
         total_b=b.totals.pool_reserved_bytes or 0,
         tokens_identical=identical,
         token_steps=steps,
+        findings=[] if identical is not False else [_tokens_differ(a, b)],
+    )
+
+
+def _tokens_differ(a: CaptureRun, b: CaptureRun) -> Finding:
+    """Which steps differ, and how to tell a pool bug from numerics that differ between the
+    two processes (a compiled target's kernels are chosen in each process)."""
+    assert a.replay is not None and b.replay is not None
+    steps = list(
+        zip(a.replay.get("draft_tokens", []), b.replay.get("draft_tokens", []), strict=False)
+    )
+    differ = [i for i, (x, y) in enumerate(steps) if x != y]
+    accepted = a.replay.get("accepted") != b.replay.get("accepted")
+    where = (
+        f"in {len(differ)} of {len(steps)} steps, first at step {differ[0]}"
+        if differ
+        else "in the accepted counts only"
+    )
+    if a.config.get("compiled") or b.config.get("compiled"):
+        fix = (
+            "the target is compiled, and Inductor may choose other kernels in each process "
+            "(the last bit of a logit flips a greedy token): rerun with --no-compile; if the "
+            "eager runs differ too, a graph reads memory another graph of the pool reused"
+        )
+    else:
+        fix = (
+            "both runs are eager and replay the same schedule: a graph reads memory another "
+            f"graph of the --pool {a.pool_policy} pool reused; probe the pair under that pool"
+        )
+    return Finding(
+        id="pool-changes-tokens",
+        severity=Severity.WARNING,
+        message=(
+            f"draft tokens differ between --pool {a.pool_policy} and --pool {b.pool_policy} "
+            f"{where}" + (" (accepted counts differ too)" if accepted and differ else "")
+        ),
+        evidence=f"replayed schedule {a.replay.get('schedule')} in both processes",
+        fix=fix,
     )
 
 
