@@ -10,8 +10,7 @@ YaRN's mscale) into q. Checkpoints store the rope dims interleaved (`rope_interl
 loader permutes those rows to the rotate-half order the RoPE kernel applies, which changes
 no dot product.
 
-The routed-expert MLP computes every expert for every token and weights the outputs by the
-routing (zero for unrouted experts): no data-dependent shapes, so it captures in a graph.
+The routed-expert MLP is `models.moe.RoutedMoE`.
 """
 
 from __future__ import annotations
@@ -33,6 +32,7 @@ from eaglegraph.models.layers import (
     RMSNorm,
     new_param,
 )
+from eaglegraph.models.moe import RoutedMoE
 from eaglegraph.models.target import DecoderStack
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.mla import MLADims, MoEDims
@@ -120,58 +120,6 @@ class MLAAttention(nn.Module):
         attention(layer_index, q_full, row, row[:, :, :latent], out)
         o = torch.einsum("thl,hvl->thv", out, w[:, nope:])
         return F.linear(o.reshape(t, nh * m.v_head_dim), self.o_weight)
-
-
-class RoutedMoE(nn.Module):
-    """DeepSeek-V3 MoE: grouped top-k routing over sigmoid (or softmax) scores, shared experts."""
-
-    def __init__(
-        self, hidden_size: int, moe: MoEDims, eps: float, dtype: torch.dtype, device: torch.device
-    ) -> None:
-        super().__init__()
-        self.moe = moe
-        e, inter = moe.n_routed_experts, moe.moe_intermediate_size
-        self.gate_weight = new_param((e, hidden_size), dtype, device)
-        self.register_buffer(
-            "e_score_correction_bias", torch.zeros(e, dtype=torch.float32, device=device)
-        )
-        self.gate_up = new_param((e, 2 * inter, hidden_size), dtype, device)
-        self.down = new_param((e, hidden_size, inter), dtype, device)
-        shared = LayerSpec(hidden_size, inter * max(moe.n_shared_experts, 1), 1, 1, 1, eps)
-        self.shared = GatedMLP(shared, dtype, device) if moe.n_shared_experts else None
-
-    def routing(self, x: torch.Tensor) -> torch.Tensor:
-        """`[T, E]` fp32 weights, zero outside each token's chosen experts."""
-        m = self.moe
-        logits = F.linear(x.float(), self.gate_weight.float())
-        scores = logits.sigmoid() if m.scoring_func == "sigmoid" else logits.softmax(-1)
-        choice = scores + self.e_score_correction_bias
-        t, e = scores.shape
-        per_group = e // m.n_group
-        grouped = choice.view(t, m.n_group, per_group)
-        if m.scoring_func == "sigmoid":
-            group_scores = grouped.topk(min(2, per_group), dim=-1)[0].sum(-1)
-        else:
-            group_scores = grouped.max(-1).values
-        group_idx = group_scores.topk(m.topk_group, dim=-1, sorted=False)[1]
-        group_mask = torch.zeros_like(group_scores).scatter_(1, group_idx, 1.0)
-        keep = group_mask[:, :, None].expand(t, m.n_group, per_group).reshape(t, e) > 0
-        idx = choice.masked_fill(~keep, float("-inf")).topk(m.num_experts_per_tok, -1)[1]
-        weights = scores.gather(1, idx)
-        if m.norm_topk_prob and m.num_experts_per_tok > 1:
-            weights = weights / (weights.sum(-1, keepdim=True) + 1e-20)
-        weights = weights * m.routed_scaling_factor
-        return torch.zeros_like(scores).scatter_(1, idx, weights)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        route = self.routing(x)
-        out = torch.zeros(x.shape, dtype=torch.float32, device=x.device)
-        for expert in range(self.moe.n_routed_experts):
-            gate, up = F.linear(x, self.gate_up[expert]).chunk(2, dim=-1)
-            y = F.linear(F.silu(gate) * up, self.down[expert])
-            out += y.float() * route[:, expert : expert + 1]
-        out = out.to(x.dtype)
-        return out if self.shared is None else out + self.shared(x)
 
 
 class MLADecoderLayer(PreNormBlock):

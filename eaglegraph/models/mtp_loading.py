@@ -28,7 +28,8 @@ from eaglegraph.models.loading import (
     open_index,
     resolve_dtype,
 )
-from eaglegraph.models.mla import MLAAttention, MLADecoderLayer, MLATarget, RoutedMoE
+from eaglegraph.models.mla import MLAAttention, MLADecoderLayer, MLATarget
+from eaglegraph.models.moe import RoutedMoE
 from eaglegraph.models.mtp import MTPArch, MTPDraft, StandardBlock, Target
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.mla import MLADims, MoEDims

@@ -80,3 +80,35 @@ def test_mla_target_traces_without_tracing_a_kernel_launch() -> None:
 def test_inductor_forward_matches_eager_on_cpu() -> None:
     """Inductor's CPU backend (C++ through gcc): slow to compile, so marked slow."""
     _check("inductor", (8, 12))
+
+
+def test_routed_experts_are_one_opaque_call_under_compile() -> None:
+    """As vLLM's fused-MoE op: Inductor must not see the expert loop (it fuses the sum over
+    experts and keeps every expert's output alive at once, a larger pool than the engine's)."""
+    from eaglegraph.models.moe import RoutedMoE
+    from eaglegraph.pair.mla import moe_dims
+
+    pair = load_pair(materialize("tiny-deepseek-mtp"))
+    assert pair.target is not None
+    moe = moe_dims(pair.target.config)
+    assert moe is not None and moe.n_routed_experts > 1
+    torch.manual_seed(0)
+    layer = RoutedMoE(64, moe, 1e-6, torch.float32, torch.device(DEVICE))
+    for p in layer.parameters():
+        torch.nn.init.normal_(p, std=0.05)
+    graphs: list[torch.fx.GraphModule] = []
+
+    def record(gm: torch.fx.GraphModule, example_inputs: list[torch.Tensor]) -> object:
+        graphs.append(gm)
+        return gm.forward
+
+    x = torch.randn(6, 64, device=DEVICE)
+    with torch.inference_mode():
+        want = layer(x)
+        got = torch.compile(layer, backend=record, fullgraph=True)(x)
+    torch.testing.assert_close(got, want)
+    (graph,) = graphs
+    targets = [str(n.target) for n in graph.graph.nodes if n.op == "call_function"]
+    assert sum("routed_experts" in t for t in targets) == 1
+    # the router's linear and the shared expert's gate_up and down: no routed expert's
+    assert sum("linear" in t for t in targets) == 1 + (2 if moe.n_shared_experts else 0)
