@@ -55,6 +55,7 @@ CASES: list[tuple[str, dict[str, int], tuple[str, ...]]] = [
     ("llama3.1-8b-eagle3", EIGHT_B, ("vllm-current",)),
     ("deepseek-v3-mtp-4l", EIGHT_B, ("vllm-current",)),
     ("llama3.1-8b-eagle1", MEMDIFF, ("vllm-current", "vllm-0.22")),
+    ("llama3.1-8b-eagle3", MEMDIFF, ("vllm-0.22",)),
 ]
 POLICIES = ("shared", "dedicated")
 MiB = 1 << 20
