@@ -61,25 +61,8 @@ def experts(
     return out.to(x.dtype)
 
 
-@torch.library.custom_op("eaglegraph::routed_experts", mutates_args=())
-def routed_experts(
-    x: Tensor,
-    logits: Tensor,
-    bias: Tensor,
-    gate_up: Tensor,
-    down: Tensor,
-    n_group: int,
-    topk_group: int,
-    top_k: int,
-    sigmoid: bool,
-    norm_topk_prob: bool,
-    scaling: float,
-) -> Tensor:
-    """`experts` as one opaque call (what vLLM's fused-MoE op is to Inductor)."""
-    return experts(
-        x, logits, bias, gate_up, down, n_group, topk_group, top_k, sigmoid, norm_topk_prob,
-        scaling,
-    )  # fmt: skip
+# `experts` as one opaque call (what vLLM's fused-MoE op is to Inductor)
+routed_experts = torch.library.custom_op("eaglegraph::routed_experts", experts, mutates_args=())
 
 
 @routed_experts.register_fake
