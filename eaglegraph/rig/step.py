@@ -26,6 +26,7 @@ from eaglegraph.kernels.sampling import argmax_rows, greedy_verify
 from eaglegraph.known.attention_workspace import SplitKvScratch, split_kv_scratch
 from eaglegraph.known.heads import head_dtype
 from eaglegraph.models.compile import CompiledForward
+from eaglegraph.models.drafts import draft_build
 from eaglegraph.pair.model import Pair
 from eaglegraph.results.capture import CaptureEvent
 from eaglegraph.results.findings import Finding
@@ -170,6 +171,7 @@ class Rig:
         # multi-module MTP and DFlash: all drafting in one speculator graph, no decodes
         self.mtp_window: MTPWindow | None = None
         self.dflash: DFlashWindow | None = None
+        self.extra_lookahead_slots = draft_build(self.models.kind).extra_lookahead_slots
         self.speculator, self.plan = speculator_plan(pair, self.plan)
         if self.speculator == "window":
             self.mtp_window = MTPWindow(
@@ -222,10 +224,10 @@ class Rig:
         return Guard(self.guard_log, self.registry.ids(**roles))
 
     def allocate(self, request: Request, num_tokens: int) -> None:
-        """Blocks for `num_tokens` (the query plus K lookahead slots); DFlash's block is the
-        bonus token plus K mask rows, one slot more (vLLM reserves K+1 lookahead slots)."""
+        """Blocks for `num_tokens` (the query plus K lookahead slots), plus the slots the
+        draft kind writes beyond them (DFlash: one, for its bonus-token row)."""
         before = len(request.blocks)
-        num_tokens += 1 if self.dflash is not None else 0
+        num_tokens += self.extra_lookahead_slots
         self.allocator.ensure(request.rid, request.blocks, min(num_tokens, self.max_model_len))
         if len(request.blocks) != before or not request.blocks:
             row = self._bt_host[request.slot]

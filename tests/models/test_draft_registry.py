@@ -43,6 +43,8 @@ def test_every_kind_has_its_spec_and_every_supported_kind_its_build() -> None:
         if spec.supported:
             build = draft_build(spec.kind)
             assert build.kind is spec.kind
+            # every build states the KV slots it writes past K (the rig reserves them)
+            assert build.extra_lookahead_slots == (1 if spec.kind is DraftKind.DFLASH else 0)
         else:
             with pytest.raises(BadInput, match=f"unsupported draft kind '{spec.kind.value}'"):
                 draft_build(spec.kind)

@@ -151,6 +151,9 @@ class DraftBuild(Protocol):
     kind: DraftKind
     # the kind can draft for an MLA (latent-attention) target
     mla_target: bool
+    # KV slots a request reserves beyond the K lookahead slots (the engine's
+    # num_lookahead_tokens minus K): a draft that writes more rows than it proposes tokens
+    extra_lookahead_slots: int
 
     def arch(self, pair: Pair, framework: str) -> DraftArch:
         """The module's arch from the inspected pair's facts."""

@@ -41,6 +41,8 @@ class DFlashBuild:
     kind = DraftKind.DFLASH
     module = DFlashDraft
     mla_target = False
+    # the block is the bonus token plus K mask rows: vLLM reserves K+1 lookahead slots
+    extra_lookahead_slots = 1
 
     def arch(self, pair: Pair, framework: str) -> DFlashArch:
         assert pair.draft is not None and pair.target is not None

@@ -98,6 +98,7 @@ class Eagle1Build:
     kind = DraftKind.EAGLE1
     module = Eagle1Draft
     mla_target = False
+    extra_lookahead_slots = 0
 
     def arch(self, pair: Pair, framework: str) -> DraftArch:
         facts, target = pair.draft_facts, pair.target

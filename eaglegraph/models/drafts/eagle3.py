@@ -202,6 +202,7 @@ class Eagle3Build:
     kind = DraftKind.EAGLE3
     module = Eagle3Draft
     mla_target = False
+    extra_lookahead_slots = 0
 
     def arch(self, pair: Pair, framework: str) -> DraftArch:
         facts, draft, target = pair.draft_facts, pair.draft, pair.target

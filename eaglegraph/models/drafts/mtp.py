@@ -119,6 +119,7 @@ class MTPBuild:
     kind = DraftKind.MTP
     module = MTPDraft
     mla_target = True
+    extra_lookahead_slots = 0
 
     def arch(self, pair: Pair, framework: str) -> MTPArch:
         assert pair.draft is not None and pair.target is not None
