@@ -46,6 +46,7 @@ from eaglegraph.rig.driver import StepOutput
 from eaglegraph.rig.graphs import CaptureTracer, GraphContext, PhaseRunner
 from eaglegraph.rig.kv_cache import BlockAllocator, KVLayout, allocate_kv_caches
 from eaglegraph.rig.kv_specs import kv_layouts
+from eaglegraph.rig.limits import check_limits
 from eaglegraph.rig.model_setup import (
     LoadedPair,
     build_models,
@@ -57,7 +58,7 @@ from eaglegraph.rig.mtp_window import MTPWindow
 from eaglegraph.rig.plan import CapturePlan, build_plan
 from eaglegraph.rig.routines import PhaseRoutines
 from eaglegraph.rig.sglang_padding import PADDED_SEQ_LEN, pad_draft_rows, padded_slot_mapping
-from eaglegraph.rig.speculators import refusal_findings, speculator_plan
+from eaglegraph.rig.speculators import speculator_plan
 from eaglegraph.rig.step_buffers import StepBuffers, h2d
 from eaglegraph.rig.workload import Request, ScheduledRequest
 
@@ -77,8 +78,7 @@ class Rig:
         self.plan: CapturePlan = build_plan(opts)
         dev = config.device
         check_buildable(pair, config.random_weights, opts.framework)
-        for refused in refusal_findings(pair, self.plan):  # what the engine would not run
-            raise BadInput(refused.message)
+        check_limits(pair, config, self.plan)
         assert pair.target is not None and pair.draft is not None
         tg, dg = pair.target.geometry, pair.draft.geometry
         self.max_num_seqs = r = opts.max_num_seqs
@@ -86,13 +86,6 @@ class Rig:
         self.max_model_len = config.max_model_len
         largest = max(self.plan.capture_sizes, default=0)
         self.max_tokens = t = max(opts.max_num_batched_tokens, largest)
-        if config.max_model_len > tg.max_position_embeddings:
-            raise BadInput(
-                f"max_model_len {config.max_model_len} exceeds the target's "
-                f"max_position_embeddings {tg.max_position_embeddings}"
-            )
-        if t > 1 << 20:
-            raise BadInput(f"max_num_batched_tokens {t} is too large for the rig")
         self.block_size = bs = config.block_size
         self.max_blocks = mb = -(-config.max_model_len // bs)
         kv_dtype = resolve_model_dtype(config.dtype, pair, dev)
