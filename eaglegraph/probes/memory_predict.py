@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from eaglegraph.known.compilation import engine_compiles_target
 from eaglegraph.pair.model import Pair
 from eaglegraph.probes.alloc_recorder import AllocationRecorder, Scope, shape_only_kernels
 from eaglegraph.probes.allocator_sim import Event, simulate
@@ -111,4 +112,10 @@ def predict_memory(
     pair: Pair, config: RigConfig, policies: Iterable[str] = POLICIES
 ) -> MemoryPrediction:
     recording = record_capture(pair, config)
-    return MemoryPrediction(recording.dtype, [predict_policy(recording, p) for p in policies])
+    predicted = MemoryPrediction(recording.dtype, [predict_policy(recording, p) for p in policies])
+    opts = config.options
+    if engine_compiles_target(opts.framework, opts.compiled, opts.breakable):
+        predicted.method += (
+            " (the engine compiles it with Inductor, whose fusions the simulation does not see)"
+        )
+    return predicted

@@ -50,8 +50,8 @@ class MemoryPrediction:
 
     dtype: str
     policies: list[PolicyPrediction]
-    # the recording runs the target uncompiled: a --compile run's Inductor buffers are not in it
-    method: str = "allocator simulation of the rig's capture sequence, uncompiled target"
+    # the recording runs the target eager: a compiled run's Inductor buffers are not in it
+    method: str = "allocator simulation of the rig's capture sequence, eager target"
 
     def policy(self, name: str) -> PolicyPrediction:
         return next(p for p in self.policies if p.policy == name)

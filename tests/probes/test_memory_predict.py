@@ -167,6 +167,12 @@ def test_inspect_shows_the_prediction_per_policy(tmp_path: Path) -> None:
     assert "Graph memory, predicted" in text and "eagle (dedicated)" in text  # re-rendered
     plain = CliRunner().invoke(cli, [*args[:-1], "--json"])
     assert json.loads(plain.stdout)["memory_prediction"] is None  # only when asked for
+    # vLLM compiles the target and the simulation records the eager forward: the method says
+    # so; SGLang runs it eager, and there is nothing to say
+    assert "eager target" in doc["method"] and "engine compiles it" in doc["method"]
+    sglang = CliRunner().invoke(cli, [*args, "--framework", "sglang", "--json"])
+    method = json.loads(sglang.stdout)["memory_prediction"]["method"]
+    assert "eager target" in method and "compiles" not in method
 
 
 def test_full_captures_hold_fa3_split_kv_accumulators(recording: object) -> None:
