@@ -112,10 +112,12 @@ def predict_memory(
     pair: Pair, config: RigConfig, policies: Iterable[str] = POLICIES
 ) -> MemoryPrediction:
     recording = record_capture(pair, config)
-    predicted = MemoryPrediction(recording.dtype, [predict_policy(recording, p) for p in policies])
+    method = MemoryPrediction.method
     opts = config.options
     if engine_compiles_target(opts.framework, opts.compiled, opts.breakable):
-        predicted.method += (
+        method += (
             " (the engine compiles it with Inductor, whose fusions the simulation does not see)"
         )
-    return predicted
+    return MemoryPrediction(
+        recording.dtype, [predict_policy(recording, p) for p in policies], method
+    )
