@@ -108,18 +108,65 @@ class MLAAttention(nn.Module):
         row = torch.empty((t, 1, latent + m.qk_rope_head_dim), dtype=x.dtype, device=x.device)
         row[:, 0, :latent] = self.kv_a_norm(kv_a[:, :latent])
         row[:, 0, latent:] = kv_a[:, latent:]
-        q_pe = q[:, :, nope:]
         # through the custom op, as every model's RoPE: Dynamo must not trace the launch
-        ops.rotary(q_pe, row[:, :, latent:], positions, cos_sin_cache)
-        w = self.kv_b_weight.view(nh, nope + m.v_head_dim, latent)
-        q_full = torch.empty((t, nh, latent + m.qk_rope_head_dim), dtype=x.dtype, device=x.device)
-        q_full[:, :, :latent] = torch.einsum("thd,hdl->thl", q[:, :, :nope], w[:, :nope])
-        q_full[:, :, latent:] = q_pe
-        q_full.mul_(self.q_scale)
-        out = torch.empty((t, nh, latent), dtype=x.dtype, device=x.device)
-        attention(layer_index, q_full, row, row[:, :, :latent], out)
-        o = torch.einsum("thl,hvl->thv", out, w[:, nope:])
-        return F.linear(o.reshape(t, nh * m.v_head_dim), self.o_weight)
+        ops.rotary(q[:, :, nope:], row[:, :, latent:], positions, cos_sin_cache)
+        if torch.compiler.is_compiling():
+            o = latent_attention_op(q, row, self.kv_b_weight, self.q_scale, layer_index)
+        else:
+            o = latent_attention(q, row, self.kv_b_weight, self.q_scale, layer_index, attention)
+        return F.linear(o, self.o_weight)
+
+
+def latent_attention(
+    q: torch.Tensor,
+    row: torch.Tensor,
+    kv_b: torch.Tensor,
+    q_scale: float,
+    layer_index: int,
+    attention: AttentionFn,
+) -> torch.Tensor:
+    """Absorbed MLA around one attention call, as vLLM's MLA attention op runs it: the query
+    `q_nope · W_UK` joined with the roped `q_pe` and scaled, attention over the KV rows, then
+    the value up-projection `out_lat · W_UV`. q is `[T, nh, nope + rope]` (rope part rotated),
+    row the KV rows `[T, 1, L + R]`, kv_b `[nh·(nope + v), L]`; returns `[T, nh·v]`."""
+    t, nh = q.shape[0], q.shape[1]
+    latent = kv_b.shape[1]
+    nope = q.shape[2] - (row.shape[2] - latent)
+    w = kv_b.view(nh, -1, latent)
+    q_full = torch.empty((t, nh, row.shape[2]), dtype=q.dtype, device=q.device)
+    q_full[:, :, :latent] = torch.einsum("thd,hdl->thl", q[:, :, :nope], w[:, :nope])
+    q_full[:, :, latent:] = q[:, :, nope:]
+    q_full.mul_(q_scale)
+    out = torch.empty((t, nh, latent), dtype=q.dtype, device=q.device)
+    attention(layer_index, q_full, row, row[:, :, :latent], out)
+    # contiguous `[T, nh·v]` (the reshape copies the einsum's permuted result), the layout
+    # the op's fake promises the trace
+    return torch.einsum("thl,hvl->thv", out, w[:, nope:]).reshape(t, -1)
+
+
+def _latent_attention_compiled(
+    q: torch.Tensor, row: torch.Tensor, kv_b: torch.Tensor, q_scale: float, layer_index: int
+) -> torch.Tensor:
+    return latent_attention(q, row, kv_b, q_scale, layer_index, ops.attention_op)
+
+
+# `latent_attention` as one opaque call under torch.compile, as vLLM's MLA attention op is to
+# Inductor: the absorbed projections' buffers (at 512 tokens: q_lat 64 MiB, the joined query
+# 72 MiB, the latent output 64 MiB) are then allocated in the order the eager forward
+# allocates them, not in the order Inductor schedules them, whose interleaving with the next
+# layer's smaller buffers split the freed blocks and cost a second segment of each
+latent_attention_op = torch.library.custom_op(
+    "eaglegraph::latent_attention", _latent_attention_compiled, mutates_args=()
+)
+
+
+@latent_attention_op.register_fake
+def _latent_attention_fake(
+    q: torch.Tensor, row: torch.Tensor, kv_b: torch.Tensor, q_scale: float, layer_index: int
+) -> torch.Tensor:
+    nh, latent = q.shape[1], kv_b.shape[1]
+    v_head_dim = kv_b.shape[0] // nh - (q.shape[2] - (row.shape[2] - latent))
+    return q.new_empty((q.shape[0], nh * v_head_dim))
 
 
 class MLADecoderLayer(PreNormBlock):

@@ -112,3 +112,36 @@ def test_routed_experts_are_one_opaque_call_under_compile() -> None:
     assert sum("routed_experts" in t for t in targets) == 1
     # the router's linear and the shared expert's gate_up and down: no routed expert's
     assert sum("linear" in t for t in targets) == 1 + (2 if moe.n_shared_experts else 0)
+
+
+def test_latent_attention_is_one_opaque_call_per_layer_under_compile() -> None:
+    """As vLLM's MLA attention op: the absorbed up-projections run inside the call, so their
+    large buffers are allocated in the eager order (Inductor's own order split freed blocks
+    between layers and cost the real-width DeepSeek target a second segment of each)."""
+    from eaglegraph.models import ops
+
+    target = _target("tiny-deepseek-mtp")
+    graphs: list[torch.fx.GraphModule] = []
+
+    def record(gm: torch.fx.GraphModule, example_inputs: list[torch.Tensor]) -> object:
+        graphs.append(gm)
+        return gm.forward
+
+    ids = torch.randint(0, 100, (6,), device=DEVICE)
+    pos = torch.arange(6, device=DEVICE)
+    eager_calls: list[int] = []
+    compiled_calls: list[int] = []
+    with torch.inference_mode():
+        want, _ = target(ids, pos, _copy_q(eager_calls), ())
+        compiled = torch.compile(
+            lambda i, p: target(i, p, ops.attention_op, ()), backend=record, fullgraph=True
+        )
+        with ops.attention_through(_copy_q(compiled_calls)):
+            got, _ = compiled(ids, pos)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert compiled_calls == eager_calls == list(range(target.num_layers))
+    (graph,) = graphs
+    targets = [str(n.target) for n in graph.graph.nodes if n.op == "call_function"]
+    assert sum("latent_attention" in t for t in targets) == target.num_layers
+    # no absorbed projection (an einsum or bmm over the heads) left for Inductor to schedule
+    assert not [t for t in targets if "einsum" in t or "bmm" in t]
