@@ -3,8 +3,10 @@
 Attention runs in the absorbed form vLLM's MLA backends use: the key up-projection is folded
 into the query (`q_lat = q_nope · W_UK`), the KV cache holds one row per token (the normed
 latent `c` then the roped `k_pe`), and the value up-projection is applied to the latent
-output. The attention callback therefore sees multi-query attention with q `[T, nh, L+R]`,
-k `[T, 1, L+R]` and v = the latent prefix `[T, 1, L]`, writing `out [T, nh, L]`; callbacks
+output. As in vLLM, the up-projections belong to the attention call, not to the model: an
+MLA layer calls its attention callable with `(q [T, nh, nope+R], row [T, 1, L+R], kv_b
+weight, out [T, nh·v])` (`is_latent_call`), and the callable runs `absorbed_attention`
+around its multi-query core (q `[T, nh, L+R]`, k the rows, v their latent prefix). Cores
 scale scores by `1/sqrt(L+R)`, so the model folds its own softmax scale (qk_head_dim and
 YaRN's mscale) into q. Checkpoints store the rope dims interleaved (`rope_interleave`); the
 loader permutes those rows to the rotate-half order the RoPE kernel applies, which changes
@@ -110,25 +112,35 @@ class MLAAttention(nn.Module):
         row[:, 0, latent:] = kv_a[:, latent:]
         # through the custom op, as every model's RoPE: Dynamo must not trace the launch
         ops.rotary(q[:, :, nope:], row[:, :, latent:], positions, cos_sin_cache)
-        if torch.compiler.is_compiling():
-            o = latent_attention_op(q, row, self.kv_b_weight, self.q_scale, layer_index)
-        else:
-            o = latent_attention(q, row, self.kv_b_weight, self.q_scale, layer_index, attention)
-        return F.linear(o, self.o_weight)
+        q.mul_(self.q_scale)  # before the up-projection: the same product, one pass fewer
+        out = torch.empty((t, nh * m.v_head_dim), dtype=x.dtype, device=x.device)
+        attention(layer_index, q, row, self.kv_b_weight, out)
+        return F.linear(out, self.o_weight)
 
 
-def latent_attention(
+def is_latent_call(v: torch.Tensor) -> bool:
+    """An MLA layer's attention call: its `v` is the kv_b up-projection weight `[nh·(nope+v),
+    L]`, where every other layer passes value rows `[T, kv_heads, head_dim]`."""
+    return v.dim() == 2
+
+
+def absorbed_attention(
+    core: AttentionFn,
+    layer: int,
     q: torch.Tensor,
     row: torch.Tensor,
     kv_b: torch.Tensor,
-    q_scale: float,
-    layer_index: int,
-    attention: AttentionFn,
-) -> torch.Tensor:
-    """Absorbed MLA around one attention call, as vLLM's MLA attention op runs it: the query
-    `q_nope · W_UK` joined with the roped `q_pe` and scaled, attention over the KV rows, then
-    the value up-projection `out_lat · W_UV`. q is `[T, nh, nope + rope]` (rope part rotated),
-    row the KV rows `[T, 1, L + R]`, kv_b `[nh·(nope + v), L]`; returns `[T, nh·v]`."""
+    out: torch.Tensor,
+) -> None:
+    """What an MLA layer's attention call computes, as vLLM's MLA attention op does inside the
+    op: the query up-projection `q_nope · W_UK` joined with the roped `q_pe`, multi-query
+    attention over the latent KV rows (`core`), then the value up-projection `· W_UV`.
+
+    Keeping the up-projections inside the call is what puts their buffers where the engine's
+    are: outside the piecewise graphs (attention runs eagerly between pieces), inside a FULL
+    graph, and opaque to Inductor. q is `[T, nh, nope + rope]` (roped, scaled), row `[T, 1,
+    L + R]`, kv_b `[nh·(nope + v), L]`; writes out `[T, nh·v]`.
+    """
     t, nh = q.shape[0], q.shape[1]
     latent = kv_b.shape[1]
     nope = q.shape[2] - (row.shape[2] - latent)
@@ -136,37 +148,9 @@ def latent_attention(
     q_full = torch.empty((t, nh, row.shape[2]), dtype=q.dtype, device=q.device)
     q_full[:, :, :latent] = torch.einsum("thd,hdl->thl", q[:, :, :nope], w[:, :nope])
     q_full[:, :, latent:] = q[:, :, nope:]
-    q_full.mul_(q_scale)
-    out = torch.empty((t, nh, latent), dtype=q.dtype, device=q.device)
-    attention(layer_index, q_full, row, row[:, :, :latent], out)
-    # contiguous `[T, nh·v]` (the reshape copies the einsum's permuted result), the layout
-    # the op's fake promises the trace
-    return torch.einsum("thl,hvl->thv", out, w[:, nope:]).reshape(t, -1)
-
-
-def _latent_attention_compiled(
-    q: torch.Tensor, row: torch.Tensor, kv_b: torch.Tensor, q_scale: float, layer_index: int
-) -> torch.Tensor:
-    return latent_attention(q, row, kv_b, q_scale, layer_index, ops.attention_op)
-
-
-# `latent_attention` as one opaque call under torch.compile, as vLLM's MLA attention op is to
-# Inductor: the absorbed projections' buffers (at 512 tokens: q_lat 64 MiB, the joined query
-# 72 MiB, the latent output 64 MiB) are then allocated in the order the eager forward
-# allocates them, not in the order Inductor schedules them, whose interleaving with the next
-# layer's smaller buffers split the freed blocks and cost a second segment of each
-latent_attention_op = torch.library.custom_op(
-    "eaglegraph::latent_attention", _latent_attention_compiled, mutates_args=()
-)
-
-
-@latent_attention_op.register_fake
-def _latent_attention_fake(
-    q: torch.Tensor, row: torch.Tensor, kv_b: torch.Tensor, q_scale: float, layer_index: int
-) -> torch.Tensor:
-    nh, latent = q.shape[1], kv_b.shape[1]
-    v_head_dim = kv_b.shape[0] // nh - (q.shape[2] - (row.shape[2] - latent))
-    return q.new_empty((q.shape[0], nh * v_head_dim))
+    out_latent = torch.empty((t, nh, latent), dtype=q.dtype, device=q.device)
+    core(layer, q_full, row, row[:, :, :latent], out_latent)
+    out.view(t, nh, -1).copy_(torch.einsum("thl,hvl->thv", out_latent, w[:, nope:]))
 
 
 class MLADecoderLayer(PreNormBlock):

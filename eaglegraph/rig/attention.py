@@ -31,6 +31,7 @@ from eaglegraph.kernels.guard import Guard, GuardLog
 from eaglegraph.kernels.kv_cache import write_kv
 from eaglegraph.kernels.mla import mla_csr_decode, mla_csr_prefill, mla_varlen_attention
 from eaglegraph.known.attention_workspace import SplitKvScratch
+from eaglegraph.models.mla import absorbed_attention
 from eaglegraph.rig.buffers import BufferRegistry
 
 
@@ -251,7 +252,7 @@ class AttentionRuntime:
             raise RuntimeError("attention called without metadata")
         k_cache, v_cache = self.kv_caches[layer]
         if v_cache is k_cache:  # MLA: one latent cache, value = latent prefix of the key row
-            self._run_latent(md, k_cache, q, k, out)
+            absorbed_attention(self._latent_core, layer, q, k, v, out)
             return
         write_kv(k, v, k_cache, v_cache, self.slot_mapping, q.shape[0], self.guard(self._slot_ids))
         guard = self.guard(md.guard_ids)
@@ -275,11 +276,15 @@ class AttentionRuntime:
                 layer not in self.non_causal,
             )  # fmt: skip
 
-    def _run_latent(
-        self, md: Metadata, cache: torch.Tensor, q: torch.Tensor, k: torch.Tensor, out: torch.Tensor
+    def _latent_core(
+        self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor
     ) -> None:
-        """MLA: write the `[latent | rope]` row, then absorbed attention in the metadata's style
-        (softmax scale 1/sqrt(row width): the model folds its own into q)."""
+        """MLA's multi-query core: write the `[latent | rope]` row, then attention over the
+        latent cache in the metadata's style (softmax scale 1/sqrt(row width): the model folds
+        its own into q). The up-projections around it are `absorbed_attention`'s."""
+        md = self.metadata
+        assert md is not None
+        cache = self.kv_caches[layer][0]
         write_kv(k, k, cache, cache, self.slot_mapping, q.shape[0], self.guard(self._slot_ids))
         guard = self.guard(md.guard_ids)
         if isinstance(md, FlashAttnMetadata):

@@ -16,8 +16,8 @@ Modes:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -41,6 +41,10 @@ class CaptureTracer(Protocol):
     def scope(
         self, phase: str, mode: str, num_tokens: int, num_reqs: int | None, piece: str | None
     ) -> AbstractContextManager[Any]: ...
+
+    def paused(self) -> AbstractContextManager[Any]:
+        """Work inside a scope that no graph records (eager attention between segments)."""
+        ...
 
 
 def weak_alias(t: torch.Tensor) -> torch.Tensor:
@@ -153,6 +157,28 @@ class GraphContext:
         if self.tracer is None:
             return nullcontext()
         return self.tracer.scope(self.capturing_phase, mode, num_tokens, num_reqs, piece)
+
+    @contextmanager
+    def eager_attention(self) -> Iterator[None]:
+        """Emulated segmented capture: each attention call runs unrecorded, as on CUDA it runs
+        eagerly between the segments, its temporaries (an MLA call's up-projections, FA3's
+        split-KV scratch) in the default pool, not the graph's."""
+        tracer = self.tracer
+        if tracer is None:
+            yield
+            return
+
+        def outside(
+            layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor
+        ) -> None:
+            with tracer.paused():
+                self.attention.run(layer, q, k, v, out)
+
+        self.attention.break_hook = outside
+        try:
+            yield
+        finally:
+            self.attention.break_hook = None
 
     # -------------------------------------------------------------- model-level pieces
 
@@ -313,7 +339,10 @@ class PhaseRunner:
                 graph.pool_id = tuple(graph.segments.graphs[0].pool())
             else:  # attention runs eagerly between segments: outside the pool on CUDA
                 if ctx.run_passes:
-                    with ctx.trace(desc.mode.name, num_tokens, desc.num_reqs):
+                    with (
+                        ctx.trace(desc.mode.name, num_tokens, desc.num_reqs),
+                        ctx.eager_attention(),
+                    ):
                         self.routine(num_reqs, num_tokens)
                 graph.pool_id = assignment.handle
         else:  # PIECEWISE: the routine runs eagerly, its model calls capture their pieces

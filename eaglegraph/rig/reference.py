@@ -20,6 +20,7 @@ import torch.nn.functional as F
 
 from eaglegraph.models import ops
 from eaglegraph.models.drafts import Verified, draft_build
+from eaglegraph.models.mla import absorbed_attention, is_latent_call
 from eaglegraph.rig.driver import StepOutput
 from eaglegraph.rig.model_setup import LoadedPair
 from eaglegraph.rig.workload import Request, ScheduledRequest
@@ -75,8 +76,25 @@ def dense_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torc
     out.copy_(res.transpose(0, 1))
 
 
-def _attn(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor) -> None:
+def _dense_core(
+    layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor
+) -> None:
     dense_attention(q.float(), k.float(), v.float(), out)
+
+
+def _attn(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor) -> None:
+    if is_latent_call(v):  # MLA: the up-projections around a dense multi-query core
+        absorbed_attention(_dense_core, layer, q, k, v, out)
+    else:
+        _dense_core(layer, q, k, v, out)
+
+
+def _kv(k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """What a layer's call writes to its KV cache (MLA: the row, and its latent prefix as
+    the value, as the rig's latent cache holds them)."""
+    if is_latent_call(v):
+        return k.clone(), k[:, :, : v.shape[1]].clone()
+    return k.clone(), v.clone()
 
 
 class ReferenceEngine:
@@ -139,7 +157,7 @@ class ReferenceEngine:
         def attn(
             layer: int, q: torch.Tensor, k_: torch.Tensor, v: torch.Tensor, out: torch.Tensor
         ) -> None:
-            kv[layer] = (k_.clone(), v.clone())
+            kv[layer] = _kv(k_, v)
             _attn(layer, q, k_, v, out)
 
         hidden, aux = m.target(ids, pos, attn, m.aux_layer_ids)
@@ -159,7 +177,7 @@ class ReferenceEngine:
             layer: int, q: torch.Tensor, k_: torch.Tensor, v: torch.Tensor, out: torch.Tensor
         ) -> None:
             # every drafting pass recomputes all positions: the last one covers the most
-            trace.draft_kv[layer] = (k_.clone(), v.clone())
+            trace.draft_kv[layer] = _kv(k_, v)
             _attn(layer, q, k_, v, out)
 
         verified = Verified(

@@ -7,6 +7,7 @@ import torch
 
 from eaglegraph.models.compile import CompiledForward
 from eaglegraph.models.layers import AttentionFn
+from eaglegraph.models.mla import absorbed_attention, is_latent_call
 from eaglegraph.models.target_build import build_target
 from eaglegraph.pair import load_pair
 from eaglegraph.pair.presets import materialize
@@ -30,7 +31,11 @@ def _copy_q(calls: list[int]) -> AttentionFn:
         layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor
     ) -> None:
         calls.append(layer)
-        out.copy_(q[..., : out.shape[-1]])  # MLA: q holds the latent and rope parts
+        if is_latent_call(v):  # MLA: the up-projections around the same copying core
+            absorbed_attention(lambda _, qq, kk, vv, o: o.copy_(qq[..., : o.shape[-1]]),
+                               layer, q, k, v, out)  # fmt: skip
+        else:
+            out.copy_(q[..., : out.shape[-1]])
 
     return attention
 
@@ -114,10 +119,11 @@ def test_routed_experts_are_one_opaque_call_under_compile() -> None:
     assert sum("linear" in t for t in targets) == 1 + (2 if moe.n_shared_experts else 0)
 
 
-def test_latent_attention_is_one_opaque_call_per_layer_under_compile() -> None:
-    """As vLLM's MLA attention op: the absorbed up-projections run inside the call, so their
-    large buffers are allocated in the eager order (Inductor's own order split freed blocks
-    between layers and cost the real-width DeepSeek target a second segment of each)."""
+def test_mla_up_projections_are_inside_the_attention_call() -> None:
+    """As in vLLM's MLA attention op: the absorbed up-projections run inside the attention
+    call, so Inductor never schedules their buffers (its own order split freed blocks between
+    layers and cost the real-width DeepSeek target a second segment of each), and piecewise
+    graphs, split at attention, leave them out as the engine's do."""
     from eaglegraph.models import ops
 
     target = _target("tiny-deepseek-mtp")
@@ -142,6 +148,6 @@ def test_latent_attention_is_one_opaque_call_per_layer_under_compile() -> None:
     assert compiled_calls == eager_calls == list(range(target.num_layers))
     (graph,) = graphs
     targets = [str(n.target) for n in graph.graph.nodes if n.op == "call_function"]
-    assert sum("latent_attention" in t for t in targets) == target.num_layers
-    # no absorbed projection (an einsum or bmm over the heads) left for Inductor to schedule
+    assert sum("eaglegraph.attention" in t for t in targets) == target.num_layers
+    # no up-projection (an einsum or bmm over the heads) left for Inductor to schedule
     assert not [t for t in targets if "einsum" in t or "bmm" in t]
