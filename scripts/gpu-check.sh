@@ -161,6 +161,8 @@ if want mtp || named memdiff-mtp; then
   # the MLA target compiled as vLLM compiles it (the default on CUDA)
   TAIL=40 run memdiff-mtp-real $EG memdiff deepseek-v3-mtp-4l --random-weights -K 3 --max-num-seqs 64 \
     --pool shared --against dedicated --no-color --save "$OUT/memdiff-mtp-real.json" --force
+  TAIL=40 run memdiff-mtp-eager $EG memdiff deepseek-v3-mtp-4l --random-weights -K 3 --max-num-seqs 64 \
+    --pool shared --against dedicated --no-compile --no-color --save "$OUT/memdiff-mtp-eager.json" --force
 fi
 if want mtp-probes; then
   # issue 12: the probe matrix on the tiny MTP/DFlash presets (clean on current profiles; two
