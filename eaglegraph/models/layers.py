@@ -23,7 +23,9 @@ AttentionFn = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Ten
 """`attention(layer_index, q [T,nh,hd], k [T,nkv,hd], v [T,nkv,hd], out [T,nh,hd])`.
 
 Called after q/k norm and RoPE. q, k and v may be strided views of the fused qkv output
-(last dimension contiguous); `out` is contiguous and must be written in place.
+(last dimension contiguous); `out` is contiguous and must be written in place. An MLA layer
+calls it with its up-projection weight as v (`models.mla.is_latent_call`; the callable runs
+`models.mla.absorbed_attention` around its multi-query core, as vLLM's MLA op does).
 """
 
 
