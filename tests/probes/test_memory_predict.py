@@ -188,3 +188,29 @@ def test_full_captures_hold_fa3_split_kv_accumulators(recording: object) -> None
             if e.nbytes == 32 * geo.num_attention_heads * scope.num_tokens * geo.head_dim * 4:
                 modes.add(scope.mode)
     assert modes == {"FULL"}
+
+
+def test_mla_up_projections_are_outside_breakable_segments() -> None:
+    """An MLA attention call's joined query `[T, heads, L+R]` is allocated inside the call:
+    inside a FULL graph it is the pool's, but where attention runs eagerly between segments
+    (SGLang's breakable prefill graphs) it lives in the default pool on CUDA, so the
+    recording must not give it to the graph."""
+    pair = open_pair("tiny-deepseek-mtp")
+    opts = resolve_plan_options(max_num_seqs=2, num_speculative_tokens=2, behavior="sglang-current")
+    recording = record_capture(pair, RigConfig(opts, torch.device("cpu")))  # type: ignore[arg-type]
+    from eaglegraph.pair.mla import mla_dims
+
+    mla = mla_dims(pair.target.config)  # type: ignore[attr-defined]
+    assert mla is not None
+    heads = pair.target.geometry.num_attention_heads  # type: ignore[attr-defined]
+    row = mla.kv_lora_rank + mla.qk_rope_head_dim
+    itemsize = torch.empty(0, dtype=getattr(torch, recording.dtype)).element_size()
+    scopes = {s.index: s for s in recording.scopes}
+    joined_query_modes: set[str] = set()
+    for e in recording.events:
+        if isinstance(e, Alloc):
+            scope = scopes[e.graph]
+            if e.nbytes == scope.num_tokens * heads * row * itemsize:
+                joined_query_modes.add(scope.mode)
+    assert {s.mode for s in recording.scopes} >= {"FULL", "BREAKABLE"}
+    assert joined_query_modes == {"FULL"}
