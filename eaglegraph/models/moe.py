@@ -5,8 +5,9 @@ its fused-MoE kernels), so Inductor compiles the router's linear but never sees 
 experts. The rig computes every expert for every token and weights the outputs by the routing
 (zero for unrouted experts: no data-dependent shapes, so it captures in a graph). Traced by
 Dynamo as plain torch, Inductor fuses the sum over experts into one kernel and keeps every
-expert's output alive until it runs — 16 experts × `[T, hidden]` at once, about 90 MiB more
-graph pool than the engine at 512 tokens and real widths. So a compiled forward calls the same
+expert's output alive until it runs — 16 experts × `[T, hidden]` at once (the real-width
+DeepSeek-4L target's graph pool: 340 MiB traced, 326 MiB through the op, on an H100; the rest
+of its gap was MLA's up-projections, see `models.mla`). So a compiled forward calls the same
 computation as `eaglegraph::routed_experts`, opaque as the engine's; eagerly (and on the meta
 tensors the memory prediction records) it runs as plain torch, allocation for allocation the
 same.
