@@ -24,8 +24,9 @@ AttentionFn = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Ten
 
 Called after q/k norm and RoPE. q, k and v may be strided views of the fused qkv output
 (last dimension contiguous); `out` is contiguous and must be written in place. An MLA layer
-calls it with its up-projection weight as v (`models.mla.is_latent_call`; the callable runs
-`models.mla.absorbed_attention` around its multi-query core, as vLLM's MLA op does).
+passes its up-projection weight as v (`models.mla.is_latent_call`): the callable runs the
+up-projections around its multi-query core, as vLLM's MLA op does
+(`models.mla.with_up_projections`).
 """
 
 

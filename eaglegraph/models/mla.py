@@ -124,6 +124,21 @@ def is_latent_call(v: torch.Tensor) -> bool:
     return v.dim() == 2
 
 
+def with_up_projections(core: AttentionFn) -> AttentionFn:
+    """An attention callable for any model from a multi-query `core`: MLA layers' calls get
+    the up-projections around the core (`absorbed_attention`), every other call goes to it."""
+
+    def attention(
+        layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor
+    ) -> None:
+        if is_latent_call(v):
+            absorbed_attention(core, layer, q, k, v, out)
+        else:
+            core(layer, q, k, v, out)
+
+    return attention
+
+
 def absorbed_attention(
     core: AttentionFn,
     layer: int,

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 from eaglegraph.models import ops
 from eaglegraph.models.drafts import Verified, draft_build
-from eaglegraph.models.mla import absorbed_attention, is_latent_call
+from eaglegraph.models.mla import is_latent_call, with_up_projections
 from eaglegraph.rig.driver import StepOutput
 from eaglegraph.rig.model_setup import LoadedPair
 from eaglegraph.rig.workload import Request, ScheduledRequest
@@ -82,11 +82,7 @@ def _dense_core(
     dense_attention(q.float(), k.float(), v.float(), out)
 
 
-def _attn(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor) -> None:
-    if is_latent_call(v):  # MLA: the up-projections around a dense multi-query core
-        absorbed_attention(_dense_core, layer, q, k, v, out)
-    else:
-        _dense_core(layer, q, k, v, out)
+_attn = with_up_projections(_dense_core)
 
 
 def _kv(k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

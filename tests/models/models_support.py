@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 
-from eaglegraph.models.mla import absorbed_attention, is_latent_call
+from eaglegraph.models.mla import with_up_projections
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.geometry import Geometry, geometry_from_config
 
@@ -59,11 +59,13 @@ class DenseAttention:
         self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor
     ) -> None:
         self.calls.append(layer)
-        if is_latent_call(v):  # an MLA layer: the up-projections around the dense core
-            absorbed_attention(lambda _, qq, kk, vv, o: o.copy_(dense_attention(qq, kk, vv)),
-                               layer, q, k, v, out)  # fmt: skip
-        else:
-            out.copy_(dense_attention(q, k, v))
+        with_up_projections(_dense_core)(layer, q, k, v, out)
+
+
+def _dense_core(
+    layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor
+) -> None:
+    out.copy_(dense_attention(q, k, v))
 
 
 def dense_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

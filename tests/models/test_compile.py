@@ -7,7 +7,7 @@ import torch
 
 from eaglegraph.models.compile import CompiledForward
 from eaglegraph.models.layers import AttentionFn
-from eaglegraph.models.mla import absorbed_attention, is_latent_call
+from eaglegraph.models.mla import with_up_projections
 from eaglegraph.models.target_build import build_target
 from eaglegraph.pair import load_pair
 from eaglegraph.pair.presets import materialize
@@ -27,17 +27,13 @@ def _target(preset: str = "tiny-llama-eagle3") -> torch.nn.Module:
 
 
 def _copy_q(calls: list[int]) -> AttentionFn:
-    def attention(
+    def core(
         layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor
     ) -> None:
         calls.append(layer)
-        if is_latent_call(v):  # MLA: the up-projections around the same copying core
-            absorbed_attention(lambda _, qq, kk, vv, o: o.copy_(qq[..., : o.shape[-1]]),
-                               layer, q, k, v, out)  # fmt: skip
-        else:
-            out.copy_(q[..., : out.shape[-1]])
+        out.copy_(q[..., : out.shape[-1]])
 
-    return attention
+    return with_up_projections(core)  # MLA layers: the up-projections around the copy
 
 
 def _check(
