@@ -1,12 +1,13 @@
 """A model forward compiled the way vLLM compiles its models: torch.compile with Inductor.
 
 vLLM traces the model once with dynamic num_tokens, splits the graph at attention and compiles
-the pieces with Inductor; captured into CUDA graphs, the pieces' intermediate buffers and
-outputs are allocated from the graph pool, which is why its target pool is far larger than an
-uncompiled forward's. Here the whole forward is traced with `fullgraph=True` and
-num_tokens marked dynamic (one compilation serves every capture size); attention, RoPE and the embedding
-gather are opaque custom ops (`models.ops`), so Inductor fuses everything between two attention
-calls and the capture still splits at each attention call at run time.
+the pieces with Inductor; captured into CUDA graphs, the pieces' Inductor buffers and outputs
+are allocated from the graph pool in Inductor's order, not the eager forward's. Here the whole
+forward is traced with `fullgraph=True` and num_tokens marked dynamic (one compilation serves
+every capture size); what vLLM runs in its own ops is opaque here too — attention (with MLA's
+up-projections inside, `models.mla`), RoPE, the embedding gather (`models.ops`) and the routed
+experts (`models.moe`) — so Inductor fuses everything between two attention calls and the
+capture still splits at each attention call at run time.
 """
 
 from __future__ import annotations
