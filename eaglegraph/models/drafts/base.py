@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 from torch import nn
 
+from eaglegraph.models.drafts.style import SpeculatorStyle
 from eaglegraph.models.layers import AttentionFn, LayerSpec
 from eaglegraph.models.rope import build_cos_sin_cache, cache_length
 from eaglegraph.models.target import TargetModel, layer_spec
@@ -179,10 +180,10 @@ class DraftBuild(Protocol):
         """A module with the checkpoint's weights, every tensor checked against its header."""
         ...
 
-    def speculator(self, pair: Pair, num_speculative_tokens: int, framework: str) -> str:
-        """How the rig drafts for this kind: "eagle" (a prefill graph, then K-1 decode
-        graphs), "window" (every MTP module over each request's window, one graph) or
-        "block" (one graph drafts the whole block, no decodes)."""
+    def speculator(
+        self, pair: Pair, num_speculative_tokens: int, framework: str
+    ) -> SpeculatorStyle:
+        """How the rig drafts for this kind (see `SpeculatorStyle`)."""
         ...
 
     def dense_drafts(self, draft: Draft, verified: Verified) -> list[int]:

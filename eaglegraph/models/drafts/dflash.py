@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from eaglegraph.errors import BadInput
 from eaglegraph.models.dflash import DFlashArch, DFlashDraft
 from eaglegraph.models.drafts.base import BuildArgs, Verified, positions_of, stacked_kv_layers
+from eaglegraph.models.drafts.style import SpeculatorStyle
 from eaglegraph.models.init import fill_random
 from eaglegraph.models.loading import Plan, plan_layer
 from eaglegraph.models.target import TargetModel
@@ -93,8 +94,10 @@ class DFlashBuild:
         draft.extra_tensors = plan.run(args.device)
         return draft
 
-    def speculator(self, pair: Pair, num_speculative_tokens: int, framework: str) -> str:
-        return "block"
+    def speculator(
+        self, pair: Pair, num_speculative_tokens: int, framework: str
+    ) -> SpeculatorStyle:
+        return SpeculatorStyle.BLOCK
 
     def dense_drafts(self, draft: DFlashDraft, v: Verified) -> list[int]:
         """The accepted sequence's tapped states become context K/V at positions 0..valid-1;

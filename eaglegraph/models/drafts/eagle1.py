@@ -20,6 +20,7 @@ from eaglegraph.models.drafts.base import (
     draft_layer_spec,
     stacked_kv_layers,
 )
+from eaglegraph.models.drafts.style import SpeculatorStyle
 from eaglegraph.models.init import fill_random
 from eaglegraph.models.layers import AttentionFn, DecoderLayer, LayerSpec, new_param
 from eaglegraph.models.loading import Plan, detect_layer_spec, plan_layer
@@ -146,8 +147,10 @@ class Eagle1Build:
         draft.extra_tensors = plan.run(args.device)
         return draft
 
-    def speculator(self, pair: Pair, num_speculative_tokens: int, framework: str) -> str:
-        return "eagle"
+    def speculator(
+        self, pair: Pair, num_speculative_tokens: int, framework: str
+    ) -> SpeculatorStyle:
+        return SpeculatorStyle.EAGLE
 
     def dense_drafts(self, draft: Draft, verified: Verified) -> list[int]:
         return autoregressive_drafts(draft, verified)

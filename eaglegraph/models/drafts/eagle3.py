@@ -25,6 +25,7 @@ from eaglegraph.models.drafts.base import (
     draft_layer_spec,
     stacked_kv_layers,
 )
+from eaglegraph.models.drafts.style import SpeculatorStyle
 from eaglegraph.models.init import fill_random
 from eaglegraph.models.layers import (
     Attention,
@@ -295,8 +296,10 @@ class Eagle3Build:
         _check_d2t(draft, index.folder)
         return draft
 
-    def speculator(self, pair: Pair, num_speculative_tokens: int, framework: str) -> str:
-        return "eagle"
+    def speculator(
+        self, pair: Pair, num_speculative_tokens: int, framework: str
+    ) -> SpeculatorStyle:
+        return SpeculatorStyle.EAGLE
 
     def dense_drafts(self, draft: Draft, verified: Verified) -> list[int]:
         return autoregressive_drafts(draft, verified)

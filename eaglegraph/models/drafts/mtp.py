@@ -18,6 +18,7 @@ from eaglegraph.models.drafts.base import (
     autoregressive_drafts,
     positions_of,
 )
+from eaglegraph.models.drafts.style import SpeculatorStyle
 from eaglegraph.models.init import fill_random
 from eaglegraph.models.mtp import GemmaRMSNorm, MTPArch, MTPDraft, Target
 from eaglegraph.models.mtp_loading import load_mtp_draft
@@ -172,11 +173,14 @@ class MTPBuild:
             max_positions=args.max_positions,
         )  # fmt: skip
 
-    def speculator(self, pair: Pair, num_speculative_tokens: int, framework: str) -> str:
+    def speculator(
+        self, pair: Pair, num_speculative_tokens: int, framework: str
+    ) -> SpeculatorStyle:
         """Several modules run and K > 1: all module steps over each request's window in one
         graph (vLLM's multi-module speculator); else one module reused step by step."""
         modules = modules_run(pair, framework)
-        return "window" if min(modules, num_speculative_tokens) > 1 else "eagle"
+        many = min(modules, num_speculative_tokens) > 1
+        return SpeculatorStyle.WINDOW if many else SpeculatorStyle.EAGLE
 
     def dense_drafts(self, draft: MTPDraft, verified: Verified) -> list[int]:
         if min(draft.num_modules, verified.num_speculative_tokens) > 1:
