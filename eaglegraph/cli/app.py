@@ -11,13 +11,16 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 
 from eaglegraph.reports.console import TrimmedConsole
 from eaglegraph.serial import document, dumps
+
+if TYPE_CHECKING:
+    from eaglegraph.cli.outputs import Outputs
 
 
 @dataclass
@@ -42,6 +45,27 @@ class App:
             click.echo(dumps(document(schema, result)))
         else:
             render(result, self.out)
+
+    def finish(
+        self,
+        ctx: click.Context,
+        result: Any,
+        outputs: Outputs | None = None,
+        code: int = 0,
+        *,
+        view: bool = True,
+    ) -> None:
+        """The end of every command: write the output files, print the result (`view`: also
+        when files were written; with --json, or after a failed write, always) and exit with
+        `code`, or 2 when a file could not be written."""
+        from eaglegraph.cli.outputs import Writes
+        from eaglegraph.reports.runfile import render_run
+        from eaglegraph.results.registry import schema_of
+
+        writes = outputs.write(result) if outputs is not None else Writes()
+        if view or self.json_output or writes.failures:
+            self.emit(schema_of(result), result, render_run)
+        writes.finish(ctx, code)
 
     def note(self, message: str) -> None:
         """A status line on stderr (never pollutes `--json` stdout)."""

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
 
 from eaglegraph.cli.app import make_app, output_options
 from eaglegraph.cli.options import pair_arguments, plan_options_for, warn_suspicious
-from eaglegraph.cli.outputs import Writes, check_outputs
+from eaglegraph.cli.outputs import Outputs, output_files
 from eaglegraph.cli.rig_options import build_spec, rig_options
+from eaglegraph.results.capture import CaptureRun
 from eaglegraph.rig.options import CPU_CAPTURE_MAX_NUM_SEQS, DEFAULT_MAX_NUM_SEQS
 
 _CPU_NOTE = (
@@ -33,27 +33,6 @@ _CPU_NOTE = (
     "--replay", is_flag=True, help="After capture, run a grow/shrink schedule through the graphs."
 )
 @click.option(
-    "--save",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Write the run (eaglegraph.capture/1).",
-)
-@click.option(
-    "--html", type=click.Path(dir_okay=False), default=None, help="Write the report as HTML."
-)
-@click.option(
-    "--trace",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Write a Chrome trace (Perfetto).",
-)
-@click.option(
-    "--snapshot",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Write the allocator snapshot (memory_viz pickle; CUDA).",
-)
-@click.option(
     "--predict/--no-predict",
     default=True,
     show_default=True,
@@ -64,7 +43,7 @@ _CPU_NOTE = (
     is_flag=True,
     help="On CPU, capture the engine's whole default plan (minutes) instead of the quick one.",
 )
-@click.option("--force", is_flag=True, help="Replace existing output files.")
+@output_files(CaptureRun, inputs=("model_dir", "target_dir", "draft_dir"))
 @output_options
 @click.pass_context
 def command(
@@ -74,13 +53,9 @@ def command(
     draft_dir: str | None,
     pool: str | None,
     replay: bool,
-    save: str | None,
-    html: str | None,
-    trace: str | None,
-    snapshot: str | None,
     predict: bool,
     full_plan: bool,
-    force: bool,
+    outputs: Outputs,
     json_output: bool,
     no_color: bool,
     **kwargs: Any,
@@ -95,15 +70,8 @@ def command(
     """
     app = make_app(ctx, json_output, no_color)
     from eaglegraph.probes.capture import CaptureRequest, preflight, run_capture
-    from eaglegraph.reports.capture_view import render_capture
-    from eaglegraph.reports.html import write_html
-    from eaglegraph.reports.trace import write_trace
-    from eaglegraph.results.capture import CAPTURE_SCHEMA
     from eaglegraph.rig.plan import build_plan
-    from eaglegraph.serial import atomic_write, document, dumps
 
-    outputs = {"--save": save, "--html": html, "--trace": trace, "--snapshot": snapshot}
-    check_outputs(outputs, force=force, inputs=(model_dir, target_dir, draft_dir))
     spec = build_spec(
         model_dir,
         kwargs,
@@ -117,8 +85,8 @@ def command(
     request = CaptureRequest.from_spec(
         spec,
         replay=replay,
-        snapshot=Path(snapshot) if snapshot else None,
-        overwrite=force,
+        snapshot=outputs.path("snapshot"),
+        overwrite=outputs.force,
         predict=predict,
     )
     preflight(pair, request.config)
@@ -137,19 +105,8 @@ def command(
         run = run_capture(
             pair, request, on_event=on_event, on_stage=lambda s: progress(s, milestone=s)
         )
-    writes = Writes()
-    if save:
-        text = dumps(document(CAPTURE_SCHEMA, run)) + "\n"
-        writes.write("--save", save, lambda: atomic_write(save, text, overwrite=force))
-    if html:
-        writes.write("--html", html, lambda: write_html(run, html, overwrite=force))
-    if trace:
-        writes.write("--trace", trace, lambda: write_trace(run, trace, overwrite=force))
-    if snapshot and Path(snapshot).exists():
-        click.echo(f"wrote {snapshot}", err=True)
-    app.emit(CAPTURE_SCHEMA, run, render_capture)
     if request.left_out is not None and app.json_output:  # the view shows it as a finding
         click.echo(
             f"eaglegraph: note: {request.left_out.message}; {request.left_out.fix}", err=True
         )
-    writes.finish(ctx, 0 if run.ok else 1)
+    app.finish(ctx, run, outputs, 0 if run.ok else 1)

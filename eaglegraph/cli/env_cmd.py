@@ -5,12 +5,15 @@ from __future__ import annotations
 import click
 
 from eaglegraph.cli.app import make_app, output_options
+from eaglegraph.cli.outputs import Outputs, output_files
+from eaglegraph.results.env import EnvReport
 
 
 @click.command("env")
+@output_files(EnvReport, inputs=())
 @output_options
 @click.pass_context
-def command(ctx: click.Context, json_output: bool, no_color: bool) -> None:
+def command(ctx: click.Context, outputs: Outputs, json_output: bool, no_color: bool) -> None:
     """Report GPUs (name, memory total/used, memory per process), driver and CUDA versions
     through NVML, and the torch / CUDA runtime / triton / Python / eaglegraph versions.
 
@@ -18,8 +21,6 @@ def command(ctx: click.Context, json_output: bool, no_color: bool) -> None:
     never fails for that. Attach `eaglegraph env --json` (schema eaglegraph.env/1) to tickets.
     """
     app = make_app(ctx, json_output, no_color)
-    from eaglegraph.reports.env_view import render_env
-    from eaglegraph.results.env import ENV_SCHEMA as SCHEMA
     from eaglegraph.system.environment import collect_environment
 
-    app.emit(SCHEMA, collect_environment(), render_env)
+    app.finish(ctx, collect_environment(), outputs)

@@ -13,9 +13,11 @@ from eaglegraph.cli.options import (
     pair_arguments,
     plan_options_for,
     pop_plan_kwargs,
-    warn_suspicious,
+    warn,
 )
+from eaglegraph.cli.outputs import Outputs, output_files
 from eaglegraph.results.findings import reaches
+from eaglegraph.results.inspect import InspectReport
 
 
 @click.command("inspect")
@@ -29,6 +31,7 @@ from eaglegraph.results.findings import reaches
     "allocator over the rig's capture sequence, recorded on the CPU (takes a while).",
 )
 @fail_on_option("error")
+@output_files(InspectReport, inputs=("model_dir", "target_dir", "draft_dir"))
 @output_options
 @click.pass_context
 def command(
@@ -39,6 +42,7 @@ def command(
     dtype: str,
     predict_memory: bool,
     fail_on: str,
+    outputs: Outputs,
     json_output: bool,
     no_color: bool,
     **kwargs: Any,
@@ -51,30 +55,18 @@ def command(
     and a memory estimate. Never loads tensor data.
     """
     app = make_app(ctx, json_output, no_color)
-    from eaglegraph.probes.setup import plan_options
-    from eaglegraph.reports.inspect_view import render_inspect
-    from eaglegraph.results.inspect import INSPECT_SCHEMA
-    from eaglegraph.rig.inspect import inspect_pair, open_pair
+    from eaglegraph.probes.inspection import InspectRequest
 
-    pair = open_pair(model_dir, target_dir, draft_dir)
-    target = pair.target
-    options = plan_options(
-        pair,
-        pop_plan_kwargs(kwargs),
-        engine_batch_defaults=True,
-        architecture=target.architecture if target else None,
-        head_dim=target.geometry.head_dim if target else None,
+    request = InspectRequest(
+        model_dir,
+        target_dir,
+        draft_dir,
+        plan=pop_plan_kwargs(kwargs),
+        dtype=dtype,
+        predict_memory=predict_memory,
     )
-    warn_suspicious(pair, options)
-    report = inspect_pair(pair, options, None if dtype == "auto" else dtype)
-    if predict_memory:
-        import torch
-
-        from eaglegraph.probes.memory_predict import predict_memory as predict
-        from eaglegraph.rig.config import RigConfig
-
-        with app.progress("predicting graph memory") as progress:
-            progress("recording the capture sequence", milestone="recording the capture sequence")
-            report.memory_prediction = predict(pair, RigConfig(options, torch.device("cpu"), dtype))
-    app.emit(INSPECT_SCHEMA, report, render_inspect)
-    ctx.exit(1 if reaches(report.findings, fail_on) else 0)
+    inspection = request.resolve()
+    warn(inspection.warnings())
+    with app.progress("predicting graph memory") as progress:
+        report = inspection.run(on_stage=lambda stage: progress(stage, milestone=stage))
+    app.finish(ctx, report, outputs, 1 if reaches(report.findings, fail_on) else 0)

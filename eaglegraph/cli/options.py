@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import click
@@ -271,10 +271,15 @@ def dtype_option(func: Callable[..., Any]) -> Callable[..., Any]:
     )(func)
 
 
-def warn_suspicious(pair: Any, options: Any, max_model_len: int | None = None) -> None:
+def warn(warnings: Iterable[str]) -> None:
     """One `eaglegraph: warning:` line on stderr per legal-but-suspicious value (stdout, and
     so --json, stays clean)."""
+    for warning in warnings:
+        click.echo(f"eaglegraph: warning: {warning}", err=True)
+
+
+def warn_suspicious(pair: Any, options: Any, max_model_len: int | None = None) -> None:
+    """The warnings of a run's plan (capture, probe, memdiff)."""
     from eaglegraph.probes.sanity import plan_warnings
 
-    for warning in plan_warnings(pair, options, max_model_len):
-        click.echo(f"eaglegraph: warning: {warning}", err=True)
+    warn(plan_warnings(pair, options, max_model_len))

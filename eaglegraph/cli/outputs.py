@@ -1,6 +1,8 @@
 """Output files of a command: checked before any work starts, written after, never lost.
 
-Every path is validated up front (its folder exists and is writable, it is not a folder, not an
+The formats come from one registry (`reports/exporters.py`); `output_files(kinds)` offers each
+format that renders one of a command's result kinds, with `--force`, and hands the command one
+`Outputs`: the checked paths. `App.finish` writes them. Every path is validated up front (its folder exists and is writable, it is not a folder, not an
 input, not named twice, and exists only with --force), so a long run never ends in a refused
 write. Writes that still fail (disk full, a folder removed meanwhile) do not discard the result:
 the view is printed anyway and each failure is one line; the command then exits 2.
@@ -8,15 +10,18 @@ the view is printed anyway and each failure is one line; the command then exits 
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import click
 
 from eaglegraph.errors import BadInput, EagleGraphError
-from eaglegraph.serial import file_kind
+from eaglegraph.reports.exporters import Exporter, exporters_for
+from eaglegraph.serial import atomic_write, file_kind
 
 
 def check_outputs(
@@ -77,8 +82,93 @@ class Writes:
         else:
             click.echo(f"wrote {path}", err=True)
 
+    def finish_unless_ok(self, ctx: click.Context) -> None:
+        """Exit 2 after one line per failed write; return when every file was written."""
+        if self.failures:
+            self.finish(ctx, 2)
+
     def finish(self, ctx: click.Context, code: int) -> None:
         """Exit with `code`, or 2 after one line per failed write (the result is shown)."""
         for failure in self.failures:
             click.echo(f"eaglegraph: error: {failure}", err=True)
         ctx.exit(2 if self.failures else code)
+
+
+@dataclass
+class Outputs:
+    """The output files a command was asked for, checked; `write` writes them for a result."""
+
+    chosen: dict[str, tuple[Exporter, Path]] = field(default_factory=dict)
+    force: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.chosen)
+
+    def path(self, name: str) -> Path | None:
+        """The path given for format `name` (e.g. the snapshot the run itself writes)."""
+        exporter_path = self.chosen.get(f"--{name}")
+        return exporter_path[1] if exporter_path else None
+
+    def refuse_unsupported(self, run: Any, source: str) -> None:
+        """A saved run (report, explore) of a kind a chosen format cannot render: one line."""
+        from eaglegraph.results.registry import schema_of
+
+        for exporter, _ in self.chosen.values():
+            if not exporter.renders(run):
+                raise BadInput(
+                    f"{source} is a {schema_of(run)} run: {exporter.unsupported}",
+                    exporter.instead,
+                )
+
+    def write(self, run: Any) -> Writes:
+        """Write every chosen file for `run`, in registry order; failures are kept."""
+        writes = Writes()
+        for option, (exporter, path) in self.chosen.items():
+            render = exporter.render
+            if render is None:  # written by the run itself while it worked
+                if path.exists():
+                    click.echo(f"wrote {path}", err=True)
+                continue
+            writes.write(option, path, _writer(render, run, path, self.force))
+        return writes
+
+
+def _writer(
+    render: Callable[[Any], str | bytes], run: Any, path: Path, force: bool
+) -> Callable[[], Path]:
+    return lambda: atomic_write(path, render(run), overwrite=force)
+
+
+def output_files(
+    *kinds: type, inputs: tuple[str, ...] = ("model_dir",), rerender: bool = False
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """One `--NAME FILE` option per registered format that renders one of `kinds`, and
+    `--force`. The paths are checked before the command body runs (`inputs`: the parameters
+    naming the command's input files, which no output may replace); the body receives them as
+    `outputs: Outputs`."""
+    formats = exporters_for(kinds, rerender=rerender)
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            force = bool(kwargs.pop("force"))
+            given = {e.option: kwargs.pop(f"output_{e.name}") for e in formats}
+            sources = [kwargs.get(name) for name in inputs]
+            paths = check_outputs(given, force=force, inputs=sources)
+            by_option = {e.option: e for e in formats}
+            chosen = {option: (by_option[option], path) for option, path in paths.items()}
+            return func(*args, outputs=Outputs(chosen, force), **kwargs)
+
+        what = "output files" if len(formats) > 1 else f"an existing {formats[0].option} file"
+        command = click.option("--force", is_flag=True, help=f"Replace {what}.")(wrapper)
+        for exporter in reversed(formats):
+            command = click.option(
+                exporter.option,
+                f"output_{exporter.name}",
+                metavar="FILE",
+                default=None,
+                help=exporter.help,
+            )(command)
+        return command
+
+    return decorate

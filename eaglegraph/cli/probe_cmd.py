@@ -7,51 +7,17 @@ from typing import Any
 import click
 
 from eaglegraph.cli.app import make_app, output_options
-from eaglegraph.cli.options import Seconds, fail_on_option, plan_options_for, warn_suspicious
-from eaglegraph.cli.outputs import Writes, check_outputs
-from eaglegraph.cli.rig_options import build_spec, rig_options
+from eaglegraph.cli.options import (
+    Seconds,
+    fail_on_option,
+    plan_options_for,
+    pop_plan_kwargs,
+    warn_suspicious,
+)
+from eaglegraph.cli.outputs import Outputs, output_files
+from eaglegraph.cli.rig_options import pop_rig_kwargs, rig_options
+from eaglegraph.results.probe import ProbeRun
 from eaglegraph.rig.options import PROBE_MAX_NUM_SEQS
-
-PROBE_DEFAULT_SEQS = PROBE_MAX_NUM_SEQS  # what `explore` plans with, as probe does
-
-
-def _list_behaviors(app: Any) -> None:
-    from rich.table import Table
-
-    from eaglegraph.known.profiles import FLAGS, PROFILES
-
-    rows = [
-        {
-            "name": b.name,
-            "framework": b.engine,
-            "summary": b.summary,
-            "versions": b.versions.describe(),
-            "flags": {name: {"on": on, "ref": ref} for name, (on, ref) in b.flag_refs().items()},
-            "default_pool": b.default_pool,
-        }
-        for b in PROFILES.values()
-    ]
-
-    def render(data: dict[str, Any], console: Any) -> None:
-        table = Table(title="Behaviors", title_justify="left", show_lines=True)
-        table.add_column("behavior", style="bold", no_wrap=True)
-        table.add_column("what it reproduces", overflow="fold")
-        for row in data["behaviors"]:
-            flags = [
-                f"{'✓' if f['on'] else '✗'} {name} ({f['ref']})"
-                for name, f in row["flags"].items()
-                if FLAGS[name].engine == row["framework"]
-            ]
-            releases = f"releases {row['versions']}"
-            table.add_row(
-                row["name"], row["summary"] + "\n[dim]" + "\n".join([releases, *flags]) + "[/dim]"
-            )
-        console.print(table)
-        console.print("[dim]flags:[/dim]")
-        for name, flag in FLAGS.items():
-            console.print(f"  [bold]{name}[/bold] ({flag.ref}): {flag.meaning}")
-
-    app.emit("eaglegraph.behaviors/1", {"behaviors": rows}, render)
 
 
 @click.command("probe")
@@ -92,14 +58,8 @@ def _list_behaviors(app: Any) -> None:
     help="Seconds per case (a case still running then is reported as a hang).",
 )
 @click.option("--list-behaviors", is_flag=True, help="Explain each --behavior and exit.")
-@click.option(
-    "--save",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Write the run (eaglegraph.probe/1).",
-)
-@click.option("--force", is_flag=True, help="Replace an existing --save file.")
 @fail_on_option("error")
+@output_files(ProbeRun)
 @output_options
 @click.pass_context
 def command(
@@ -112,9 +72,8 @@ def command(
     workers: int | None,
     timeout: float,
     list_behaviors: bool,
-    save: str | None,
-    force: bool,
     fail_on: str,
+    outputs: Outputs,
     json_output: bool,
     no_color: bool,
     **kwargs: Any,
@@ -129,14 +88,14 @@ def command(
     """
     app = make_app(ctx, json_output, no_color)
     if list_behaviors:
-        _list_behaviors(app)
+        from eaglegraph.reports.probe_view import render_behaviors
+        from eaglegraph.results.behaviors import BEHAVIORS_SCHEMA, BehaviorList
+
+        app.emit(BEHAVIORS_SCHEMA, BehaviorList.known(), render_behaviors)
         return
     from eaglegraph.errors import BadInput
-    from eaglegraph.probes.probing import probe
-    from eaglegraph.reports.probe_view import render_probe
+    from eaglegraph.probes.probing import ProbeRequest
     from eaglegraph.results.findings import reaches
-    from eaglegraph.results.probe import PROBE_SCHEMA
-    from eaglegraph.serial import atomic_write, document, dumps
 
     if model_dir is None:
         raise BadInput("give a MODEL_DIR or a preset name (or --list-behaviors)")
@@ -144,30 +103,21 @@ def command(
         raise BadInput(f"--workers must be at least 1, got {workers}")
     if no_isolation:
         _warn_unused_with_no_isolation(ctx)
-    check_outputs({"--save": save}, force=force, inputs=(model_dir,))
-    selected = [m for value in modes or ("all",) for m in value.split(",") if m]
-    wanted = None
-    if batches is not None:
-        if any(not b.strip() for b in batches.split(",")):
-            raise BadInput(f"--batches {batches!r} has an empty entry", "e.g. --batches 1,3")
-        try:
-            wanted = [int(b) for b in batches.split(",")]
-        except ValueError:
-            raise BadInput(
-                f"--batches: expected comma-separated integers, got {batches!r}"
-            ) from None
-    if kwargs.get("compile_model") is None:  # stale reads do not depend on compilation,
-        kwargs["compile_model"] = False  # and each isolated case would compile again
-    spec = build_spec(model_dir, kwargs, pool=pool, default_max_num_seqs=PROBE_MAX_NUM_SEQS)
+    request = ProbeRequest.for_model(
+        model_dir,
+        pop_plan_kwargs(kwargs),
+        pop_rig_kwargs(kwargs),
+        pool=pool,
+        modes=tuple(m for value in modes or ("all",) for m in value.split(",") if m),
+        batches=_batches(batches),
+        isolate=not no_isolation,
+        timeout=timeout,
+        workers=workers,
+    )
+    spec = request.spec
     warn_suspicious(spec.open_pair(), spec.options, spec.max_model_len)
     with app.progress("probe", total=None) as progress:
-        run = probe(
-            spec,
-            modes=selected,
-            batches=wanted,
-            isolate=not no_isolation,
-            timeout=timeout,
-            workers=workers,
+        run = request.run(
             on_plan=lambda cases: progress(
                 total=len(cases), milestone=f"{len(cases)} cases planned"
             ),
@@ -177,12 +127,21 @@ def command(
                 milestone=None if result is None else f"case {name}: {result.status}",
             ),
         )
-    writes = Writes()
-    if save:
-        text = dumps(document(PROBE_SCHEMA, run)) + "\n"
-        writes.write("--save", save, lambda: atomic_write(save, text, overwrite=force))
-    app.emit(PROBE_SCHEMA, run, render_probe)
-    writes.finish(ctx, 1 if reaches(run.findings, fail_on) else 0)
+    app.finish(ctx, run, outputs, 1 if reaches(run.findings, fail_on) else 0)
+
+
+def _batches(text: str | None) -> tuple[int, ...] | None:
+    """--batches 1,3 as request counts; None: every batch that needs padding."""
+    from eaglegraph.errors import BadInput
+
+    if text is None:
+        return None
+    if any(not b.strip() for b in text.split(",")):
+        raise BadInput(f"--batches {text!r} has an empty entry", "e.g. --batches 1,3")
+    try:
+        return tuple(int(b) for b in text.split(","))
+    except ValueError:
+        raise BadInput(f"--batches: expected comma-separated integers, got {text!r}") from None
 
 
 def _warn_unused_with_no_isolation(ctx: click.Context) -> None:

@@ -6,6 +6,8 @@ import click
 
 from eaglegraph.cli.app import make_app, output_options
 from eaglegraph.cli.options import Seconds
+from eaglegraph.cli.outputs import Outputs, output_files
+from eaglegraph.results.stacks import StacksReport
 
 
 @click.command("stacks")
@@ -21,6 +23,7 @@ from eaglegraph.cli.options import Seconds
     show_default=True,
     help="Seconds to wait for py-spy.",
 )
+@output_files(StacksReport, inputs=())
 @output_options
 @click.pass_context
 def command(
@@ -29,6 +32,7 @@ def command(
     native: bool,
     subprocesses: bool,
     timeout: float,
+    outputs: Outputs,
     json_output: bool,
     no_color: bool,
 ) -> None:
@@ -41,9 +45,7 @@ def command(
     Exit codes: 0 done, 2 no such process / not Python, 3 py-spy missing or not permitted.
     """
     app = make_app(ctx, json_output, no_color)
-    from eaglegraph.reports.stacks_view import render_stacks
-    from eaglegraph.results.stacks import STACKS_SCHEMA as SCHEMA
     from eaglegraph.system.pyspy import dump_stacks
 
     report = dump_stacks(pid, native=native, subprocesses=subprocesses, timeout=timeout)
-    app.emit(SCHEMA, report, render_stacks)
+    app.finish(ctx, report, outputs)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import click
 
 from eaglegraph.cli.app import make_app, output_options
+from eaglegraph.cli.outputs import Outputs, output_files
 from eaglegraph.results.findings import FAIL_ON_CHOICES, reaches
+from eaglegraph.results.triage import TriageResult
 
 
 @click.command("triage")
@@ -19,9 +21,17 @@ from eaglegraph.results.findings import FAIL_ON_CHOICES, reaches
     "capture/memory failure, 'warning' also for mode downgrades and acceptance drops "
     "without a crash. The default never fails: the input is already a failure report.",
 )
+@output_files(TriageResult, inputs=("log",))
 @output_options
 @click.pass_context
-def command(ctx: click.Context, log: str, fail_on: str, json_output: bool, no_color: bool) -> None:
+def command(
+    ctx: click.Context,
+    log: str,
+    fail_on: str,
+    outputs: Outputs,
+    json_output: bool,
+    no_color: bool,
+) -> None:
     """Diagnose a vLLM / SGLang / TensorRT-LLM log from speculative decoding with CUDA graphs.
 
     LOG is a file (gzip, bzip2, xz and UTF-16 are detected from content) or '-' for stdin.
@@ -34,12 +44,8 @@ def command(ctx: click.Context, log: str, fail_on: str, json_output: bool, no_co
     --fail-on, 2 unreadable LOG.
     """
     app = make_app(ctx, json_output, no_color)
-    from eaglegraph.reports.triage_view import render_triage
-    from eaglegraph.results.triage import TRIAGE_SCHEMA as SCHEMA
     from eaglegraph.triage.diagnose import triage_path
 
     with app.progress("reading log") as bar:
         result = triage_path(log, progress=lambda n: bar(advance=n))
-    app.emit(SCHEMA, result, render_triage)
-    if reaches(result.findings, fail_on):
-        ctx.exit(1)
+    app.finish(ctx, result, outputs, 1 if reaches(result.findings, fail_on) else 0)

@@ -10,8 +10,10 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -29,6 +31,58 @@ from eaglegraph.rig.options import PROBE_MAX_NUM_SEQS
 from eaglegraph.rig.plan import CapturePlan, build_plan
 
 PROBE_DEFAULT_SEQS = PROBE_MAX_NUM_SEQS  # padding bugs need only a few requests
+
+
+@dataclass(frozen=True)
+class ProbeRequest:
+    """What `probe` was asked: the resolved run, the modes (`all` or names), the batches (None:
+    every batch that pads), and how cases run (own processes, timeout, workers at once)."""
+
+    spec: RunSpec
+    modes: tuple[str, ...] = ("all",)
+    batches: tuple[int, ...] | None = None
+    isolate: bool = True
+    timeout: float = 900.0
+    workers: int | None = None
+
+    @classmethod
+    def for_model(
+        cls,
+        model: str,
+        plan: Mapping[str, Any],
+        rig: Mapping[str, Any],
+        *,
+        pool: str | None = None,
+        **options: Any,
+    ) -> ProbeRequest:
+        """Resolve the run with probe's own defaults: a few requests (padding bugs need only a
+        few) and no torch.compile unless asked (stale reads do not depend on it, and each
+        isolated case would compile again). `options`: the other fields."""
+        from eaglegraph.probes.spec import resolve_run
+
+        settings = dict(rig)
+        if settings.get("compile_model") is None:
+            settings["compile_model"] = False
+        spec = resolve_run(
+            model, plan=dict(plan), pool=pool, default_max_num_seqs=PROBE_DEFAULT_SEQS, **settings
+        )
+        return cls(spec=spec, **options)
+
+    def run(
+        self,
+        on_plan: Callable[[list[ProbeCase]], None] | None = None,
+        on_case: Callable[[str, CaseResult | None], None] | None = None,
+    ) -> ProbeRun:
+        return probe(
+            self.spec,
+            modes=self.modes,
+            batches=self.batches,
+            isolate=self.isolate,
+            timeout=self.timeout,
+            workers=self.workers,
+            on_plan=on_plan,
+            on_case=on_case,
+        )
 
 
 def select_modes(modes: Sequence[str], framework: str) -> list[str]:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from eaglegraph.reports.runfile import render_run
+from eaglegraph.reports.exporters import Exporter
+from eaglegraph.reports.runfile import SAVED_RUNS, render_run
 from eaglegraph.results.registry import Run, schema_of
 from eaglegraph.serial import atomic_write
 
@@ -85,3 +86,11 @@ def write_html(
 ) -> Path:
     """Write the HTML report atomically; refuses to replace a file unless `overwrite`."""
     return atomic_write(path, render_html(source, title=title, width=width), overwrite=overwrite)
+
+
+EXPORTER = Exporter(
+    name="html",
+    help="Write the report as one HTML page (the explorer, with the terminal view under it).",
+    kinds=SAVED_RUNS,
+    render=render_html,
+)

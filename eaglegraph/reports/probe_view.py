@@ -7,8 +7,10 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from eaglegraph.known.profiles import FLAGS
 from eaglegraph.reports.format import SEVERITY_STYLE
 from eaglegraph.reports.layout import Fitted, Folded
+from eaglegraph.results.behaviors import BehaviorList
 from eaglegraph.results.probe import ProbeRun
 
 _KIND_STYLE = {
@@ -118,3 +120,22 @@ def render_probe(run: ProbeRun, console: Console) -> None:
     console.print(Fitted(_cases_table(run)))
     _findings(run, console)
     console.print(Fitted(_matrix(run)))
+
+
+def render_behaviors(listing: BehaviorList, console: Console) -> None:
+    """`probe --list-behaviors`: each profile with its releases and its own engine's flags."""
+    table = Table(title="Behaviors", title_justify="left", show_lines=True)
+    table.add_column("behavior", style="bold", no_wrap=True)
+    table.add_column("what it reproduces", overflow="fold")
+    for row in listing.behaviors:
+        flags = [
+            f"{'✓' if f.on else '✗'} {name} ({f.ref})"
+            for name, f in row.flags.items()
+            if FLAGS[name].engine == row.framework
+        ]
+        releases = f"releases {row.versions}"
+        table.add_row(row.name, row.summary + "\n[dim]" + "\n".join([releases, *flags]) + "[/dim]")
+    console.print(table)
+    console.print("[dim]flags:[/dim]")
+    for name, flag in FLAGS.items():
+        console.print(f"  [bold]{name}[/bold] ({flag.ref}): {flag.meaning}")

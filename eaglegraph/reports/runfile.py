@@ -1,65 +1,67 @@
-"""Saved runs on screen: pick the terminal view that matches a run's kind.
+"""Saved runs on screen and on disk: the terminal view of each run kind, and the run file.
 
-Loading is `results`' job (one registry, one loader); this module only maps each run type
-to its renderer, so `report`, `--html` and the commands themselves draw a run the same way.
+Loading is `results`' job (one registry, one loader); this module maps each run type to its
+renderer, so `report`, `--html` and the commands themselves draw a run the same way, and it
+registers the run file (`--save`) as an output format.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
 
+from eaglegraph.reports.exporters import Exporter
 from eaglegraph.results.capture import CaptureRun
 from eaglegraph.results.env import EnvReport
 from eaglegraph.results.inspect import InspectReport
 from eaglegraph.results.memdiff import MemdiffRun
 from eaglegraph.results.probe import ProbeRun
+from eaglegraph.results.registry import document
 from eaglegraph.results.scaffold import PresetList, ScaffoldResult
 from eaglegraph.results.stacks import StacksReport
 from eaglegraph.results.triage import TriageResult
+from eaglegraph.serial import dumps
+
+# every result kind `report` reads back: what each command prints with --json or --save
+SAVED_RUNS = (
+    CaptureRun,
+    MemdiffRun,
+    ProbeRun,
+    InspectReport,
+    TriageResult,
+    EnvReport,
+    StacksReport,
+    ScaffoldResult,
+    PresetList,
+)
+
+# each run type's view, as "module:function" (imported lazily: each pulls in only its own view)
+_VIEWS: dict[type, str] = {
+    InspectReport: "inspect_view:render_inspect",
+    MemdiffRun: "memdiff_view:render_memdiff",
+    CaptureRun: "capture_view:render_capture",
+    ProbeRun: "probe_view:render_probe",
+    TriageResult: "triage_view:render_triage",
+    EnvReport: "env_view:render_env",
+    StacksReport: "stacks_view:render_stacks",
+    ScaffoldResult: "scaffold_view:render_scaffold",
+    PresetList: "scaffold_view:render_presets",
+}
 
 
 def renderer_for(run: Any) -> Callable[[Any, Console], None]:
-    """The terminal view of a run's kind (imported lazily: each pulls in only its own view)."""
-    if isinstance(run, InspectReport):
-        from eaglegraph.reports.inspect_view import render_inspect
-
-        return render_inspect
-    if isinstance(run, MemdiffRun):
-        from eaglegraph.reports.memdiff_view import render_memdiff
-
-        return render_memdiff
-    if isinstance(run, CaptureRun):
-        from eaglegraph.reports.capture_view import render_capture
-
-        return render_capture
-    if isinstance(run, ProbeRun):
-        from eaglegraph.reports.probe_view import render_probe
-
-        return render_probe
-    if isinstance(run, TriageResult):
-        from eaglegraph.reports.triage_view import render_triage
-
-        return render_triage
-    if isinstance(run, EnvReport):
-        from eaglegraph.reports.env_view import render_env
-
-        return render_env
-    if isinstance(run, StacksReport):
-        from eaglegraph.reports.stacks_view import render_stacks
-
-        return render_stacks
-    if isinstance(run, ScaffoldResult):
-        from eaglegraph.reports.scaffold_view import render_scaffold
-
-        return render_scaffold
-    if isinstance(run, PresetList):
-        from eaglegraph.reports.scaffold_view import render_presets
-
-        return render_presets
-    raise TypeError(f"no view for {type(run).__name__}")
+    """The terminal view of a run's kind."""
+    view = _VIEWS.get(type(run))
+    if view is None:
+        raise TypeError(f"no view for {type(run).__name__}")
+    module, function = view.split(":")
+    render: Callable[[Any, Console], None] = getattr(
+        importlib.import_module(f"eaglegraph.reports.{module}"), function
+    )
+    return render
 
 
 def render_run(run: Any, console: Console) -> None:
@@ -70,3 +72,17 @@ def render_run(run: Any, console: Console) -> None:
 def has_timeline(run: Any) -> bool:
     """Runs a Chrome trace can show: those with a capture timeline."""
     return isinstance(run, (CaptureRun, MemdiffRun))
+
+
+def run_file_text(run: Any) -> str:
+    """The run as `--json` prints it: the file `report` and `explore` read back."""
+    return dumps(document(run)) + "\n"
+
+
+EXPORTER = Exporter(
+    name="save",
+    help="Write the run as its versioned JSON document (what `report` reads).",
+    kinds=SAVED_RUNS,
+    render=run_file_text,
+    rerender=False,
+)

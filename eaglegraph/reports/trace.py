@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from eaglegraph import __version__
+from eaglegraph.reports.exporters import Exporter
 from eaglegraph.reports.timeline_view import phase_order, timeline_rows
 from eaglegraph.results.capture import CaptureEvent, CaptureRun
 from eaglegraph.results.memdiff import MemdiffRun
@@ -45,10 +46,24 @@ def trace_document(run: CaptureRun | MemdiffRun) -> dict[str, Any]:
     return {"traceEvents": events, "displayTimeUnit": "ms", "metadata": metadata}
 
 
+def trace_text(run: CaptureRun | MemdiffRun) -> str:
+    """The trace as compact JSON (a long capture has thousands of events)."""
+    return json.dumps(trace_document(run), allow_nan=False, separators=(",", ":"))
+
+
 def write_trace(run: CaptureRun | MemdiffRun, path: Path | str, overwrite: bool = False) -> Path:
     """Write the trace atomically; refuses to replace a file unless `overwrite`."""
-    text = json.dumps(trace_document(run), allow_nan=False, separators=(",", ":"))
-    return atomic_write(path, text, overwrite=overwrite)
+    return atomic_write(path, trace_text(run), overwrite=overwrite)
+
+
+EXPORTER = Exporter(
+    name="trace",
+    help="Write a Chrome trace of the capture timeline (open in Perfetto or chrome://tracing).",
+    kinds=(CaptureRun, MemdiffRun),
+    render=trace_text,
+    unsupported="it has no capture timeline to trace",
+    instead="--trace works for capture and memdiff runs; use --html or --json",
+)
 
 
 def _us(ns: int) -> float:

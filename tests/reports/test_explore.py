@@ -269,7 +269,7 @@ def test_explore_model_dir_starts_a_real_capture(tmp_path: Path) -> None:
     """`explore MODEL_DIR`: inspect, then `c` runs the command layer's capture (three FULL
     graphs, the smallest plan) in the app's worker; its progress reaches the status line and
     the capture replaces the inspect view."""
-    from eaglegraph.cli.explore_cmd import _open
+    from eaglegraph.probes.explore import open_source as _open
 
     plan = {"mode": "FULL", "capture_sizes": "4", "max_num_seqs": 4}
     report, actions = _open("tiny-llama-eagle3", plan, {"device": "cpu"})
@@ -303,12 +303,14 @@ def test_explore_model_dir_probe_runs_the_probe_command_spec(
     """`r` probes with the spec `eaglegraph probe` would build (4 requests, no compile, the
     --mode given) and turns its plan and case callbacks into progress."""
     import eaglegraph.probes.probing as probing
-    from eaglegraph.cli.explore_cmd import _open
+    from eaglegraph.probes.explore import open_source as _open
 
     calls: dict[str, Any] = {}
 
-    def fake_probe(spec: Any, *, modes: list[str], on_plan: Any, on_case: Any) -> str:
-        calls.update(spec=spec, modes=modes)
+    def fake_probe(
+        spec: Any, *, modes: list[str], on_plan: Any, on_case: Any, **options: Any
+    ) -> str:
+        calls.update(spec=spec, modes=list(modes), options=options)
         on_plan(["a", "b"])
         on_case("a", None)
         on_case("a", type("R", (), {"status": "ok"})())
@@ -321,5 +323,6 @@ def test_explore_model_dir_probe_runs_the_probe_command_spec(
     assert actions["probe"](lambda text, f: seen.append((text, f))) == "run"
     spec = calls["spec"]
     assert calls["modes"] == ["PIECEWISE"] and spec.options.max_num_seqs == 4
+    assert calls["options"]["isolate"] is True and calls["options"]["batches"] is None
     assert spec.compile_model is False and spec.options.behavior.name == "vllm-pre-39773"
     assert seen == [("2 cases planned", 0.0), ("case 1/2: a", 0.0), ("case a: ok", 0.5)]

@@ -1,0 +1,79 @@
+"""`inspect` as a library call: an `InspectRequest` resolved once, then run.
+
+The CLI builds the request from its options; everything the command does — opening the pair,
+resolving the plan options with the draft's own K, the headers-only report and the optional
+memory prediction recorded on the CPU — happens here, below the CLI, so `explore` inspects a
+model folder the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from eaglegraph.pair.model import Pair
+from eaglegraph.probes.setup import plan_options
+from eaglegraph.results.inspect import InspectReport
+from eaglegraph.rig.inspect import inspect_pair, open_pair
+from eaglegraph.rig.options import PlanOptions
+
+
+@dataclass(frozen=True)
+class InspectRequest:
+    """What `inspect` was asked: the pair's folders, the plan choices, dtype and whether to
+    predict the graph pools (slow: records the capture sequence on the CPU)."""
+
+    model: str | None
+    target: str | None = None
+    draft: str | None = None
+    plan: Mapping[str, Any] = field(default_factory=dict)
+    dtype: str = "auto"
+    predict_memory: bool = False
+    # True: unset batch limits take what the engine release defaults to on --gpu (what a
+    # server runs); False: the small defaults capture and probe rebuild the step with (explore)
+    engine_defaults: bool = True
+
+    def resolve(self) -> Inspection:
+        pair = open_pair(self.model, self.target, self.draft)
+        if not self.engine_defaults:
+            return Inspection(self, pair, plan_options(pair, self.plan))
+        target = pair.target
+        options = plan_options(
+            pair,
+            self.plan,
+            engine_batch_defaults=True,
+            architecture=target.architecture if target else None,
+            head_dim=target.geometry.head_dim if target else None,
+        )
+        return Inspection(self, pair, options)
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """A resolved request: the pair opened (headers only) and its plan options."""
+
+    request: InspectRequest
+    pair: Pair
+    options: PlanOptions
+
+    def warnings(self) -> list[str]:
+        """Legal but suspicious values, for the caller to show (stdout stays the result)."""
+        from eaglegraph.probes.sanity import plan_warnings
+
+        return plan_warnings(self.pair, self.options)
+
+    def run(self, on_stage: Callable[[str], None] | None = None) -> InspectReport:
+        dtype = self.request.dtype
+        report = inspect_pair(self.pair, self.options, None if dtype == "auto" else dtype)
+        if self.request.predict_memory:
+            import torch
+
+            from eaglegraph.probes.memory_predict import predict_memory
+            from eaglegraph.rig.config import RigConfig
+
+            if on_stage is not None:
+                on_stage("recording the capture sequence")
+            config = RigConfig(self.options, torch.device("cpu"), dtype)
+            report.memory_prediction = predict_memory(self.pair, config)
+        return report
