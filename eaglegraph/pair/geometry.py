@@ -69,6 +69,19 @@ class Geometry:
         return self.num_key_value_heads * self.head_dim
 
 
+def layer_params(g: Geometry, qkv_in: int, input_norm: bool) -> int:
+    """One dense decoder layer's weights: every kind counts its layers with this (the kind
+    modules sit below `pair.model`, so it lives with the geometry it reads)."""
+    attn = qkv_in * (g.q_width + 2 * g.kv_width) + g.q_width * g.hidden_size
+    if g.attention_bias:
+        attn += g.q_width + 2 * g.kv_width
+    if g.model_type == "qwen3":
+        attn += 2 * g.head_dim
+    mlp = 3 * g.hidden_size * g.intermediate_size
+    norms = g.hidden_size * (2 if input_norm else 1)
+    return attn + mlp + norms
+
+
 def normalize_dtype(value: str | None, source: str) -> str | None:
     if value is None:
         return None

@@ -13,7 +13,6 @@ with a `SPEC` (on-disk facts), and, if the rig builds it, `models/drafts/<value>
 
 from __future__ import annotations
 
-import importlib
 from functools import cache
 
 from eaglegraph.pair.config import Config
@@ -23,6 +22,7 @@ from eaglegraph.pair.drafts.base import (
     KindSpec,
     KindVerdict,
     Recogniser,
+    kind_spec,
 )
 from eaglegraph.pair.drafts.mtp import mtp_weight_names
 from eaglegraph.pair.mtp_layout import MTP_COUNT_KEYS
@@ -40,15 +40,6 @@ __all__ = [
     "mtp_weight_names",
     "supported_titles",
 ]
-
-
-@cache
-def kind_spec(kind: DraftKind) -> KindSpec:
-    """The spec of a kind, from `eaglegraph.pair.drafts.<kind value>`."""
-    spec = importlib.import_module(f"eaglegraph.pair.drafts.{kind.value}").SPEC
-    if spec.kind is not kind:
-        raise RuntimeError(f"pair/drafts/{kind.value}.py declares {spec.kind}, not {kind}")
-    return spec  # type: ignore[no-any-return]
 
 
 def all_specs() -> list[KindSpec]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.facts import DraftFacts
-from eaglegraph.pair.geometry import Geometry
+from eaglegraph.pair.geometry import Geometry, layer_params
 from eaglegraph.pair.mla import mla_model_parameters
 from eaglegraph.pair.tensors import CheckpointIndex
 from eaglegraph.results.findings import Finding
@@ -65,17 +65,6 @@ def summarize_weights(
         weight_bytes=sum(t.nbytes for t in tensors) if has else None,
         dtypes=dict(Counter(t.dtype for t in tensors)),
     )
-
-
-def layer_params(g: Geometry, qkv_in: int, input_norm: bool) -> int:
-    attn = qkv_in * (g.q_width + 2 * g.kv_width) + g.q_width * g.hidden_size
-    if g.attention_bias:
-        attn += g.q_width + 2 * g.kv_width
-    if g.model_type == "qwen3":
-        attn += 2 * g.head_dim
-    mlp = 3 * g.hidden_size * g.intermediate_size
-    norms = g.hidden_size * (2 if input_norm else 1)
-    return attn + mlp + norms
 
 
 def estimate_target_parameters(g: Geometry, cfg: Config | None = None) -> int:

@@ -7,10 +7,12 @@ pair checks it adds and its parameter count. No torch here: `inspect` never buil
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cache
 from typing import TYPE_CHECKING
 
 from eaglegraph.pair.config import Config
@@ -34,14 +36,22 @@ class DraftKind(str, Enum):
 
     @property
     def spec(self) -> KindSpec:
-        from eaglegraph.pair.kinds import kind_spec  # the registry imports the kind modules
-
         return kind_spec(self)
 
     @property
     def supported(self) -> bool:
         """Kinds the rig can build and capture (a models/drafts/<kind>.py build exists)."""
         return self.spec.supported
+
+
+@cache
+def kind_spec(kind: DraftKind) -> KindSpec:
+    """The spec of a kind, from `eaglegraph.pair.drafts.<kind value>`: looked up by name, so
+    this module (which every kind module imports) never imports a kind module itself."""
+    spec = importlib.import_module(f"eaglegraph.pair.drafts.{kind.value}").SPEC
+    if not isinstance(spec, KindSpec) or spec.kind is not kind:
+        raise RuntimeError(f"pair/drafts/{kind.value}.py declares {spec!r}, not a {kind} spec")
+    return spec
 
 
 @dataclass

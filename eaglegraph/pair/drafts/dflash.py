@@ -15,8 +15,7 @@ from eaglegraph.pair.drafts.base import (
     Recogniser,
     ShapeFacts,
 )
-from eaglegraph.pair.geometry import Geometry
-from eaglegraph.pair.model import layer_params
+from eaglegraph.pair.geometry import Geometry, layer_params
 from eaglegraph.pair.mtp_layout import dflash_layout
 from eaglegraph.results.findings import Finding, Severity
 

@@ -15,8 +15,7 @@ from eaglegraph.pair.drafts.base import (
     ShapeFacts,
 )
 from eaglegraph.pair.facts import DraftFacts
-from eaglegraph.pair.geometry import Geometry
-from eaglegraph.pair.model import layer_params
+from eaglegraph.pair.geometry import Geometry, layer_params
 from eaglegraph.results.findings import Finding, Severity
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO

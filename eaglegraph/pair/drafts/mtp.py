@@ -20,9 +20,8 @@ from eaglegraph.pair.drafts.base import (
     Recogniser,
     ShapeFacts,
 )
-from eaglegraph.pair.geometry import Geometry
+from eaglegraph.pair.geometry import Geometry, layer_params
 from eaglegraph.pair.mla import mla_mtp_parameters, mtp_module_params
-from eaglegraph.pair.model import layer_params
 from eaglegraph.pair.mtp_layout import (
     MTPLayout,
     in_target_mtp,
