@@ -22,6 +22,9 @@ from eaglegraph.rig import attention as rig_attention
 from eaglegraph.rig import routines as rig_routines
 from eaglegraph.rig import step as rig_step
 from eaglegraph.rig.attention import AttentionRuntime, FlashInferBuilder
+from eaglegraph.rig.speculators import block as rig_block
+from eaglegraph.rig.speculators import eagle as rig_eagle
+from eaglegraph.rig.speculators import window as rig_window
 from eaglegraph.rig.step import Rig
 
 
@@ -44,12 +47,27 @@ class Mutant:
 ACTIVITY = {"fired": 0}
 
 
+# the rig's modules that call kernel wrappers and host routines: the step and its speculators
+RIG_CALLERS = (rig_step, rig_eagle, rig_window, rig_block, rig_routines)
+
+
 def _wrap(
     module: Any, name: str, after: Callable[..., None], before: Callable[..., Any] | None = None
 ) -> Any:
-    """Patch `module.name` so `after(state, *args)` runs after the original (`state` from
-    `before(*args)`)."""
+    """Patch `name` where the rig calls it so `after(state, *args)` runs after the original
+    (`state` from `before(*args)`): in `module` and in every other rig module that imported
+    the same function (the step and each speculator call the slot-mapping kernel)."""
     orig = getattr(module, name)
+    wrapper = _wrapper(orig, after, before)
+    stack = contextlib.ExitStack()
+    for caller in {module, *(m for m in RIG_CALLERS if getattr(m, name, None) is orig)}:
+        stack.enter_context(mock.patch.object(caller, name, wrapper))
+    return stack
+
+
+def _wrapper(
+    orig: Callable[..., Any], after: Callable[..., None], before: Callable[..., Any] | None
+) -> Callable[..., Any]:
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         state = before(*args) if before is not None else None
@@ -57,7 +75,7 @@ def _wrap(
         after(state, *args)
         return out
 
-    return mock.patch.object(module, name, wrapper)
+    return wrapper
 
 
 def _block_table_row_off() -> Any:
@@ -98,7 +116,7 @@ def _last_token_one_off() -> Any:
         lti, n = args[10], args[12]
         lti[:n] = (lti[:n] - 1).clamp(min=0)
 
-    return _wrap(rig_step, "prepare_eagle_inputs", after)
+    return _wrap(rig_eagle, "prepare_eagle_inputs", after)
 
 
 def _rejected_not_counted() -> Any:

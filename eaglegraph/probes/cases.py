@@ -304,12 +304,9 @@ def _execute(case: ProbeCase, built: BuiltRig, start: float) -> CaseResult:
         collect = _PhaseCollector(
             rig, result, run, StepView(rig, batch), canaries, canary_tab, timer, writes, cp
         )
-        rig.phase_hook, rig.launch_hook = collect, collect.launch
         t0 = time.perf_counter()
-        try:
+        with rig.add_phase_hook(collect), rig.add_launch_hook(collect.launch):
             out = rig.step(batch)
-        finally:
-            rig.phase_hook = rig.launch_hook = None
         if run == "B":  # the second sentinel run is what the sentinel differential costs
             timer.add("sentinel differential (run B)", time.perf_counter() - t0)
         remaining = scan(tab).tolist()
@@ -503,11 +500,8 @@ def _lockstep(
             view.draft_step = draft_step
             check(phase, "launch")
 
-    rig.phase_hook, rig.launch_hook = check, launch
-    try:
+    with rig.add_phase_hook(check), rig.add_launch_hook(launch):
         out = rig.step(batch)
-    finally:
-        rig.phase_hook = rig.launch_hook = None
     session.apply(batch, out)
     with timer("reference"):
         ref_batch = ref_session.batch()

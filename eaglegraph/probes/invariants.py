@@ -18,7 +18,7 @@ import torch
 
 from eaglegraph.kernels.invariants import EQ, REL_EQ, REL_IN, Check, Outcome, run_checks
 from eaglegraph.rig.descriptors import uniform_token_count
-from eaglegraph.rig.modes import Mode
+from eaglegraph.rig.speculators import DraftFacts
 from eaglegraph.rig.workload import ScheduledRequest
 
 if TYPE_CHECKING:
@@ -68,8 +68,7 @@ class StepView:
     def target_padded_tokens(self) -> int:
         rb, tb = self.rb, self.tb
         max_q = max(len(b.query) for b in self.batch)
-        desc = self.rig.runners["target"].dispatch(rb, tb, uniform_token_count(rb, tb, max_q))
-        return desc.num_tokens if desc.mode is not Mode.NONE else tb
+        return self.rig.runners["target"].pad(rb, tb, uniform_token_count(rb, tb, max_q)).num_tokens
 
     def decode_slots(self) -> list[int] | None:
         """The slots the real rows of draft decode `draft_step` write (None where a request
@@ -85,8 +84,7 @@ class StepView:
         return out
 
     def decode_padded_tokens(self) -> int:
-        desc = self.rig.runners["draft_decode"].dispatch(self.rb, self.rb, 1)
-        return desc.num_tokens if desc.mode is not Mode.NONE else self.rb
+        return self.rig.runners["draft_decode"].pad(self.rb, self.rb, 1).num_tokens
 
     def decode_lens(self) -> list[int]:
         """Each request's KV length at the last draft-decode step."""
@@ -115,8 +113,8 @@ Build = Callable[[StepView, Any], Check | None]
 @dataclass(frozen=True)
 class Invariant:
     """A named check: the buffer it guards, the phase after which it holds, the kernel (or
-    host routine) that writes the buffer, how to build it from the step's facts, and the
-    rig speculators (`Rig.speculator`) whose phase writes that buffer."""
+    host routine) that writes the buffer, how to build it from the step's facts, and what a
+    speculator's drafting must do for the check to apply (`Speculator.facts`)."""
 
     name: str
     phase: str
@@ -124,7 +122,7 @@ class Invariant:
     writer: str
     build: Build
     what: str
-    speculators: tuple[str, ...] = ("eagle", "window", "block")
+    needs: DraftFacts = DraftFacts.NONE
     # "launch": checked right before the phase's graph or kernels run (a bad slot must be
     # named before the write it steers can kill the device); "after": once the phase is done
     at: str = "after"
@@ -192,9 +190,9 @@ def _decode_positions(v: StepView, bufs: Any) -> Check | None:
     return Check(bufs.eagle_seq_lens, v.rb, REL_EQ, (1,) * v.rb, ref=bufs.decode_positions)
 
 
-# the speculators whose draft prefill builds the eagle.* inputs (DFlash's block has its own;
-# multi-module MTP's window moves last_token_indices along as its modules run)
-EAGLE_INPUTS = ("eagle", "window")
+# DFlash's block builds its own inputs, not eagle.*; multi-module MTP's window moves
+# last_token_indices along as its modules run, so only EAGLE's point at the accepted token
+EAGLE_INPUTS = DraftFacts.EAGLE_INPUTS
 
 INVARIANTS: tuple[Invariant, ...] = (
     Invariant("qsl-prefix-sums", "target", "target.query_start_loc", "prepare_inputs",
@@ -234,7 +232,8 @@ INVARIANTS: tuple[Invariant, ...] = (
               lambda v, b: _eq(b.last_token_indices, [
                   q + len(r.query) - 1 - (r.num_drafts - a)
                   for q, r, a in zip(v.qsl, v.batch, v.accepted or [], strict=False)]),
-              "last_token_indices point at each request's last accepted token", ("eagle",)),
+              "last_token_indices point at each request's last accepted token",
+              DraftFacts.ACCEPTED_LAST_TOKEN),
     Invariant("decode-seq-lens", "draft_decode", "eagle.seq_lens", "update_eagle_draft_inputs",
               _decode_seq_lens, "draft seq_lens grow by one per draft position"),
     Invariant("decode-seq-lens-positions", "draft_decode", "eagle.seq_lens",
@@ -242,7 +241,7 @@ INVARIANTS: tuple[Invariant, ...] = (
               "seq_lens = position + 1 for decode rows"),
     Invariant("decode-slots", "draft_decode", "slot_mapping", "compute_slot_mappings",
               _decode_slots, "each draft row writes its own request's next position",
-              ("eagle",), at="launch"),
+              DraftFacts.DECODES, at="launch"),
     Invariant("decode-pad-slots", "draft_decode", "slot_mapping", "compute_slot_mappings",
               _decode_pad_slots, "padded decode rows' slots are the pad slot", at="launch"),
     Invariant("decode-csr-offsets", "draft_decode", "draft.kv_indptr", "build_csr_page_indices",
@@ -273,7 +272,7 @@ def phase_checks(view: StepView, phase: str, at: str = "after") -> list[tuple[In
             continue
         if phase == "draft_decode" and view.rig.num_speculative_tokens < 2:
             continue
-        if view.rig.speculator not in inv.speculators:
+        if inv.needs not in view.rig.speculator.facts:
             continue
         check = inv.build(view, view.rig.bufs)
         if check is not None:

@@ -44,7 +44,7 @@ class CommittedKV:
 
     def __init__(self, rig: Rig, batch: list[ScheduledRequest]) -> None:
         bs = rig.block_size
-        reprefill = rig.num_speculative_tokens - 1 if rig.speculator == "window" else 0
+        reprefill = rig.speculator.reprefilled_positions()
         target_layers = rig.models.target.num_layers
         # (request, position, block) per slot; draft layers: the re-prefillable tail left out
         self.owners: list[tuple[int, int, int]] = []

@@ -19,6 +19,7 @@ import torch
 
 from eaglegraph.rig.driver import StepOutput
 from eaglegraph.rig.reference import ReferenceEngine
+from eaglegraph.rig.speculators import DraftFacts
 from eaglegraph.rig.workload import ScheduledRequest
 
 if TYPE_CHECKING:
@@ -81,8 +82,8 @@ def compare_step(
         for j, b in enumerate(batch):
             a, w = got.draft_tokens[j][pos], want.draft_tokens[j][pos]
             if a != w:
-                # window/block speculators draft every position in the draft_prefill graph
-                first = pos == 0 or rig.speculator != "eagle"
+                # without decodes, every position is drafted in the draft_prefill graph
+                first = pos == 0 or DraftFacts.DECODES not in rig.speculator.facts
                 phase = "draft_prefill" if first else "draft_decode"
                 kernel = "argmax_map_draft" if first else "update_eagle_draft_inputs"
                 return Divergence(step, phase, b.rid, "eagle.draft_tokens", kernel,
@@ -136,7 +137,7 @@ def _draft_kv(
     (`decodes`) the K-1 positions after them the draft decodes wrote. EAGLE-style drafting
     only: its dense reference recomputes exactly those positions (window and block drafts
     keep other KV)."""
-    if rig.speculator != "eagle":
+    if DraftFacts.REFERENCE_KV not in rig.speculator.facts:
         return None
     k = rig.num_speculative_tokens
     for b in batch:

@@ -3,6 +3,10 @@
 A descriptor is the key of one captured graph. PIECEWISE descriptors never pad the request
 count (num_reqs None); FULL ones do. Dispatch pads a batch up to the next capture size and
 returns the first compatible descriptor there, decode descriptors first.
+
+The padding rule — what (num_reqs, num_tokens) a batch runs at once a descriptor is picked —
+is `BatchDescriptor.pad`, and nothing else writes it out: the rig's step, its speculators,
+the probe's invariants and the reports all ask it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,16 @@ class BatchDescriptor:
     num_reqs: int | None
     uniform_token_count: int | None = None
 
+    def pad(self, num_reqs: int, num_tokens: int) -> PaddedBatch:
+        """The shape a batch of `num_reqs`/`num_tokens` runs at under this descriptor.
+
+        NONE (eager) runs the batch as it is; every captured mode runs the descriptor's token
+        count; only FULL graphs pad the request count, since only they bake per-request
+        metadata into the graph (segmented modes run attention eagerly on the live batch)."""
+        reqs = self.num_reqs if self.mode is Mode.FULL and self.num_reqs else num_reqs
+        tokens = self.num_tokens if self.mode is not Mode.NONE else num_tokens
+        return PaddedBatch(self, reqs, tokens, num_reqs, num_tokens)
+
     def label(self) -> str:
         reqs = "—" if self.num_reqs is None else str(self.num_reqs)
         uniform = f", uniform={self.uniform_token_count}" if self.uniform_token_count else ""
@@ -32,6 +46,38 @@ class BatchDescriptor:
             "num_reqs": self.num_reqs,
             "uniform_token_count": self.uniform_token_count,
         }
+
+
+@dataclass(frozen=True)
+class PaddedBatch:
+    """A dispatched batch: its descriptor, the padded shape it runs at, and its real size."""
+
+    desc: BatchDescriptor
+    num_reqs: int
+    num_tokens: int
+    real_reqs: int
+    real_tokens: int
+
+    @property
+    def mode(self) -> Mode:
+        return self.desc.mode
+
+    @property
+    def full(self) -> bool:
+        return self.desc.mode is Mode.FULL
+
+    @property
+    def padded_rows(self) -> int:
+        """Token rows past the real batch that the replay computes."""
+        return self.num_tokens - self.real_tokens
+
+
+def graph_max_query_len(desc: BatchDescriptor, max_query_len: int) -> int:
+    """A FULL graph bakes max_query_len into its launch grid: uniform descriptors know it
+    exactly, mixed ones must cover any batch they may be padded to (num_tokens)."""
+    if desc.mode is not Mode.FULL:
+        return max_query_len
+    return desc.uniform_token_count or desc.num_tokens
 
 
 def is_compatible(
@@ -132,6 +178,10 @@ class Dispatcher:
                 if is_compatible(desc, num_reqs, num_tokens, uniform):
                     return desc
         return BatchDescriptor(Mode.NONE, num_tokens, num_reqs)
+
+    def pad(self, num_reqs: int, num_tokens: int, uniform: int | None) -> PaddedBatch:
+        """Dispatch, then the padded shape the batch runs at (`BatchDescriptor.pad`)."""
+        return self.dispatch(num_reqs, num_tokens, uniform).pad(num_reqs, num_tokens)
 
     def capture_order(self) -> list[BatchDescriptor]:
         """PIECEWISE-like modes first, then FULL; largest num_tokens first within each."""

@@ -26,7 +26,7 @@ import torch
 from eaglegraph.results.capture import CaptureEvent
 from eaglegraph.results.pools import PoolId
 from eaglegraph.rig.attention import AttentionRuntime, Metadata
-from eaglegraph.rig.descriptors import BatchDescriptor, Dispatcher
+from eaglegraph.rig.descriptors import BatchDescriptor, Dispatcher, PaddedBatch
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.plan import PhasePlan
 from eaglegraph.rig.pools import PoolAssignment, PoolManager
@@ -251,9 +251,14 @@ class PhaseRunner:
             return BatchDescriptor(Mode.NONE, num_tokens, num_reqs)
         return desc
 
-    def run(
-        self, desc: BatchDescriptor, num_reqs: int, num_tokens: int, live: Metadata | None
-    ) -> None:
+    def pad(self, num_reqs: int, num_tokens: int, uniform: int | None) -> PaddedBatch:
+        """`dispatch`, and the padded shape the batch runs at (`BatchDescriptor.pad`)."""
+        return self.dispatch(num_reqs, num_tokens, uniform).pad(num_reqs, num_tokens)
+
+    def run(self, batch: PaddedBatch, live: Metadata | None) -> None:
+        """Replay the graph of `batch`'s descriptor over `live` metadata, or run the routine
+        eagerly at the padded shape where none was captured."""
+        desc, num_reqs, num_tokens = batch.desc, batch.num_reqs, batch.num_tokens
         graph = self.graphs.get(desc)
         ctx = self.context
         if graph is None or ctx is None:

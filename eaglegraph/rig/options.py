@@ -2,13 +2,14 @@
 
 They can come as flags or as vLLM-style `--speculative-config` / `--compilation-config` JSON
 (what users paste from their launch command). A flag and a JSON key that disagree is an
-error rather than a silent precedence rule.
+error rather than a silent precedence rule. The CLI parses its strings (flags, JSON text) into
+one typed `PlanChoices`; this module resolves it against the engine's defaults.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,18 +67,6 @@ class PlanOptions:
         return "flashinfer" if self.attention_backend == "flashinfer" else "flash_attn"
 
 
-def _parse_json(text: str | None, flag: str) -> dict[str, Any]:
-    if text is None:
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{flag}: invalid JSON at column {exc.colno}: {exc.msg}") from None
-    if not isinstance(value, dict):
-        raise BadInput(f"{flag}: expected a JSON object")
-    return value
-
-
 def _merge(flag_value: Any, json_value: Any, name: str) -> Any:
     if flag_value is not None and json_value is not None and flag_value != json_value:
         raise BadInput(f"{name} given twice with different values ({flag_value} and {json_value})")
@@ -90,30 +79,48 @@ def _positive(value: Any, name: str) -> int:
     return value
 
 
+@dataclass(frozen=True)
+class PlanChoices:
+    """What the user chose for the plan, before defaults: None is "not said". The vLLM JSON
+    configs come parsed (objects), as pasted; a mode may be a Mode or its name, as engines
+    spell it in their own configs."""
+
+    framework: str | None = None
+    max_num_seqs: int | None = None
+    num_speculative_tokens: int | None = None
+    max_num_batched_tokens: int | None = None
+    mode: Mode | str | None = None
+    attention_backend: str | None = None
+    behavior: str | None = None
+    capture_sizes: tuple[int, ...] | None = None
+    speculative_config: Mapping[str, Any] | None = None
+    compilation_config: Mapping[str, Any] | None = None
+    gpu: str | None = None
+    trtllm_artifacts: bool | None = None
+
+
+def _mode(value: Mode | str | None) -> Mode | None:
+    if value is None or isinstance(value, Mode):
+        return value
+    return Mode.parse(str(value))
+
+
 def resolve_plan_options(
+    choices: PlanChoices | None = None,
     *,
-    framework: str | None = None,
-    max_num_seqs: int | None = None,
-    num_speculative_tokens: int | None = None,
-    max_num_batched_tokens: int | None = None,
-    mode: str | None = None,
-    attention_backend: str | None = None,
-    behavior: str | None = None,
-    capture_sizes: str | None = None,
-    speculative_config: str | None = None,
-    compilation_config: str | None = None,
     default_num_speculative_tokens: int | None = None,
-    gpu: str | None = None,
-    trtllm_artifacts: bool | None = None,
     architecture: str | None = None,
     head_dim: int | None = None,
     engine_batch_defaults: bool = False,
 ) -> PlanOptions:
-    """One resolved set of plan options. `engine_batch_defaults`: unset max_num_seqs and
+    """One resolved set of plan options. The keywords are facts of the pair (the draft's own
+    K, the target's architecture and head_dim). `engine_batch_defaults`: unset max_num_seqs and
     max_num_batched_tokens take the engine's defaults for the GPU (what a server would run);
     commands that rebuild the step on this machine pass False to keep their small defaults."""
-    spec = _parse_json(speculative_config, "--speculative-config")
-    comp = _parse_json(compilation_config, "--compilation-config")
+    c = choices or PlanChoices()
+    framework, behavior = c.framework, c.behavior
+    spec = dict(c.speculative_config or {})
+    comp = dict(c.compilation_config or {})
     chosen = resolve_profile(behavior, framework) if behavior else None
     fw = framework or (chosen.framework if chosen else "vllm")
     if fw not in FRAMEWORKS:
@@ -122,7 +129,9 @@ def resolve_plan_options(
     if beh.framework != fw:
         raise BadInput(f"behavior {beh.name} belongs to {beh.framework}, not {fw}")
 
-    k = _merge(num_speculative_tokens, spec.get("num_speculative_tokens"), "num_speculative_tokens")
+    k = _merge(
+        c.num_speculative_tokens, spec.get("num_speculative_tokens"), "num_speculative_tokens"
+    )
     k = k if k is not None else (default_num_speculative_tokens or 3)
     k = _positive(k, "num_speculative_tokens")
     method = spec.get("method")
@@ -131,8 +140,13 @@ def resolve_plan_options(
         names = "/".join(s.engine_methods[0] for s in all_specs() if s.supported)
         raise BadInput(f"--speculative-config method {method!r}: eaglegraph rebuilds {names} only")
 
-    mode_text = _merge(mode, comp.get("cudagraph_mode"), "cudagraph_mode")
-    parsed_mode = Mode.parse(str(mode_text)) if mode_text is not None else None
+    flag_mode, json_mode = _mode(c.mode), _mode(comp.get("cudagraph_mode"))
+    if flag_mode is not None and json_mode is not None and flag_mode is not json_mode:
+        raise BadInput(
+            "cudagraph_mode given twice with different values "
+            f"({flag_mode.name} and {json_mode.name})"
+        )
+    parsed_mode = flag_mode or json_mode
     explicit_mode = parsed_mode is not None
     explicit_breakable = True if parsed_mode is Mode.BREAKABLE else None
     if fw == "vllm" and parsed_mode is Mode.BREAKABLE:
@@ -141,14 +155,7 @@ def resolve_plan_options(
         parsed_mode = Mode.FULL if fw == "sglang" else Mode.FULL_AND_PIECEWISE
     compiled = _compiled(comp.get("mode"))
 
-    sizes_flag = None
-    if capture_sizes is not None:
-        try:
-            sizes_flag = tuple(int(s) for s in capture_sizes.replace(" ", "").split(",") if s)
-        except ValueError:
-            raise BadInput(
-                f"--capture-sizes: expected comma-separated integers, got {capture_sizes!r}"
-            ) from None
+    sizes_flag = c.capture_sizes
     sizes_json = comp.get("cudagraph_capture_sizes")
     if sizes_json is not None:
         if not isinstance(sizes_json, list) or not all(isinstance(s, int) for s in sizes_json):
@@ -161,12 +168,12 @@ def resolve_plan_options(
     if max_size is not None:
         max_size = _positive(max_size, "max_cudagraph_capture_size")
 
-    backend = attention_backend or "flash_attn"
+    backend = c.attention_backend or "flash_attn"
     if backend not in ATTENTION_BACKENDS:
         raise BadInput(
             f"unknown attention backend {backend!r}; choose {', '.join(ATTENTION_BACKENDS)}"
         )
-    target_gpu = get_gpu(gpu)
+    target_gpu = get_gpu(c.gpu)
     defaults: list[str] = []
     seqs_default, tokens_default = DEFAULT_MAX_NUM_SEQS[fw], DEFAULT_MAX_NUM_BATCHED_TOKENS
     if engine_batch_defaults and fw == "vllm":
@@ -174,6 +181,7 @@ def resolve_plan_options(
         tokens_default = max(tokens_default, 1)
     elif engine_batch_defaults:
         tokens_default = sglang_chunked_prefill_size(target_gpu)
+    max_num_seqs, max_num_batched_tokens = c.max_num_seqs, c.max_num_batched_tokens
     if max_num_seqs is None and engine_batch_defaults:
         defaults.append(
             f"max_num_seqs {seqs_default} (default for {target_gpu.name})"
@@ -205,7 +213,7 @@ def resolve_plan_options(
         capture_sizes=sizes,
         max_capture_size=max_size,
         gpu=target_gpu,
-        trtllm_artifacts=True if trtllm_artifacts is None else trtllm_artifacts,
+        trtllm_artifacts=True if c.trtllm_artifacts is None else c.trtllm_artifacts,
         breakable=breakable,
         compiled=compiled,
         head_dim=head_dim,

@@ -1,6 +1,7 @@
 """The rig: one speculative-decoding step of vLLM MRV2, composed of its buffers
-(step_buffers.py), phase routines (routines.py), capture (capture.py) and SGLang's padding
-(sglang_padding.py); this module sizes and wires them and runs the step.
+(step_buffers.py), metadata builders (step_metadata.py), phase routines (routines.py), capture
+(capture.py) and its speculator (speculators/, which drafts); this module sizes and wires them
+into `StepParts` and runs the target's half of the step.
 
 Per step (research vllm-mrv2.md §3.4): the target verifies each request's last token plus its
 K drafts; greedy rejection keeps the longest agreeing prefix; the draft prefill runs at
@@ -20,7 +21,6 @@ import torch
 
 from eaglegraph.errors import BadInput
 from eaglegraph.kernels.block_table import compute_slot_mappings, gather_block_tables
-from eaglegraph.kernels.eagle import prepare_eagle_decode, prepare_eagle_inputs
 from eaglegraph.kernels.guard import Guard, GuardLog
 from eaglegraph.kernels.sampling import argmax_rows, greedy_verify
 from eaglegraph.known.attention_workspace import SplitKvScratch, split_kv_scratch
@@ -30,20 +30,14 @@ from eaglegraph.models.drafts import draft_build
 from eaglegraph.pair.model import Pair
 from eaglegraph.results.capture import CaptureEvent
 from eaglegraph.results.findings import Finding
-from eaglegraph.rig.attention import (
-    AttentionRuntime,
-    CommonMetadata,
-    FlashAttnBuilder,
-    FlashInferBuilder,
-    Metadata,
-)
+from eaglegraph.rig.attention import AttentionRuntime, CommonMetadata, Metadata
 from eaglegraph.rig.buffers import BufferRegistry
-from eaglegraph.rig.capture import CaptureFailed, capture_graphs, graph_max_query_len
+from eaglegraph.rig.capture import CaptureFailed, capture_graphs
 from eaglegraph.rig.config import RigConfig
-from eaglegraph.rig.descriptors import BatchDescriptor, uniform_token_count
-from eaglegraph.rig.dflash_window import DFlashWindow
+from eaglegraph.rig.descriptors import graph_max_query_len, uniform_token_count
 from eaglegraph.rig.driver import StepOutput
 from eaglegraph.rig.graphs import CaptureTracer, GraphContext, PhaseRunner
+from eaglegraph.rig.hooks import HookHandle, LaunchHook, PhaseHook
 from eaglegraph.rig.kv_cache import BlockAllocator, KVLayout, allocate_kv_caches
 from eaglegraph.rig.kv_specs import kv_layouts
 from eaglegraph.rig.limits import check_limits
@@ -53,13 +47,12 @@ from eaglegraph.rig.model_setup import (
     check_buildable,
     resolve_model_dtype,
 )
-from eaglegraph.rig.modes import Mode
-from eaglegraph.rig.mtp_window import MTPWindow
+from eaglegraph.rig.parts import StepParts
 from eaglegraph.rig.plan import CapturePlan, build_plan
 from eaglegraph.rig.routines import PhaseRoutines
-from eaglegraph.rig.sglang_padding import PADDED_SEQ_LEN, pad_draft_rows, padded_slot_mapping
-from eaglegraph.rig.speculators import speculator_plan
+from eaglegraph.rig.speculators import Speculator, VerifiedStep, speculator_plan
 from eaglegraph.rig.step_buffers import StepBuffers, h2d
+from eaglegraph.rig.step_metadata import Builder, StepMetadata
 from eaglegraph.rig.workload import Request, ScheduledRequest
 
 __all__ = ["CaptureFailed", "Rig", "graph_max_query_len"]
@@ -68,23 +61,24 @@ KV_BUDGET_BYTES = {"cuda": 16 << 30, "cpu": 256 << 20}
 
 
 class Rig:
-    """Target + draft with paged KV, persistent buffers, metadata builders and phase runners."""
+    """Target + draft with paged KV, persistent buffers, metadata builders and phase runners;
+    the drafting itself is the speculator's (`rig.speculators`)."""
 
     def __init__(self, pair: Pair, config: RigConfig, models: LoadedPair | None = None) -> None:
         self.config = config
         opts = config.options
         self.behavior = opts.behavior
         self.framework = opts.framework
-        self.plan: CapturePlan = build_plan(opts)
+        plan: CapturePlan = build_plan(opts)
         dev = config.device
         check_buildable(pair, config.random_weights, opts.framework)
-        check_limits(pair, config, self.plan)
+        check_limits(pair, config, plan)
         assert pair.target is not None and pair.draft is not None
         tg, dg = pair.target.geometry, pair.draft.geometry
         self.max_num_seqs = r = opts.max_num_seqs
         self.num_speculative_tokens = k = opts.num_speculative_tokens
         self.max_model_len = config.max_model_len
-        largest = max(self.plan.capture_sizes, default=0)
+        largest = max(plan.capture_sizes, default=0)
         self.max_tokens = t = max(opts.max_num_batched_tokens, largest)
         self.block_size = bs = config.block_size
         self.max_blocks = mb = -(-config.max_model_len // bs)
@@ -122,36 +116,21 @@ class Rig:
             dtype=kv_dtype,
             framework=opts.framework,
         )
-        # routine scratch (what a FULL graph allocates from its pool lives inside routines)
-
         self.guard_log = GuardLog(config.guard_capacity, dev) if config.guard else None
         self.allocator = BlockAllocator(num_blocks, bs, mb)
         self.kv_caches = allocate_kv_caches([_with_blocks(x, num_blocks) for x in layouts], dev)
-        head_dims = [lay.head_dim for lay in layouts]
         self.attention = AttentionRuntime(
-            self.kv_caches, self.bufs.slot_mapping, head_dims, reg, self.guard_log
-        )
-        style = opts.metadata_style
-        self.attention_scratch: SplitKvScratch | None = None
-        if style == "flashinfer":
-            max_pages = r * mb
-            self.target_builder: FlashAttnBuilder | FlashInferBuilder = FlashInferBuilder(
-                reg, "target", r, max_pages, bs, dev, t
-            )
-            self.draft_builder: FlashAttnBuilder | FlashInferBuilder = FlashInferBuilder(
-                reg, "draft", r, max_pages, bs, dev, t
-            )
-        else:
-            # FA3's split-KV scratch, as the engine's builder caps it for this plan's GPU
-            self.attention_scratch = split_kv_scratch(
-                opts.framework,
-                opts.attention_backend,
-                opts.gpu.capability[0],
-                self.plan.resolved_mode.has_full(),
-                largest,
-            )
-            self.target_builder = FlashAttnBuilder(reg, "target", self.attention_scratch)
-            self.draft_builder = FlashAttnBuilder(reg, "eagle", self.attention_scratch)
+            self.kv_caches, self.bufs.slot_mapping, [lay.head_dim for lay in layouts], reg,
+            self.guard_log,
+        )  # fmt: skip
+        self.metadata = StepMetadata(
+            opts.metadata_style, reg, self.bufs, self.guard, max_num_seqs=r, max_blocks=mb,
+            block_size=bs, max_tokens=t, device=dev,
+            split_kv_scratch=lambda: split_kv_scratch(
+                opts.framework, opts.attention_backend, opts.gpu.capability[0],
+                plan.resolved_mode.has_full(), largest,
+            ),
+        )  # fmt: skip
         self._bt_host = np.zeros((r, mb), dtype=np.int32)
         self._bt_dirty = True  # the host block table changed since it was last copied
         self.routines = routines = PhaseRoutines(
@@ -160,61 +139,56 @@ class Rig:
         if config.compiled:
             routines.target_forward = CompiledForward(self.models.target)
         routines.widen_draft_logits = self.head.draft_sampler_widens
-        prefill_routine = routines.prefill
-        # multi-module MTP and DFlash: all drafting in one speculator graph, no decodes
-        self.mtp_window: MTPWindow | None = None
-        self.dflash: DFlashWindow | None = None
         self.extra_lookahead_slots = draft_build(self.models.kind).extra_lookahead_slots
-        self.speculator, self.plan = speculator_plan(pair, self.plan)
-        if self.speculator == "window":
-            self.mtp_window = MTPWindow(
-                reg, self.bufs, self.models.draft, self.attention, self.guard, max_num_seqs=r,
-                num_speculative_tokens=k, hidden_size=dg.hidden_size, dtype=kv_dtype, device=dev,
-            )  # fmt: skip
-            window = self.mtp_window
-            prefill_routine = lambda nr, nt: window.routine(routines._model, nr, nt)  # noqa: E731
-        elif self.speculator == "block":
-            capacity = max(
-                (d.num_reqs or 0 for d in self.plan.phase("draft_prefill").descriptors), default=r
-            )
-            self.dflash = DFlashWindow(
-                reg, self.bufs, self.models.draft, self.attention, self.kv_caches, self.guard,
-                max_num_seqs=r, capacity_reqs=capacity, max_tokens=t, num_speculative_tokens=k,
-                unpadded_query_buffers=not self.behavior.dflash_padded_query_buffers, device=dev,
-            )  # fmt: skip
-            self.attention.non_causal = frozenset(range(tg.num_hidden_layers, len(layouts)))
-            block = self.dflash
-            prefill_routine = lambda nr, nt: block.routine(routines._model, nr, nt)  # noqa: E731
-        # K-1 draft decodes in one graph where the plan fuses them and the metadata style lets
-        # the step update it in place (flash-attn style: views of the step buffers)
-        self.fused_draft_decode = (
-            self.plan.phase("draft_decode").fused_steps > 1
-            and opts.framework == "vllm"
-            and style == "flash_attn"
-        )
-        routines.draft_slots = self._draft_slots
-        decode = routines.decode_fused if self.fused_draft_decode else routines.decode
-        self.runners = {
-            "target": PhaseRunner(self.plan.phase("target"), routines.target, self.attention),
-            "draft_prefill": PhaseRunner(
-                self.plan.phase("draft_prefill"), prefill_routine, self.attention
-            ),
-            "draft_decode": PhaseRunner(self.plan.phase("draft_decode"), decode, self.attention),
-        }
-        # called after each phase of a step (the probe reads the guard log per phase)
-        self.phase_hook: Callable[[str], None] | None = None
-        # called as (phase, draft step, "prepare" | "launch") where a phase's input preparation
-        # starts and right before its graph or kernels run: the probe's breadcrumbs and the
-        # checks it must finish before a bad slot or index can reach a kernel
-        self.launch_hook: Callable[[str, int, str], None] | None = None
-        self.captured_states: dict[BatchDescriptor, Metadata | None] = {}
+        strategy, self.plan = speculator_plan(pair, plan)
+        self.parts = parts = StepParts(
+            config, self.plan, self.models, reg, self.bufs, self.kv_caches, self.allocator,
+            self.attention, self.metadata, routines, self.guard_log, t,
+        )  # fmt: skip
+        self.speculator: Speculator = strategy(parts, pair)
+        self.runners = parts.runners
+        for phase, routine in (
+            ("target", routines.target),
+            ("draft_prefill", self.speculator.prefill_routine()),
+            ("draft_decode", self.speculator.decode_routine()),
+        ):
+            self.runners[phase] = PhaseRunner(self.plan.phase(phase), routine, self.attention)
+        self.captured_states = parts.captured_states
 
     # ------------------------------------------------------------------ helpers
+
+    @property
+    def attention_scratch(self) -> SplitKvScratch | None:
+        """FA3's split-KV scratch of this plan (None under FlashInfer-style metadata)."""
+        return self.metadata.scratch
+
+    @property
+    def target_builder(self) -> Builder:
+        return self.metadata.target_builder
+
+    @property
+    def draft_builder(self) -> Builder:
+        return self.metadata.draft_builder
+
+    @property
+    def fused_draft_decode(self) -> bool:
+        """Whether the K-1 draft decodes replay as one graph (the speculator decides)."""
+        return self.speculator.fused_draft_decode
 
     def guard(self, **roles: str) -> Guard | None:
         if self.guard_log is None:
             return None
         return Guard(self.guard_log, self.registry.ids(**roles))
+
+    def add_phase_hook(self, fn: PhaseHook) -> HookHandle:
+        """Call `fn(phase)` after each phase of every step (the probe reads the guard log and
+        checks the phase's invariants there); see `rig.hooks` for the cost when unused."""
+        return self.parts.hooks.add_phase_hook(fn)
+
+    def add_launch_hook(self, fn: LaunchHook) -> HookHandle:
+        """Call `fn(phase, draft_step, "prepare" | "launch")` where a phase's input
+        preparation starts and right before its graph or kernels run."""
+        return self.parts.hooks.add_launch_hook(fn)
 
     def allocate(self, request: Request, num_tokens: int) -> None:
         """Blocks for `num_tokens` (the query plus K lookahead slots), plus the slots the
@@ -251,35 +225,23 @@ class Rig:
     ) -> tuple[list[CaptureEvent], list[Finding]]:
         """Capture every planned graph (rig/capture.py): target, draft prefill, draft decode.
         `memory_mark` (allocated, reserved, driver free) opens the first graph's window."""
-        return capture_graphs(self, pool_policy, on_event, instrument, tracer, memory_mark)
+        return capture_graphs(
+            self.parts, self.speculator, pool_policy, on_event, instrument, tracer, memory_mark
+        )
 
     # ------------------------------------------------------------------ the step
 
     def common_metadata(
         self, owner: str, seq_lens_cpu: list[int], num_reqs: int, num_tokens: int, max_q: int
     ) -> CommonMetadata:
-        qsl, sl = (
-            (self.bufs.query_start_loc, self.bufs.seq_lens)
-            if owner == "target"
-            else (self.bufs.eagle_qsl, self.bufs.eagle_seq_lens)
-        )
-        return CommonMetadata(
-            qsl, sl, self.bufs.block_table, seq_lens_cpu, num_reqs, num_tokens, max_q, owner
-        )
+        return self.metadata.common(owner, seq_lens_cpu, num_reqs, num_tokens, max_q)
 
-    def build_metadata(
-        self, builder: FlashAttnBuilder | FlashInferBuilder, common: CommonMetadata
-    ) -> Metadata:
-        if isinstance(builder, FlashInferBuilder):
-            return builder.build(
-                common,
-                self.guard(block_table="block_table", kv_indptr=f"{builder.owner}.kv_indptr"),
-            )
-        return builder.build(common)
+    def build_metadata(self, builder: Builder, common: CommonMetadata) -> Metadata:
+        return self.metadata.build(builder, common)
 
     @torch.inference_mode()
     def step(self, batch: list[ScheduledRequest]) -> StepOutput:
-        bufs = self.bufs
+        bufs, hooks = self.bufs, self.parts.hooks
         rb, k = len(batch), self.num_speculative_tokens
         if not 0 < rb <= self.max_num_seqs:
             raise BadInput(f"a step needs 1..{self.max_num_seqs} requests, got {rb}")
@@ -301,7 +263,7 @@ class Rig:
         r = self.max_num_seqs
 
         # --- host → persistent input buffers (prepare_inputs)
-        self._mark("target", 0, "prepare")
+        hooks.mark("target", 0, "prepare")
         h2d(bufs.input_ids[:tb], tokens)
         h2d(bufs.positions[:tb], positions)
         h2d(bufs.query_start_loc, np.concatenate([qsl, np.full(r - rb, tb)]))
@@ -318,12 +280,9 @@ class Rig:
 
         # --- target: dispatch, block tables, slot mapping, metadata, forward
         runner = self.runners["target"]
-        desc = runner.dispatch(rb, tb, uniform_token_count(rb, tb, max_q))
-        full = desc.mode is Mode.FULL
-        reqs_pad = desc.num_reqs if full and desc.num_reqs else rb
-        tok_pad = desc.num_tokens if desc.mode is not Mode.NONE else tb
+        target = runner.pad(rb, tb, uniform_token_count(rb, tb, max_q))
         gather_block_tables(
-            bufs.state_block_table, bufs.idx_mapping, bufs.block_table, rb, reqs_pad,
+            bufs.state_block_table, bufs.idx_mapping, bufs.block_table, rb, target.num_reqs,
             self.guard(idx_mapping="target.idx_mapping"),
         )  # fmt: skip
         compute_slot_mappings(
@@ -331,15 +290,15 @@ class Rig:
             self.max_tokens, self.block_size, self.allocator.num_blocks,
             self.guard(query_start_loc="target.query_start_loc", positions="target.positions", block_table="block_table"),
         )  # fmt: skip
-        md_count = (reqs_pad, tok_pad) if full else (rb, tb)
-        md_max_q = graph_max_query_len(desc, max_q)
-        common = self.common_metadata(
-            "target", seq_lens + [0] * (md_count[0] - rb), md_count[0], md_count[1], md_max_q
-        )
-        target_md = self.build_metadata(self.target_builder, common)
-        self._mark("target", 0, "launch")
-        runner.run(desc, reqs_pad, tok_pad, target_md)
-        self._phase_done("target")
+        # a FULL graph bakes its padded shape into the metadata; other modes build the batch's
+        md_reqs, md_tokens = (target.num_reqs, target.num_tokens) if target.full else (rb, tb)
+        target_md = self.metadata.target(
+            seq_lens + [0] * (md_reqs - rb), md_reqs, md_tokens,
+            graph_max_query_len(target.desc, max_q),
+        )  # fmt: skip
+        hooks.mark("target", 0, "launch")
+        runner.run(target, target_md)
+        hooks.phase_done("target")
 
         # --- rejection sampling (eager, as vLLM's sampler)
         logits = self.models.target.compute_logits(bufs.target_hidden[:tb])
@@ -352,212 +311,13 @@ class Rig:
         )  # fmt: skip
         accepted = bufs.num_accepted[:rb].tolist()
         next_tokens = bufs.next_tokens[:rb].tolist()
-        descriptors = {"target": desc.label()}
+        descriptors = {"target": target.desc.label()}
 
-        if self.dflash is not None or self.mtp_window is not None:
-            drafts = self._dflash_drafts if self.dflash is not None else self._window_drafts
-            drafts(batch, seq_lens, accepted, tb, max_q, descriptors)
-            return StepOutput(
-                next_tokens, accepted, bufs.draft_tokens[:rb, :k].tolist(), descriptors
-            )
-
-        # --- draft prefill (position 0 over the target's token layout)
-        self._mark("draft_prefill", 0, "prepare")
-        aux = bufs.target_aux[:tok_pad] if bufs.target_aux is not None else None
-        feature = self.models.draft.prefill_feature(bufs.target_hidden[:tok_pad], aux)
-        bufs.eagle_hidden[:tok_pad].copy_(feature)
-        prepare_eagle_inputs(
-            bufs.query_start_loc, bufs.seq_lens, bufs.input_ids, bufs.positions, bufs.num_rejected,
-            bufs.next_tokens, bufs.eagle_input_ids, bufs.eagle_positions, bufs.eagle_qsl,
-            bufs.eagle_seq_lens, bufs.last_token_indices, bufs.current_draft_step, rb, r,
-            pad_last_token_indices=self.behavior.pad_last_token_indices,
-            guard=self.guard(target_query_start_loc="target.query_start_loc"),
-        )  # fmt: skip
-        prunner = self.runners["draft_prefill"]
-        pdesc = prunner.dispatch(rb, tok_pad, uniform_token_count(rb, tb, max_q))
-        pfull = pdesc.mode is Mode.FULL
-        p_reqs = pdesc.num_reqs if pfull and pdesc.num_reqs else rb
-        p_toks = pdesc.num_tokens if pdesc.mode is not Mode.NONE else tok_pad
-        prefill_md = self._prefill_metadata(pdesc, target_md, seq_lens, rb, p_reqs, p_toks)
-        self._mark("draft_prefill", 0, "launch")
-        prunner.run(pdesc, p_reqs, p_toks, prefill_md)
-        descriptors["draft_prefill"] = pdesc.label()
-        self._phase_done("draft_prefill")
-
-        if k > 1:
-            self._draft_decodes(batch, seq_lens, accepted, descriptors)
+        # --- drafting: the speculator's
+        verified = VerifiedStep(batch, seq_lens, accepted, target, target_md, max_q)
+        self.speculator.draft(verified, descriptors)
         drafts_out = bufs.draft_tokens[:rb, :k].tolist()
         return StepOutput(next_tokens, accepted, drafts_out, descriptors)
-
-    def _window_drafts(
-        self,
-        batch: list[ScheduledRequest],
-        seq_lens: list[int],
-        accepted: list[int],
-        tb: int,
-        max_q: int,
-        descriptors: dict[str, str],
-    ) -> None:
-        """Multi-module MTP: every module over the request's window, in one draft graph."""
-        assert self.mtp_window is not None
-        bufs, rb = self.bufs, len(batch)
-        self._mark("draft_prefill", 0, "prepare")
-        self.mtp_window.prepare(rb, max_q)
-        runner = self.runners["draft_prefill"]
-        desc = runner.dispatch(rb, tb, uniform_token_count(rb, tb, max_q))
-        full = desc.mode is Mode.FULL
-        p_reqs = desc.num_reqs if full and desc.num_reqs else rb
-        p_toks = desc.num_tokens if desc.mode is not Mode.NONE else tb
-        compute_slot_mappings(
-            bufs.block_table, bufs.eagle_qsl, bufs.eagle_positions, bufs.slot_mapping, rb,
-            p_toks, self.block_size, self.allocator.num_blocks,
-            self.guard(query_start_loc="eagle.query_start_loc", positions="eagle.positions", block_table="block_table"),
-        )  # fmt: skip
-        self.mtp_window.pad_slots(rb)
-        reprefill = [max(0, b.num_drafts - a - 1) for b, a in zip(batch, accepted, strict=True)]
-        lens = [s - p for s, p in zip(seq_lens, reprefill, strict=True)] + [0] * (p_reqs - rb)
-        common = self.common_metadata(
-            "eagle", lens, p_reqs, p_toks, graph_max_query_len(desc, max_q)
-        )
-        md = self.build_metadata(self.draft_builder, common)
-        self._mark("draft_prefill", 0, "launch")
-        runner.run(desc, p_reqs, p_toks, md)
-        descriptors["draft_prefill"] = desc.label()
-        self._phase_done("draft_prefill")
-
-    def _dflash_drafts(
-        self,
-        batch: list[ScheduledRequest],
-        seq_lens: list[int],
-        accepted: list[int],
-        tb: int,
-        max_q: int,
-        descriptors: dict[str, str],
-    ) -> None:
-        """DFlash: context step, parallel query blocks and sampling in one draft graph."""
-        assert self.dflash is not None
-        bufs, rb, k = self.bufs, len(batch), self.num_speculative_tokens
-        self._mark("draft_prefill", 0, "prepare")
-        runner = self.runners["draft_prefill"]
-        desc = runner.dispatch(rb, tb, uniform_token_count(rb, tb, max_q))
-        full = desc.mode is Mode.FULL
-        p_reqs = desc.num_reqs if full and desc.num_reqs else rb
-        context_rows = desc.num_tokens if full else tb
-        self.dflash.prepare(rb, p_reqs, tb, context_rows)
-        q_rows = p_reqs * (k + 1)
-        compute_slot_mappings(
-            bufs.block_table, self.dflash.qsl, self.dflash.positions, bufs.slot_mapping, rb,
-            q_rows, self.block_size, self.allocator.num_blocks,
-            self.guard(query_start_loc="dflash.query_start_loc", positions="dflash.positions", block_table="block_table"),
-        )  # fmt: skip
-        anchors = [
-            s - (b.num_drafts - a) for s, b, a in zip(seq_lens, batch, accepted, strict=True)
-        ]
-        lens = [p + k + 1 for p in anchors] + [0] * (p_reqs - rb)
-        common = CommonMetadata(
-            self.dflash.qsl, self.dflash.seq_lens, bufs.block_table, lens, p_reqs, q_rows, k + 1,
-            "dflash",
-        )  # fmt: skip
-        md = self.build_metadata(self.draft_builder, common)
-        self._mark("draft_prefill", 0, "launch")
-        runner.run(desc, p_reqs, context_rows, md)
-        descriptors["draft_prefill"] = desc.label()
-        self._phase_done("draft_prefill")
-
-    def _phase_done(self, phase: str) -> None:
-        if self.phase_hook is not None:
-            self.phase_hook(phase)
-
-    def _mark(self, phase: str, draft_step: int, what: str) -> None:
-        if self.launch_hook is not None:
-            self.launch_hook(phase, draft_step, what)
-
-    def _prefill_metadata(
-        self,
-        pdesc: BatchDescriptor,
-        target_md: Metadata,
-        seq_lens: list[int],
-        rb: int,
-        p_reqs: int,
-        p_toks: int,
-    ) -> Metadata:
-        """With `reuse_target_attn_state` the draft prefill reads the target's metadata;
-        without it, FULL replays are preceded by a rebuild on the speculator's own builders."""
-        if self.behavior.reuse_target_attn_state or pdesc.mode is not Mode.FULL:
-            return target_md
-        max_q = graph_max_query_len(pdesc, self.num_speculative_tokens + 1)
-        common = self.common_metadata(
-            "eagle", seq_lens + [0] * (p_reqs - rb), p_reqs, p_toks, max_q
-        )
-        return self.build_metadata(self.draft_builder, common)
-
-    def _draft_slots(self, num_reqs: int, num_tokens: int) -> None:
-        """One draft-decode step's slot mapping (inside the fused graph)."""
-        bufs = self.bufs
-        compute_slot_mappings(
-            bufs.block_table, bufs.eagle_qsl, bufs.decode_positions, bufs.slot_mapping, num_reqs,
-            num_tokens, self.block_size, self.allocator.num_blocks,
-            self.guard(query_start_loc="eagle.query_start_loc", positions="eagle.positions", block_table="block_table"),
-        )  # fmt: skip
-
-    def _draft_decodes(
-        self,
-        batch: list[ScheduledRequest],
-        seq_lens: list[int],
-        accepted: list[int],
-        descriptors: dict[str, str],
-    ) -> None:
-        bufs = self.bufs
-        rb, k, r = len(batch), self.num_speculative_tokens, self.max_num_seqs
-        self._mark("draft_decode", 1, "prepare")
-        prepare_eagle_decode(
-            bufs.draft_tokens, bufs.seq_lens, bufs.num_rejected, bufs.eagle_input_ids,
-            bufs.eagle_positions, bufs.eagle_qsl, bufs.eagle_seq_lens, rb, r, self.max_model_len,
-        )  # fmt: skip
-        runner = self.runners["draft_decode"]
-        desc = runner.dispatch(rb, rb, 1)
-        r_pad = desc.num_reqs if desc.mode is Mode.FULL and desc.num_reqs else rb
-        t_pad = desc.num_tokens if desc.mode is not Mode.NONE else rb
-        if bufs.decode_positions is not bufs.eagle_positions:
-            bufs.decode_positions[:rb].copy_(bufs.eagle_positions[:rb])
-        sglang = self.framework == "sglang" and desc.mode is Mode.FULL
-        if sglang:
-            pad_draft_rows(bufs, rb, r_pad, self.behavior.reset_positions_on_padded_replay)
-        rejected = [b.num_drafts - a for b, a in zip(batch, accepted, strict=True)]
-        base = [min(s - rej, self.max_model_len) for s, rej in zip(seq_lens, rejected, strict=True)]
-        pad_len = PADDED_SEQ_LEN if sglang else 0
-        if self.fused_draft_decode:
-            lens = [min(b + 1, self.max_model_len) for b in base] + [pad_len] * (r_pad - rb)
-            md = self.build_metadata(
-                self.draft_builder, self.common_metadata("eagle", lens, r_pad, t_pad, 1)
-            )
-            self._mark("draft_decode", 1, "launch")  # slots are computed inside the graph
-            runner.run(desc, r_pad, t_pad, md)  # all K-1 steps, one replay
-            descriptors["draft_decode"] = f"{desc.label()} ×{k - 1} steps fused"
-            self._phase_done("draft_decode")
-            return
-        for step in range(1, k):
-            self._mark("draft_decode", step, "prepare")
-            if sglang:
-                padded_slot_mapping(
-                    bufs, r_pad, self.block_size, self.allocator.num_blocks,
-                    self.guard(positions="sglang.draft_positions", block_table="block_table"),
-                )  # fmt: skip
-            else:
-                compute_slot_mappings(
-                    bufs.block_table, bufs.eagle_qsl, bufs.decode_positions, bufs.slot_mapping, rb,
-                    t_pad, self.block_size, self.allocator.num_blocks,
-                    self.guard(query_start_loc="eagle.query_start_loc", positions="eagle.positions", block_table="block_table"),
-                )  # fmt: skip
-            lens = [min(b + step, self.max_model_len) for b in base] + [pad_len] * (r_pad - rb)
-            md = self.build_metadata(
-                self.draft_builder, self.common_metadata("eagle", lens, r_pad, t_pad, 1)
-            )
-            bufs.current_draft_step.fill_(step)
-            self._mark("draft_decode", step, "launch")
-            runner.run(desc, r_pad, t_pad, md)
-        descriptors["draft_decode"] = desc.label()
-        self._phase_done("draft_decode")
 
 
 def _with_blocks(layout: KVLayout, num_blocks: int) -> KVLayout:

@@ -23,7 +23,7 @@ from eaglegraph.pair.presets import materialize
 from eaglegraph.probes.probing import SGLANG_MODES, VLLM_MODES
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.driver import run_workload
-from eaglegraph.rig.options import resolve_plan_options
+from eaglegraph.rig.options import PlanChoices, resolve_plan_options
 from eaglegraph.rig.step import Rig
 from eaglegraph.rig.workload import Schedule
 
@@ -46,12 +46,12 @@ def _speculator(preset: str, behavior: str) -> str:
 
 def _rig(preset: str, behavior: str, mode: str, device: torch.device) -> Rig:
     sglang = behavior.startswith("sglang")
-    opts = resolve_plan_options(
+    opts = resolve_plan_options(PlanChoices(
         max_num_seqs=4, num_speculative_tokens=_k(preset, behavior), mode=mode,
         max_num_batched_tokens=64,
-        capture_sizes="4,8,16", behavior=behavior, framework="sglang" if sglang else "vllm",
+        capture_sizes=(4, 8, 16), behavior=behavior, framework="sglang" if sglang else "vllm",
         attention_backend="flashinfer" if sglang else "flash_attn",
-    )  # fmt: skip
+    ))  # fmt: skip
     config = RigConfig(opts, device, dtype="float32", max_model_len=256)
     return Rig(load_pair(materialize(preset)), config)
 
@@ -64,7 +64,7 @@ def _eager(preset: str, behavior: str, device: str) -> tuple:  # type: ignore[ty
 
 def _check(preset: str, behavior: str, mode: str, pool: str, device: torch.device) -> None:
     rig = _rig(preset, behavior, mode, device)
-    assert rig.speculator == _speculator(preset, behavior)
+    assert rig.speculator.style == _speculator(preset, behavior)
     events, findings = rig.capture(pool)
     assert events and not findings
     assert all(e.backend == ("cuda" if device.type == "cuda" else "emulated") for e in events)
@@ -161,7 +161,7 @@ def test_vllm_refuses_k_not_a_multiple_of_the_modules(command: str) -> None:
 
 def test_sglang_runs_the_first_module_only() -> None:
     rig = _rig("tiny-deepseek-mtp2", "sglang-current", "NONE", torch.device("cpu"))
-    assert rig.models.draft.num_modules == 1 and rig.speculator == "eagle"
+    assert rig.models.draft.num_modules == 1 and rig.speculator.style == "eagle"
     assert len(rig.kv_caches) == rig.models.target.num_layers + 1
     assert [f.id for f in rig.plan.findings] == ["mtp-modules-unused"]
 

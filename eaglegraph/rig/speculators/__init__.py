@@ -1,9 +1,13 @@
-"""Which speculator the pair's draft runs, and the graph plan that speculator captures.
+"""Speculators: one strategy per drafting style, and which one the pair's draft runs.
 
-Kinds declare their speculator (`BUILD.speculator`): "eagle" (a draft-prefill graph, then
-K-1 draft-decode graphs), "window" (several MTP modules over each request's window in one
-graph) or "block" (DFlash: one graph drafts the whole block). The plan's draft phases
-follow it; the rig and `inspect` both take the plan from here.
+Kinds declare their style (`DraftBuild.speculator` → `SpeculatorStyle`); `SPECULATORS` maps
+each style to its strategy (`base.Speculator`): EAGLE (a draft-prefill graph, then K-1
+draft-decode graphs), WINDOW (several MTP modules over each request's window in one graph),
+BLOCK (DFlash: one graph drafts the whole block). The plan's draft phases follow the strategy;
+the rig and `inspect` both take the plan from here.
+
+A new style is one module here with its `Speculator` subclass, a line in `SPECULATORS`, and
+its member of `SpeculatorStyle`.
 """
 
 from __future__ import annotations
@@ -12,20 +16,39 @@ from dataclasses import replace
 
 from eaglegraph.models.drafts import draft_build
 from eaglegraph.models.drafts.mtp import declared_modules, modules_run, run_refusal
+from eaglegraph.models.drafts.style import SpeculatorStyle
 from eaglegraph.pair.kinds import DraftKind
 from eaglegraph.pair.model import Pair
 from eaglegraph.pair.reduced import reduced_geometry_findings
 from eaglegraph.results.findings import Finding, Severity
-from eaglegraph.rig.dflash_plan import dflash_plan
-from eaglegraph.rig.mtp_plan import multi_module_plan
 from eaglegraph.rig.plan import CapturePlan
+from eaglegraph.rig.speculators.base import DraftFacts, Speculator, VerifiedStep
+from eaglegraph.rig.speculators.block import BlockSpeculator
+from eaglegraph.rig.speculators.eagle import EagleSpeculator
+from eaglegraph.rig.speculators.window import WindowSpeculator
+
+__all__ = [
+    "SPECULATORS",
+    "DraftFacts",
+    "Speculator",
+    "SpeculatorStyle",
+    "VerifiedStep",
+    "speculator_of",
+    "speculator_plan",
+]
+
+SPECULATORS: dict[SpeculatorStyle, type[Speculator]] = {
+    SpeculatorStyle.EAGLE: EagleSpeculator,
+    SpeculatorStyle.WINDOW: WindowSpeculator,
+    SpeculatorStyle.BLOCK: BlockSpeculator,
+}
 
 
-def speculator_of(pair: Pair, num_speculative_tokens: int, framework: str) -> str:
-    """The speculator of the pair's draft kind ("eagle" for kinds the rig does not build)."""
+def speculator_of(pair: Pair, num_speculative_tokens: int, framework: str) -> SpeculatorStyle:
+    """The style of the pair's draft kind (EAGLE for kinds the rig does not build)."""
     facts = pair.draft_facts
     if facts is None or pair.draft is None or pair.target is None or not facts.kind.supported:
-        return "eagle"
+        return SpeculatorStyle.EAGLE
     return draft_build(facts.kind).speculator(pair, num_speculative_tokens, framework)
 
 
@@ -60,19 +83,13 @@ def module_findings(pair: Pair, plan: CapturePlan) -> list[Finding]:
     ]
 
 
-def speculator_plan(pair: Pair, plan: CapturePlan) -> tuple[str, CapturePlan]:
-    """The speculator and `plan` with its draft phases; a reduced real-geometry model's
-    finding rides on the plan, so every run on it (capture, memdiff, probe) says so."""
-    speculator = speculator_of(pair, plan.num_speculative_tokens, plan.framework)
+def speculator_plan(pair: Pair, plan: CapturePlan) -> tuple[type[Speculator], CapturePlan]:
+    """The pair's speculator and `plan` with its draft phases; a reduced real-geometry
+    model's finding rides on the plan, so every run on it (capture, memdiff, probe) says so."""
+    speculator = SPECULATORS[speculator_of(pair, plan.num_speculative_tokens, plan.framework)]
     extra = (
         reduced_geometry_findings(pair) + refusal_findings(pair, plan) + module_findings(pair, plan)
     )
     if extra:
         plan = replace(plan, findings=[*plan.findings, *extra])
-    if speculator == "window":  # one module per draft KV layer
-        assert pair.draft_facts is not None
-        modules = len(draft_build(pair.draft_facts.kind).kv_layers(pair, plan.framework))
-        return speculator, multi_module_plan(plan, modules)
-    if speculator == "block":
-        return speculator, dflash_plan(plan)
-    return speculator, plan
+    return speculator, speculator.plan(pair, plan)

@@ -1,0 +1,91 @@
+"""The multi-module MTP speculator (vLLM's multi-module MTP proposer): every module runs over
+each request's window, all K module steps in one draft graph, no draft decodes.
+
+Its buffers and graph routine are `rig.mtp_window.MTPWindow`; its draft phases are
+`rig.mtp_plan.multi_module_plan`. The window re-prefills up to K-1 rejected positions of each
+request's tail, so those positions' draft KV is rewritten legally.
+"""
+
+from __future__ import annotations
+
+from eaglegraph.kernels.block_table import compute_slot_mappings
+from eaglegraph.models.drafts import draft_build
+from eaglegraph.models.drafts.style import SpeculatorStyle
+from eaglegraph.pair.model import Pair
+from eaglegraph.rig.attention import Metadata
+from eaglegraph.rig.descriptors import BatchDescriptor, graph_max_query_len, uniform_token_count
+from eaglegraph.rig.graphs import Routine
+from eaglegraph.rig.modes import Mode
+from eaglegraph.rig.mtp_plan import multi_module_plan
+from eaglegraph.rig.mtp_window import MTPWindow
+from eaglegraph.rig.parts import StepParts
+from eaglegraph.rig.plan import CapturePlan
+from eaglegraph.rig.speculators.base import DraftFacts, DummyBatch, Speculator, VerifiedStep
+
+
+class WindowSpeculator(Speculator):
+    style = SpeculatorStyle.WINDOW
+    facts = DraftFacts.EAGLE_INPUTS
+
+    def __init__(self, parts: StepParts, pair: Pair) -> None:
+        super().__init__(parts, pair)
+        assert pair.draft is not None
+        self.window = MTPWindow(
+            parts.registry, parts.bufs, parts.models.draft, parts.attention, parts.guard,
+            max_num_seqs=parts.max_num_seqs, num_speculative_tokens=parts.num_speculative_tokens,
+            hidden_size=pair.draft.geometry.hidden_size, dtype=parts.bufs.eagle_hidden.dtype,
+            device=parts.config.device,
+        )  # fmt: skip
+
+    @staticmethod
+    def plan(pair: Pair, plan: CapturePlan) -> CapturePlan:
+        """One module per draft KV layer, all over the window in the draft-prefill graph."""
+        assert pair.draft_facts is not None
+        modules = len(draft_build(pair.draft_facts.kind).kv_layers(pair, plan.framework))
+        return multi_module_plan(plan, modules)
+
+    def prefill_routine(self) -> Routine:
+        routines, window = self.parts.routines, self.window
+        return lambda nr, nt: window.routine(routines._model, nr, nt)
+
+    def capture_metadata(
+        self, desc: BatchDescriptor, num_reqs: int, num_tokens: int, dummy: DummyBatch
+    ) -> Metadata:
+        """Its own window metadata for FULL graphs, never the target's captured state."""
+        if desc.mode is not Mode.FULL:
+            md = dummy.target(desc, num_reqs, num_tokens)
+            dummy.inputs("eagle", num_reqs, num_tokens)
+            return md
+        lens = dummy.inputs("eagle", num_reqs, num_tokens)
+        max_q = graph_max_query_len(desc, max(lens))
+        return self.parts.metadata.draft(lens, num_reqs, num_tokens, max_q)
+
+    def draft(self, step: VerifiedStep, descriptors: dict[str, str]) -> None:
+        """Every module over the request's window, in one draft graph."""
+        p = self.parts
+        bufs, hooks, rb = p.bufs, p.hooks, step.num_reqs
+        hooks.mark("draft_prefill", 0, "prepare")
+        self.window.prepare(rb, step.max_query_len)
+        runner = p.runners["draft_prefill"]
+        uniform = uniform_token_count(rb, step.num_tokens, step.max_query_len)
+        batch = runner.pad(rb, step.num_tokens, uniform)
+        compute_slot_mappings(
+            bufs.block_table, bufs.eagle_qsl, bufs.eagle_positions, bufs.slot_mapping, rb,
+            batch.num_tokens, p.block_size, p.allocator.num_blocks,
+            p.guard(query_start_loc="eagle.query_start_loc", positions="eagle.positions", block_table="block_table"),
+        )  # fmt: skip
+        self.window.pad_slots(rb)
+        reprefill = [
+            max(0, b.num_drafts - a - 1) for b, a in zip(step.batch, step.accepted, strict=True)
+        ]
+        lens = [s - r for s, r in zip(step.seq_lens, reprefill, strict=True)]
+        lens += [0] * (batch.num_reqs - rb)
+        max_q = graph_max_query_len(batch.desc, step.max_query_len)
+        md = p.metadata.draft(lens, batch.num_reqs, batch.num_tokens, max_q)
+        hooks.mark("draft_prefill", 0, "launch")
+        runner.run(batch, md)
+        descriptors["draft_prefill"] = batch.desc.label()
+        hooks.phase_done("draft_prefill")
+
+    def reprefilled_positions(self) -> int:
+        return self.parts.num_speculative_tokens - 1
