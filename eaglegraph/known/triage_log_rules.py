@@ -17,6 +17,8 @@ reasoning they encode follows crash-triage.md:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from eaglegraph.known.triage_rules import (
     ACCEPT,
     CAPTURE,
@@ -28,6 +30,42 @@ from eaglegraph.known.triage_rules import (
     OTHER,
     STALE,
     Rule,
+)
+
+
+@dataclass(frozen=True)
+class SignalFact:
+    """A log fact that holds when any of `signals` has a hit; its first `keep` lines show it.
+
+    `loud_only` drops hits at a level that makes the signal harmless (`triage_facts.QUIET`).
+    Facts that need more than a hit (a phase, a threshold, a neighbouring line) are derived in
+    `eaglegraph.triage.facts`.
+    """
+
+    fact: str
+    signals: tuple[str, ...]
+    keep: int = 1
+    loud_only: bool = False
+
+
+SIGNAL_FACTS: tuple[SignalFact, ...] = (
+    SignalFact("log.index-oob", ("index.oob",)),
+    SignalFact("log.device-assert", ("cuda.device-assert",)),
+    SignalFact("log.oom", ("memory.oom",), loud_only=True),
+    SignalFact("log.negative-estimate", ("memory.negative-estimate",)),
+    SignalFact("log.shape", ("shape.mismatch",)),
+    SignalFact("log.capture-unsupported", ("capture.unsupported",)),
+    SignalFact("log.capture-wrapper", ("capture.failed",)),
+    SignalFact("log.none-still-fails", ("context.none-still-fails",)),
+    SignalFact("log.mode-downgrade", ("mode.downgrade",)),
+    SignalFact("log.mode-override", ("mode.override",)),
+    SignalFact("log.gibberish", ("health.gibberish",)),
+    SignalFact("log.watchdog", ("hang.watchdog",)),
+    SignalFact("log.stall", ("hang.stall",), loud_only=True),
+    SignalFact("log.pyspy", ("pyspy.frame", "pyspy.thread"), keep=2),
+    SignalFact("log.hang-prose", ("hang.narrative",)),
+    SignalFact("ctx.launch-blocking", ("context.launch-blocking",)),
+    SignalFact("ctx.mode-downgrade", ("mode.downgrade",)),
 )
 
 # The root error's mechanism is one of the specific ones (it decides its own class).

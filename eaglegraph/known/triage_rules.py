@@ -17,15 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-STALE = "stale-buffer-read"
-OOB = "oob-index"
-OOM = "pool-memory/oom"
-CAPTURE = "capture-failure"
-MODE = "mode-incompatibility"
-CONFIG = "hidden-dim/config-mismatch"
-ACCEPT = "acceptance-regression"
-HANG = "hang"
-OTHER = "other"
+from eaglegraph.results.triage import Category
+
+STALE, OOB, OOM, CAPTURE, MODE, CONFIG, ACCEPT, HANG, OTHER = Category
 
 
 @dataclass(frozen=True)
@@ -49,7 +43,7 @@ class Rule:
     """Weight for `category` when the facts it needs hold."""
 
     id: str
-    category: str
+    category: Category
     weight: float
     needs: tuple[str, ...] = ()
     any_of: tuple[str, ...] = ()
@@ -633,11 +627,17 @@ CALIBRATION: tuple[tuple[float, float], ...] = tuple(
     (upper, round((right + 1) / (n + 2), 2)) for upper, right, n in CALIBRATION_EVIDENCE
 )
 
+# Raw confidence saturates with evidence as 1 - exp(-score / SATURATION): one decisive rule
+# (weight 3) gives 0.7 on its own.
+SATURATION = 2.5
+# The raw confidence of a verdict no rule supports ("other" by default).
+NO_EVIDENCE_CONFIDENCE = 0.1
+
 # Below this calibrated confidence a verdict says what evidence it lacks.
 WEAK = 0.5
 
 # What would make a weak verdict firm, per class: the user is told this next to a low score.
-MISSING: dict[str, str] = {
+MISSING: dict[Category, str] = {
     STALE: "the batch sizes around the crash (a padding line such as raw_bs=3 graph_bs=4, or "
     "#running-req falling) and an A/B with CUDA graphs off",
     OOB: "the device-side assert line naming the index and its bound (run with "

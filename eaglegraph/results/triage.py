@@ -7,22 +7,49 @@ The terminal view and `--json` (schema `eaglegraph.triage/1`) are both made from
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from eaglegraph.results.findings import Finding
 
 TRIAGE_SCHEMA = "eaglegraph.triage/1"
 
-CATEGORIES = (
-    "stale-buffer-read",
-    "oob-index",
-    "pool-memory/oom",
-    "capture-failure",
-    "mode-incompatibility",
-    "hidden-dim/config-mismatch",
-    "acceptance-regression",
-    "hang",
-    "other",
-)
+
+class Category(StrEnum):
+    """The failure classes a verdict names. A `StrEnum`, so the JSON keeps the plain strings;
+    the order is the schema's (scores list them in it, ties go to the earlier one)."""
+
+    STALE = "stale-buffer-read"
+    OOB = "oob-index"
+    OOM = "pool-memory/oom"
+    CAPTURE = "capture-failure"
+    MODE = "mode-incompatibility"
+    CONFIG = "hidden-dim/config-mismatch"
+    ACCEPT = "acceptance-regression"
+    HANG = "hang"
+    OTHER = "other"
+
+
+CATEGORIES: tuple[Category, ...] = tuple(Category)
+
+
+class Role(StrEnum):
+    """What an evidence line is to the verdict."""
+
+    PRIMARY = "primary"
+    SECONDARY = "secondary"
+    CONTEXT = "context"
+
+
+class Phase(StrEnum):
+    """Where in the engine's life the failure happened (`PhaseInfo.at_failure`)."""
+
+    CAPTURE = "capture"
+    SERVING = "serving"
+    STARTUP = "startup"
+    STUCK = "stuck"
+    MEMORY_PROFILING = "memory-profiling"
+    NONE = "none"
+    UNKNOWN = "unknown"
 
 
 @dataclass

@@ -17,11 +17,12 @@ from eaglegraph.known.triage_rules import MISSING, WEAK
 from eaglegraph.known.versions import parse_version
 from eaglegraph.results.findings import Finding, Severity
 from eaglegraph.results.triage import (
-    CATEGORIES,
     Alternative,
+    Category,
     Evidence,
     Fix,
     Padding,
+    Role,
     TriageConfig,
     TriageResult,
 )
@@ -32,8 +33,6 @@ from eaglegraph.triage.reader import _Chain, _Reader, open_log, sniff
 from eaglegraph.triage.scan import scan
 from eaglegraph.triage.state import ScanState
 from eaglegraph.triage.ticket import TICKET_LIMIT, Ticket, read_ticket
-
-STALE, OOB, OOM, CAPTURE, MODE, CONFIG, ACCEPT, HANG, OTHER = CATEGORIES
 
 
 def triage_path(
@@ -92,7 +91,7 @@ def _settle_config(state: ScanState) -> TriageConfig:
     if cfg.cudagraph_mode_resolved is None:
         cfg.cudagraph_mode_resolved = _mode_from_captures(state) or cfg.cudagraph_mode_requested
     for h in state.hits("context.padding"):
-        sizes = rules.padding_sizes(h)
+        sizes = facts.padding_sizes(h)
         if sizes:
             cfg.padding = Padding(h.line, *sizes)
             break
@@ -145,17 +144,17 @@ def _mode_from_captures(state: ScanState) -> str | None:
 
 
 def _findings(
-    result_category: str, verdict: rules.Verdict, fixes_refs: list[str], check: str | None
+    result_category: Category, verdict: rules.Verdict, fixes_refs: list[str], check: str | None
 ) -> list[Finding]:
     crashed = verdict.primary is not None or bool(crash_frames(verdict.frames))
-    if result_category == OTHER and not crashed:
+    if result_category == Category.OTHER and not crashed:
         severity = Severity.INFO
-    elif result_category in (MODE, ACCEPT) and not crashed:
+    elif result_category in (Category.MODE, Category.ACCEPT) and not crashed:
         severity = Severity.WARNING
     else:
         severity = Severity.ERROR
     primary = verdict.primary
-    message = f"{result_category} (confidence {facts.calibrated(verdict.confidence):.2f})"
+    message = f"{result_category} (confidence {rules.calibrated(verdict.confidence):.2f})"
     if primary is not None:
         message += f": line {primary.line}: {primary.text[:160]}"
     elif verdict.phase.detail:
@@ -178,9 +177,9 @@ def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> Tri
     cfg = _settle_config(state)
     if ticket is not None:
         _from_ticket(cfg, ticket, state.notes)
-    verdict = facts.apply_rules(state, rules.score(state), ticket)
+    verdict = rules.verdict(facts.read_log(state), ticket)
     evidence_at_all = any(w > 0 for w in verdict.scores.values())
-    confidence = facts.calibrated(verdict.confidence) if evidence_at_all else verdict.confidence
+    confidence = rules.calibrated(verdict.confidence) if evidence_at_all else verdict.confidence
     ctx = FixContext(verdict, cfg, state, cfg.framework, parse_version(cfg.version))
     fixes = matching_fixes(ctx)
     notes = list(state.notes)
@@ -196,11 +195,11 @@ def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> Tri
     command, also = recommend.reproduce(ctx, notes, [i.hazard for i in issues])
     checks = recommend.checks(ctx)
     evidence = rules.evidence_of(verdict)
-    primary_ev = next((e for e in evidence if e.role == "primary"), None)
+    primary_ev = next((e for e in evidence if e.role == Role.PRIMARY), None)
     if primary_ev is None and verdict.primary is not None:
         h = verdict.primary
-        primary_ev = Evidence(h.line, h.text, h.signal, "primary")
-    secondary = [Evidence(h.line, h.text, h.signal, "secondary") for h in verdict.secondary[:12]]
+        primary_ev = Evidence(h.line, h.text, h.signal, Role.PRIMARY)
+    secondary = [Evidence(h.line, h.text, h.signal, Role.SECONDARY) for h in verdict.secondary[:12]]
     if verdict.primary is None:
         notes.append(
             "no root error line in the log: the verdict rests on context (frames, phases, metrics)"
@@ -222,7 +221,7 @@ def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> Tri
         category=verdict.category,
         confidence=confidence,
         alternatives=[
-            Alternative(c, s, facts.calibrated(conf)) for c, s, conf in rules.alternatives(verdict)
+            Alternative(c, s, rules.calibrated(conf)) for c, s, conf in rules.alternatives(verdict)
         ],
         scores=verdict.scores,
         phase=verdict.phase,

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import re
 
+from eaglegraph.known.triage_signals import SignalKind
 from eaglegraph.results.triage import ModeChange
-from eaglegraph.triage.patterns import register
+from eaglegraph.triage.patterns import PatternGroup
 from eaglegraph.triage.prefixes import Prefix
 from eaglegraph.triage.state import ScanState
 from eaglegraph.triage.values import set_missing, to_bool, to_float, to_int, to_ints, vote
+
+PATTERNS = PatternGroup()
 
 MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE", "BREAKABLE")
 
@@ -135,7 +138,7 @@ def _vllm_engine(state: ScanState, line: int, text: str, m: re.Match[str], prefi
         cfg.runner = "v0"
 
 
-register(
+PATTERNS.register(
     "cfg.vllm-engine",
     r"LLM engine \(v(?P<ver>[^)\s]+)\) with config: (?P<body>.*)",
     _vllm_engine,
@@ -152,7 +155,7 @@ def _version(framework: str):
     return handle
 
 
-register(
+PATTERNS.register(
     "cfg.vllm-version",
     r"(?:vLLM(?: API server)? [Vv]ersion\s*:?\s*|vllm(?:==|\s+[Vv]ersion:?\s+)|vllm-openai:v?)"
     r"(?P<ver>\d+\.\d+[\w.+-]*)",
@@ -160,14 +163,14 @@ register(
     anchors=("LLM API server", "LLM Version", "LLM version"),
     extra=("vllm==", "vllm version", "vllm-openai:"),
 )
-register(
+PATTERNS.register(
     "cfg.sglang-version",
     r"(?:sglang(?:==|:\s+|\s+[Vv]ersion:?\s+|\s+v)|SGLang v|lmsysorg/sglang:v?)"
     r"(?P<ver>\d+\.\d+[\w.+-]*)",
     _version("sglang"),
     extra=("sglang==", "sglang: ", "sglang version", "sglang v", "SGLang v", "lmsysorg/sglang:"),
 )
-register(
+PATTERNS.register(
     "cfg.trtllm-version",
     r"TensorRT-LLM(?: [Vv]ersion)?:?\s+v?(?P<ver>\d+\.\d+\.\d+\w*)",
     _version("trtllm"),
@@ -232,7 +235,7 @@ def _sglang_args(state: ScanState, line: int, text: str, m: re.Match[str], prefi
     _apply_sglang(state, pairs)
 
 
-register(
+PATTERNS.register(
     "cfg.sglang-args",
     r"ServerArgs\((?P<body>.*)",
     _sglang_args,
@@ -313,7 +316,7 @@ def _cli_flags(state: ScanState, line: int, text: str, m: re.Match[str], prefix:
                 set_missing(cfg, key, sglang_pairs.get(key))
 
 
-register(
+PATTERNS.register(
     "cfg.cli",
     r"(?:^|\s)--(?:speculative[\w-]*|compilation[-_]config[\w.-]*|num-speculative-tokens|"
     r"tensor-parallel-size|tp-size|tp|dp-size|data-parallel-size|attention-backend|"
@@ -346,10 +349,10 @@ def _downgrade(state: ScanState, line: int, text: str, m: re.Match[str], prefix:
         state.config.attention_backend_raw = backend
         state.config.attention_backend = normalize_backend(backend)
     _mode_change(state, line, m.group("from"), m.group("to"), text.strip())
-    state.add(line, text.strip(), "mode.downgrade", "context", m.groupdict())
+    state.add(line, text.strip(), "mode.downgrade", SignalKind.CONTEXT, m.groupdict())
 
 
-register(
+PATTERNS.register(
     "mode.downgrade",
     r"CUDAGraphMode\.(?P<from>[A-Z_]+) is not supported with (?:spec-decode|speculative decoding)"
     r"(?: for attention backend (?P<backend>\w+))?(?:[^\n]{0,400}?setting cudagraph_mode=(?P<to>[A-Z_]+))?",
@@ -364,10 +367,10 @@ def _override(state: ScanState, line: int, text: str, m: re.Match[str], prefix: 
     frm = m.group("from") or m.group("from2")
     to = m.group("to") or m.group("to2") or m.group("to3")
     _mode_change(state, line, frm, to, text.strip())
-    state.add(line, text.strip(), "mode.override", "context", {"from": frm, "to": to})
+    state.add(line, text.strip(), "mode.override", SignalKind.CONTEXT, {"from": frm, "to": to})
 
 
-register(
+PATTERNS.register(
     "mode.override",
     r"Overriding cudagraph_mode (?:from (?P<from>\w+) )?to (?P<to>\w+)|"
     r"[Ss]etting cudagraph_mode=(?P<to2>[A-Z_]+)|"
@@ -382,7 +385,7 @@ def _skip_capture(state: ScanState, line: int, text: str, m: re.Match[str], pref
     _mode_change(state, line, None, "NONE", text.strip())
 
 
-register(
+PATTERNS.register(
     "mode.skip-capture",
     r"Skipping CUDA graph capture",
     _skip_capture,
@@ -398,7 +401,7 @@ def _backend(state: ScanState, line: int, text: str, m: re.Match[str], prefix: P
     state.config.attention_backend = normalize_backend(raw)
 
 
-register(
+PATTERNS.register(
     "cfg.attention-backend",
     r"Using (?:AttentionBackendEnum\.)?(\w+) attention backend|"
     r"Using AttentionBackendEnum\.(\w+) backend|"
@@ -419,7 +422,7 @@ def _flashinfer(state: ScanState, line: int, text: str, m: re.Match[str], prefix
         cfg.attention_backend, cfg.attention_backend_raw = "flashinfer", "FlashInfer"
 
 
-register(
+PATTERNS.register(
     "cfg.flashinfer-resolved",
     r"FlashInfer resolved query dtypes:(?:.*?decode_backend=(?P<db>\w+))?(?:.*?arch=(?P<arch>sm_?\d+\w*))?",
     _flashinfer,
@@ -443,7 +446,7 @@ def _gpu(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefi
         cfg.gpu_arch = "sm" + cc.replace(".", "")
 
 
-register(
+PATTERNS.register(
     "cfg.gpu",
     r"GPU \d+(?:,\s?\d+)*: (?P<name>(?:NVIDIA|Tesla|Quadro|AMD|Instinct|Radeon|GeForce|RTX|[HABL]\d{2,3}|"
     r"GB\d{3}|MI\d{3})[^(\n:]*?)\s*(?:\(UUID[^)]*\))?\s*$|"
@@ -486,7 +489,7 @@ def _yaml(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Pref
         set_missing(cfg, "kv_cache_dtype", val)
 
 
-register(
+PATTERNS.register(
     "cfg.yaml",
     r"^\s*(?P<k>decoding_type|max_draft_len|num_nextn_predict_layers|speculative_model_dir|"
     r"speculative_model|enable_attention_dp|tensor_parallel_size|batch_sizes|max_batch_size|"
@@ -517,7 +520,7 @@ def _draft_arch(state: ScanState, line: int, text: str, m: re.Match[str], prefix
         set_missing(state.config, "spec_method", "mtp")
 
 
-register(
+PATTERNS.register(
     "cfg.draft-arch",
     r"Load weight end\. type=(?P<arch>\w+)",
     _draft_arch,
@@ -529,7 +532,7 @@ def _mrv2(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Pref
     state.config.runner = "mrv2"
 
 
-register(
+PATTERNS.register(
     "cfg.mrv2",
     r"VLLM_USE_V2_MODEL_RUNNER['\"]?\s*[=:]\s*['\"]?1",
     _mrv2,

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import re
 
-from eaglegraph.triage.patterns import register
+from eaglegraph.known.triage_signals import SignalKind
+from eaglegraph.triage.patterns import PatternGroup
 from eaglegraph.triage.prefixes import Prefix
 from eaglegraph.triage.state import ScanState
 from eaglegraph.triage.values import to_float, to_int
+
+PATTERNS = PatternGroup()
 
 # --- memory ----------------------------------------------------------------------------------
 
@@ -37,7 +40,7 @@ def _memory(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Pr
         state.config.gpu_memory_gib = to_float(g["total"])
 
 
-register(
+PATTERNS.register(
     "cfg.memory",
     r"Available KV cache memory: (?P<kv>-?[\d.]+) ?GiB|"
     r"GPU KV cache size: (?P<tok>[\d,]+) tokens|"
@@ -104,7 +107,7 @@ def _metrics(state: ScanState, line: int, text: str, m: re.Match[str], prefix: P
     state.serving(line)
 
 
-register(
+PATTERNS.register(
     "health.acceptance",
     r"[Mm]ean acceptance length:?\s*[\d.]+|Draft acceptance rate: [\d.]+|accept len: [\d.]+|"
     r"accept rate: [\d.]+",
@@ -127,10 +130,10 @@ def _accept_prose(state: ScanState, line: int, text: str, m: re.Match[str], pref
         _accept(state, line, value, None)
     else:
         _accept(state, line, None, value / 100.0 if pct or value > 1 else value)
-    state.add(line, text.strip(), "health.acceptance-prose", "narrative", {})
+    state.add(line, text.strip(), "health.acceptance-prose", SignalKind.NARRATIVE, {})
 
 
-register(
+PATTERNS.register(
     "health.acceptance-prose",
     r"(?i)(?<![\w-])accept(?:ance|ed)?(?: rate| length| len)?\b[^\n\d%|]{0,30}?(?<![\w.])"
     r"(?P<v>\d{1,6}(?:\.\d{1,4})?)\s*(?P<pct>%)?|(?<![\d.])(?P<v2>\d{1,3}(?:\.\d{1,4})?)\s*%\s*"
@@ -172,12 +175,12 @@ def _table(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Pre
         line,
         text.strip(),
         "health.acceptance-table",
-        "narrative",
+        SignalKind.NARRATIVE,
         {"rate": f"{rate:.3f}", "row": label[:120]},
     )
 
 
-register(
+PATTERNS.register(
     "health.table-row",
     r"^\s*\|(?P<cells>.*)\|\s*$",
     _table,
@@ -192,7 +195,7 @@ def _running(state: ScanState, line: int, text: str, m: re.Match[str], prefix: P
     state.serving(line)
 
 
-register(
+PATTERNS.register(
     "health.running",
     r"#running-req: (?P<n>\d+)|Running: (?P<n2>\d+) reqs",
     _running,
@@ -204,10 +207,10 @@ def _serving_marker(
     state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix
 ) -> None:
     state.serving(line)
-    state.add(line, text.strip(), "context.serving", "context", {})
+    state.add(line, text.strip(), "context.serving", SignalKind.CONTEXT, {})
 
 
-register(
+PATTERNS.register(
     "health.serving",
     r"Application startup complete|Uvicorn running|The server is fired up|Starting vLLM API server|"
     r"Avg prompt throughput|Decode batch\.|Prefill batch\.|\"POST /|Received request",

@@ -1,4 +1,4 @@
-"""The registry of line patterns, and the prefilter built from their anchors.
+"""Line patterns, and the prefilter built from their anchors.
 
 Matching ~70 regexes against every line costs far too much for large logs, so each pattern
 names *anchors*: literal strings (or small regexes starting with a literal character) of which
@@ -11,16 +11,22 @@ this way, and how the rest is searched, is `scan.py`'s business.)
 reporter prose, command lines, YAML and periodic metrics lines, kept apart so that the
 machine anchors stay easy to review. `tests/triage/test_triage_patterns.py` checks the
 contract on every line of the test corpora.
+
+This module imports no pattern module: each one declares its `PatternGroup`, and
+`triage.registry` puts the groups in one explicit order (the order handlers of a line run in).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
 
-Handler = Callable[[Any, int, str, "re.Match[str]", Any], None]
+from eaglegraph.triage.prefixes import Prefix
+from eaglegraph.triage.state import ScanState
+
+Handler = Callable[[ScanState, int, str, "re.Match[str]", Prefix], None]
 
 
 @dataclass(frozen=True)
@@ -42,43 +48,40 @@ class LinePattern:
         return any(a in text for a in self.anchors) or any(r.search(text) for r in self._gate_res)
 
 
-REGISTRY: list[LinePattern] = []
-_compiled: dict[str, Any] = {}
+class PatternGroup(list[LinePattern]):
+    """One module's patterns, in the order it declares them; `triage.registry` orders groups."""
 
-
-def register(
-    id: str,
-    regex: str,
-    handler: Handler,
-    *,
-    anchors: Iterable[str] = (),
-    anchor_res: Iterable[str] = (),
-    extra: Iterable[str] = (),
-    extra_res: Iterable[str] = (),
-    unless: Iterable[str] = (),
-    last: bool = False,
-    flags: int = 0,
-    why: str = "",
-) -> LinePattern:
-    """Add a pattern. `unless` strings veto a line cheaply; `last` reads the last match
-    (progress bars pasted without carriage returns); the prefilter is rebuilt lazily."""
-    res = (*anchor_res, *extra_res)
-    pattern = LinePattern(
-        id=id,
-        regex=re.compile(regex, flags),
-        handler=handler,
-        anchors=(*anchors, *extra),
-        anchor_res=res,
-        unless=tuple(unless),
-        last=last,
-        why=why,
-        _gate_res=tuple(re.compile(r) for r in res),
-    )
-    if any(p.id == id for p in REGISTRY):
-        raise ValueError(f"duplicate triage pattern id {id!r}")
-    REGISTRY.append(pattern)
-    _compiled.clear()
-    return pattern
+    def register(
+        self,
+        id: str,
+        regex: str,
+        handler: Handler,
+        *,
+        anchors: Iterable[str] = (),
+        anchor_res: Iterable[str] = (),
+        extra: Iterable[str] = (),
+        extra_res: Iterable[str] = (),
+        unless: Iterable[str] = (),
+        last: bool = False,
+        flags: int = 0,
+        why: str = "",
+    ) -> LinePattern:
+        """Add a pattern. `unless` strings veto a line cheaply; `last` reads the last match
+        (progress bars pasted without carriage returns)."""
+        res = (*anchor_res, *extra_res)
+        pattern = LinePattern(
+            id=id,
+            regex=re.compile(regex, flags),
+            handler=handler,
+            anchors=(*anchors, *extra),
+            anchor_res=res,
+            unless=tuple(unless),
+            last=last,
+            why=why,
+            _gate_res=tuple(re.compile(r) for r in res),
+        )
+        self.append(pattern)
+        return pattern
 
 
 def _first_char(source: str) -> tuple[str, str]:
@@ -117,72 +120,74 @@ def _alternation(literals: Iterable[str], regexes: Iterable[str]) -> bytes:
     return "|".join(parts).encode("ascii")
 
 
-def _load_all() -> None:
-    # Importing registers the patterns; done here so importing the registry alone is cheap.
-    from eaglegraph.triage import extract, health, phases, signals  # noqa: F401
+class Matcher:
+    """Matches lines against an ordered sequence of patterns through the anchor prefilter.
 
-
-def _build() -> None:
-    if "prefilter" not in _compiled:
-        _load_all()
-        alt = _alternation(
-            [a for p in REGISTRY for a in p.anchors], [r for p in REGISTRY for r in p.anchor_res]
-        )
-        _compiled["prefilter"] = re.compile(alt, re.MULTILINE)
-        _compiled["index"] = re.compile(alt.decode("ascii"))
-        _compiled["cache"] = {}
-
-
-def prefilter() -> re.Pattern[bytes]:
-    """A bytes regex that finds candidate lines in a region of the log."""
-    _build()
-    return _compiled["prefilter"]
-
-
-def patterns() -> list[LinePattern]:
-    _build()
-    return REGISTRY
-
-
-def _patterns_for(found: str) -> tuple[int, ...]:
-    """Registry positions of the patterns an anchor occurrence gates (cached by its text)."""
-    cache: dict[str, tuple[int, ...]] = _compiled["cache"]
-    hit = cache.get(found)
-    if hit is None:
-        hit = tuple(
-            i
-            for i, p in enumerate(REGISTRY)
-            if any(a in found for a in p.anchors) or any(r.match(found) for r in p._gate_res)
-        )
-        if len(cache) < 4096:
-            cache[found] = hit
-    return hit
-
-
-def match_line(text: str) -> list[tuple[LinePattern, re.Match[str]]]:
-    """Every registered pattern that matches the message, in registration order.
-
-    One scan finds which anchors occur (anchors contained in a longer anchor found at the same
-    position count too); only the patterns gated by those anchors run their regex.
+    The prefilter is built on first use, so importing the patterns costs no regex compilation
+    beyond their own.
     """
-    _build()
-    found = _compiled["index"].findall(text)
-    if not found:
-        return []
-    candidates: set[int] = set()
-    for f in set(found):
-        candidates.update(_patterns_for(f))
-    out: list[tuple[LinePattern, re.Match[str]]] = []
-    for i in sorted(candidates):
-        p = REGISTRY[i]
-        if p.unless and any(u in text for u in p.unless):
-            continue
-        if p.last:
-            m = None
-            for m in p.regex.finditer(text):  # noqa: B007 - keep the last one
-                pass
-        else:
-            m = p.regex.search(text)
-        if m is not None:
-            out.append((p, m))
-    return out
+
+    def __init__(self, patterns: Sequence[LinePattern]) -> None:
+        seen: set[str] = set()
+        for p in patterns:
+            if p.id in seen:
+                raise ValueError(f"duplicate triage pattern id {p.id!r}")
+            seen.add(p.id)
+        self.patterns: tuple[LinePattern, ...] = tuple(patterns)
+        self._cache: dict[str, tuple[int, ...]] = {}
+
+    @cached_property
+    def _alt(self) -> bytes:
+        return _alternation(
+            [a for p in self.patterns for a in p.anchors],
+            [r for p in self.patterns for r in p.anchor_res],
+        )
+
+    @cached_property
+    def prefilter(self) -> re.Pattern[bytes]:
+        """A bytes regex that finds candidate lines in a region of the log."""
+        return re.compile(self._alt, re.MULTILINE)
+
+    @cached_property
+    def _index(self) -> re.Pattern[str]:
+        return re.compile(self._alt.decode("ascii"))
+
+    def _patterns_for(self, found: str) -> tuple[int, ...]:
+        """Positions of the patterns an anchor occurrence gates (cached by its text)."""
+        hit = self._cache.get(found)
+        if hit is None:
+            hit = tuple(
+                i
+                for i, p in enumerate(self.patterns)
+                if any(a in found for a in p.anchors) or any(r.match(found) for r in p._gate_res)
+            )
+            if len(self._cache) < 4096:
+                self._cache[found] = hit
+        return hit
+
+    def match_line(self, text: str) -> list[tuple[LinePattern, re.Match[str]]]:
+        """Every pattern that matches the message, in the declared order.
+
+        One scan finds which anchors occur (anchors contained in a longer anchor found at the
+        same position count too); only the patterns gated by those anchors run their regex.
+        """
+        found = self._index.findall(text)
+        if not found:
+            return []
+        candidates: set[int] = set()
+        for f in set(found):
+            candidates.update(self._patterns_for(f))
+        out: list[tuple[LinePattern, re.Match[str]]] = []
+        for i in sorted(candidates):
+            p = self.patterns[i]
+            if p.unless and any(u in text for u in p.unless):
+                continue
+            m: re.Match[str] | None = None
+            if p.last:
+                for m in p.regex.finditer(text):  # noqa: B007 - keep the last one
+                    pass
+            else:
+                m = p.regex.search(text)
+            if m is not None:
+                out.append((p, m))
+        return out

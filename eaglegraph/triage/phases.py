@@ -13,10 +13,12 @@ from __future__ import annotations
 import re
 
 from eaglegraph.results.triage import CapturePhase
-from eaglegraph.triage.patterns import register
+from eaglegraph.triage.patterns import PatternGroup
 from eaglegraph.triage.prefixes import Prefix
 from eaglegraph.triage.state import ScanState
 from eaglegraph.triage.values import set_missing, to_float, to_int, to_ints, vote
+
+PATTERNS = PatternGroup()
 
 
 def _phase(state: ScanState, name: str, mode: str | None, line: int) -> CapturePhase:
@@ -51,7 +53,7 @@ def _vllm_bar(state: ScanState, line: int, text: str, m: re.Match[str], prefix: 
     vote(state, "vllm")
 
 
-register(
+PATTERNS.register(
     "capture.vllm-bar",
     r"Capturing (?:(?P<who>[\w<>-]+) )?CUDA graphs? \((?:(?P<batch>[\w -]+?), )?(?P<mode>[A-Z_]+)\)"
     r"(?::\s*(?:(?P<pct>\d+)%\|[^|]*\|\s*)?(?P<i>\d+)/(?P<n>\d+))?",
@@ -66,7 +68,7 @@ def _vllm_v0(state: ScanState, line: int, text: str, m: re.Match[str], prefix: P
     _progress(ph, line, m.group("i"), m.group("n"))
 
 
-register(
+PATTERNS.register(
     "capture.vllm-v0",
     r"Capturing (?:the model for CUDA graphs|cudagraphs for decoding)|"
     r"Capturing CUDA graph shapes:\s*(?:\d+%\|[^|]*\|\s*)?(?P<i>\d+)/(?P<n>\d+)",
@@ -86,7 +88,7 @@ def _vllm_done(state: ScanState, line: int, text: str, m: re.Match[str], prefix:
     vote(state, "vllm")
 
 
-register(
+PATTERNS.register(
     "capture.vllm-finished",
     r"Graph capturing finished in (?P<secs>[\d.]+) secs?(?:, took (?P<gib>-?[\d.]+) ?GiB)?",
     _vllm_done,
@@ -150,7 +152,7 @@ def _sglang_capture(
         )
 
 
-register(
+PATTERNS.register(
     "capture.sglang",
     r"Capture (?P<what>(?:target (?:verify|prefill) |draft extend |draft |piecewise |breakable |"
     r"prefill )?)(?:cuda|CUDA) graph (?P<ev>begin|end)\b\.?(?P<rest>.*)",
@@ -169,7 +171,7 @@ def _sglang_bar(state: ScanState, line: int, text: str, m: re.Match[str], prefix
         ph.done, ph.total = int(m.group("i")), int(m.group("n"))
 
 
-register(
+PATTERNS.register(
     "capture.sglang-bar",
     r"Capturing batches \((?:bs|num_tokens)=(?P<bs>\d+) avail_mem=(?P<mem>[\d.]+) ?GB\)"
     r"(?::\s*(?:\d+%\|[^|]*\|\s*)?(?P<i>\d+)/(?P<n>\d+))?",
@@ -183,7 +185,7 @@ def _sglang_sizes(state: ScanState, line: int, text: str, m: re.Match[str], pref
     set_missing(state.config, "capture_sizes", sorted(set(to_ints(m.group("bs")))))
 
 
-register(
+PATTERNS.register(
     "cfg.sglang-capture-bs",
     r"Capture cuda graph bs \[(?P<bs>[\d, ]*)\]",
     _sglang_sizes,
@@ -209,7 +211,7 @@ def _trt_capture(state: ScanState, line: int, text: str, m: re.Match[str], prefi
         ph.finished, ph.end_line = True, line
 
 
-register(
+PATTERNS.register(
     "capture.trtllm",
     r"Creating CUDA graph instances for (?P<n>\d+) batch sizes|"
     r"Run generation only CUDA graph warmup for batch size=(?P<bs>\d+)",

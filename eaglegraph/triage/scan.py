@@ -23,9 +23,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import BinaryIO
 
-from eaglegraph.triage.patterns import match_line, prefilter
 from eaglegraph.triage.prefixes import strip_prefixes
 from eaglegraph.triage.reader import MAX_LINE, iter_blocks
+from eaglegraph.triage.registry import match_line, prefilter
 from eaglegraph.triage.state import ScanState
 
 HEAD_BYTES = 1024 * 1024

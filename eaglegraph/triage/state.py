@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
+from eaglegraph.known.triage_signals import SignalKind
 from eaglegraph.results.triage import CapturePhase, TriageConfig
 
 KEEP_FIRST = 24
@@ -23,7 +24,7 @@ class Hit:
     line: int
     text: str
     signal: str
-    kind: str
+    kind: SignalKind
     groups: dict[str, str | None] = field(default_factory=dict)
 
 
@@ -91,7 +92,14 @@ class ScanState:
     ranks: dict[str, int] = field(default_factory=dict)
 
     # -- signals --------------------------------------------------------------------------
-    def add(self, line: int, text: str, signal: str, kind: str, groups: dict | None = None) -> None:
+    def add(
+        self,
+        line: int,
+        text: str,
+        signal: str,
+        kind: SignalKind,
+        groups: dict[str, str | None] | None = None,
+    ) -> None:
         rec = self.signals.get(signal)
         if rec is None:
             rec = self.signals[signal] = SignalRecord()

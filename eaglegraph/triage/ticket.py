@@ -29,8 +29,8 @@ from eaglegraph.known.triage_rules import (
     NEGATION,
     STATEMENTS,
 )
-from eaglegraph.triage.patterns import match_line
 from eaglegraph.triage.prefixes import strip_prefixes
+from eaglegraph.triage.registry import match_line
 
 # Inputs larger than this are logs, not tickets: they are streamed and never split.
 TICKET_LIMIT = 2 * 1024 * 1024

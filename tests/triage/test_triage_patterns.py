@@ -6,9 +6,10 @@ import re
 
 import pytest
 
-from eaglegraph.triage.patterns import LinePattern, _alternation, match_line, patterns, prefilter
+from eaglegraph.known.triage_signals import ROOT
+from eaglegraph.triage.patterns import LinePattern, _alternation
 from eaglegraph.triage.prefixes import strip_prefixes
-from eaglegraph.triage.rules import ROOT
+from eaglegraph.triage.registry import match_line, patterns, prefilter
 from eaglegraph.triage.scan import TRIGGERS
 
 from .helpers_triage import LOGS, dev_reports

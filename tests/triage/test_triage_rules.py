@@ -169,34 +169,50 @@ def test_log_weights_are_data_not_code() -> None:
     """With an empty rule table the log carries no weight: every weight comes from known/."""
     import io
 
-    from eaglegraph.triage import rules
+    from eaglegraph.known.triage_log_rules import LOG_RULES
+    from eaglegraph.triage import facts, rules
     from eaglegraph.triage.scan import scan
 
     state = scan(
         io.BytesIO(("\n".join([NCCL, "Traceback (most recent call last):", IMA])).encode())
     )
-    facts, *_ = rules.log_facts(state)
-    assert "log.mech-async" in facts and "log.fault-bare" in facts
-    assert rules.weigh(facts, ()) == []
-    weighed = rules.weigh(facts)
+    found = facts.read_log(state)
+    assert "log.mech-async" in found and "log.fault-bare" in found
+    assert rules.weigh((), found) == []
+    weighed = rules.weigh(LOG_RULES, found)
     assert weighed and all(c.hits for c in weighed if c.weight >= 1.0)
 
 
-def test_every_log_rule_names_facts_the_reader_produces() -> None:
-    """A typo in a fact name would make a rule silently dead."""
+def test_every_rule_names_facts_the_reader_produces() -> None:
+    """A typo in a fact name would make a rule silently dead: every fact a log rule or a
+    statement rule names is one the fact reader, the signal-fact table or a statement makes."""
     import inspect
     import re
 
-    from eaglegraph.known.triage_log_rules import LOG_RULES
-    from eaglegraph.triage import rules
+    from eaglegraph.known.triage_log_rules import LOG_RULES, SIGNAL_FACTS
+    from eaglegraph.known.triage_rules import RULES, STATEMENTS
+    from eaglegraph.known.triage_signals import Mechanism
+    from eaglegraph.triage import facts, ticket
 
-    source = inspect.getsource(rules.log_facts)
-    mechs = {"async", "assert", "oob", "oom", "shape", "capture", "config", "hang", "nan"}
-    mechs |= {"capture-wrapper", "exception"}
-    for rule in LOG_RULES:
+    source = inspect.getsource(facts)
+    made = {sf.fact for sf in SIGNAL_FACTS} | {s.id for s in STATEMENTS}
+    made |= set(re.findall(r'"(says\.[\w-]+)"', inspect.getsource(ticket)))
+    mechs = {m.value for m in Mechanism}
+    for rule in (*LOG_RULES, *RULES):
         for fact in (*rule.needs, *rule.any_of, *rule.unless):
-            m = re.fullmatch(r"log\.mech-([\w-]+)", fact)
+            m = re.fullmatch(r"(?:log\.mech-|mech\.)([\w-]+)", fact)
             if m:
                 assert m.group(1) in mechs, (rule.id, fact)
+            elif re.fullmatch(r"(?:phase|fw|draft|attn)\.[\w-]+", fact):
+                continue  # named after a value: a phase, an engine, a draft kind, a backend
             else:
-                assert f'"{fact}"' in source, (rule.id, fact)
+                assert fact in made or f'"{fact}"' in source, (rule.id, fact)
+
+
+def test_signal_facts_name_signals_that_exist() -> None:
+    from eaglegraph.known.triage_log_rules import SIGNAL_FACTS
+    from eaglegraph.triage.registry import patterns
+
+    recorded = {p.id for p in patterns()} | {"pyspy.frame", "mode.downgrade", "mode.override"}
+    for sf in SIGNAL_FACTS:
+        assert set(sf.signals) <= recorded, sf

@@ -1,0 +1,93 @@
+"""What the triage fact reader measures, as data: thresholds and the line forms it looks for.
+
+`eaglegraph.triage.facts` derives every fact of a log in one place (`read_log`); the numbers
+and patterns it compares against live here, so a threshold is changed, reviewed and tested
+without reading code. The values come from crash-triage.md and the labelled reports under
+tests/ (each is the boundary between the healthy and the failing logs seen there).
+"""
+
+from __future__ import annotations
+
+import re
+
+# -- log levels ------------------------------------------------------------------------------
+# A line at a quiet level is not a failure even when its words name one; per signal, the levels
+# at which a hit is not a root error (nor a fact that needs a loud line).
+QUIET_LEVELS = ("INFO", "DEBUG")
+_QUIET_OR_WARNING = (*QUIET_LEVELS, "WARNING")
+QUIET: dict[str, tuple[str, ...]] = {
+    "error.exception": _QUIET_OR_WARNING,
+    "config.keys": _QUIET_OR_WARNING,
+    "capture.failed": _QUIET_OR_WARNING,
+    "error.nan": _QUIET_OR_WARNING,
+    "memory.oom": QUIET_LEVELS,
+    "hang.stall": QUIET_LEVELS,
+}
+# Words that keep a quiet-level hit loud: vLLM's shm broadcast stall is logged at INFO.
+LOUD_ANYWAY: dict[str, str] = {"hang.stall": "broadcast block"}
+
+# -- primary error ---------------------------------------------------------------------------
+# Exception types that are themselves consequences of an earlier failure.
+SECONDARY_TYPES = re.compile(
+    r"EngineDeadError|AsyncEngineDeadError|ActorDiedError|RayTaskError|KeyboardInterrupt|"
+    r"SystemExit|BrokenPipeError|ConnectionResetError|CancelledError|ConnectionRefusedError"
+)
+# Lines that wrap an error printed elsewhere ("Worker failed with error ...").
+WRAPPER_TEXT = re.compile(
+    r"Worker failed with error|please check the stack trace above|hit an exception|"
+    r"Exception in worker|Engine core initialization failed|EngineCore failed to start|"
+    r"See (?:the )?(?:root cause|stack trace) above"
+)
+# A Markdown table cell is the reporter's summary, not a log line.
+TABLE_CELL = "|"
+
+# -- context around the failure --------------------------------------------------------------
+# An asynchronous fault pinned on an eager kernel launch inside a library (FlashInfer .cuh,
+# "at function cudaLaunchKernel"): not a graph replay, whose errors surface at cudaGraphLaunch
+# or at the next synchronisation.
+EAGER_ATTRIBUTION = re.compile(r"cudaLaunchKernel|\.cuh\b|at function \w+|\.cu:\d+|launch_bounds")
+# A padding line counts for a failure up to this many lines after it.
+PADDING_AFTER_LINES = 5
+# A "batch shrinks" sentence counts within this many lines of the failure.
+SHRINK_NEAR_LINES = 400
+# `#running-req` fell: of the last SHRINK_SAMPLES readings before the failure (at least
+# SHRINK_MIN_SAMPLES, peak at least SHRINK_MIN_PEAK), the last is at most SHRINK_RATIO of the peak.
+SHRINK_SAMPLES = 8
+SHRINK_MIN_SAMPLES = 3
+SHRINK_MIN_PEAK = 4
+SHRINK_RATIO = 0.67
+# The padded-replay line's (raw batch, captured batch).
+PAD_SIZES = re.compile(
+    r"raw_bs=(\d+)[ ,]+(?:graph_bs|bs|padded_bs|capture_bs)=(\d+)|"
+    r"(?:padded|padding) (?:from )?(?:bs|batch(?: size)?)[ =:]+(\d+)[^\n]{0,20}?(?:to|->|→)\s*(\d+)"
+)
+# A statement that indexes or slices a tensor (`buf[: n] = -1`, `x[idx]`).
+SUBSCRIPT = re.compile(r"\w\[[^\]]+\]")
+
+# -- shapes and bounds -----------------------------------------------------------------------
+VOCABISH = re.compile(r"vocab|lm_head|logits|embed|d2t|t2d|token_map")
+HIDDENISH = re.compile(r"hidden|fc\.weight|\bfc\b|aux|width")
+SHAPE_NUMBERS = re.compile(r"\((\d+)\)|\b(\d{4,6})x(\d{3,6})\b")
+# A size this large in a shape error is a vocabulary, not a hidden width.
+VOCAB_MIN = 30000
+# An index bound that is a model's position limit (a draft trained for 2048 positions).
+INDEX_BOUND = re.compile(r"<\s*(\d{3,6})\b")
+POSITION_LIMITS = frozenset({2048, 4096, 8192, 16384, 32768, 65536, 131072})
+
+# -- memory ----------------------------------------------------------------------------------
+# Below this KV budget (GiB), with an OOM or spec decode, the graphs squeezed the cache.
+KV_SQUEEZED_GIB = 1.0
+
+# -- modes -----------------------------------------------------------------------------------
+# vLLM's spec-decode downgrade line is owned by `mode.downgrade`, not by `mode.unsupported`.
+DOWNGRADE_TEXT = "is not supported with spec"
+LOUD_LEVELS = ("ERROR", "CRITICAL")
+RAISED = re.compile(r"Error|Exception")
+
+# -- acceptance ------------------------------------------------------------------------------
+COLLAPSED_RATE = 0.05  # acceptance rate at or below: collapsed
+COLLAPSED_LENGTH = 1.05  # mean acceptance length at or below (1.0 = bonus token only)
+HEALTHY_RATE = 0.3  # a table row at or above this is a healthy configuration
+FELL_FROM_RATE = 0.2  # acceptance "fell" only from at least this rate ...
+FELL_RATIO = 0.5  # ... to below this share of it
+FELL_LENGTH = 1.0  # or the mean length lost at least this many tokens
