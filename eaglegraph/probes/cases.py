@@ -342,7 +342,10 @@ def _execute(case: ProbeCase, built: BuiltRig, start: float) -> CaseResult:
                     result.nan_outputs.append(name)
     for name, a in outputs["A"].items():
         b = outputs["B"][name]
-        same = bool(torch.equal(_bits(a), _bits(b))) if isinstance(a, torch.Tensor) else a == b
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+            same = bool(torch.equal(_bits(a), _bits(b)))
+        else:
+            same = a == b
         if not same:
             result.differential.append(name)
     for i, region in enumerate(regions_a):

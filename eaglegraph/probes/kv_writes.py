@@ -77,7 +77,7 @@ class CommittedKV:
     def changed(self) -> list[Overwrite]:
         """Slots that differ from the copy; the copy then takes them, so each phase reports
         only its own writes."""
-        out = []
+        out: list[Overwrite] = []
         if not self.owners:
             return out
         for i, (layer, _) in enumerate(self.tensors):

@@ -173,7 +173,8 @@ def _kv_rows(
     blocks = torch.tensor(b.blocks, dtype=torch.int64, device=pos.device)[pos // bs]
     offs = pos % bs
     for layer in sorted(layers):
-        caches, wants = rig.kv_caches[layer], layers[layer]
+        caches: tuple[torch.Tensor, ...] = rig.kv_caches[layer]
+        wants: tuple[torch.Tensor, ...] = layers[layer]
         if caches[0] is caches[1]:  # one latent row (MLA): V is a view of K's row
             caches, wants = caches[:1], wants[:1]
         for which, (cache, want) in enumerate(zip(caches, wants, strict=True)):

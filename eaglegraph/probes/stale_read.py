@@ -120,8 +120,8 @@ def build_findings(cases: list[CaseResult]) -> list[Finding]:
                 "owned" if c.request is not None else "null-block" if c.null_block else "unowned"
             )
             by_phase[(c.phase, whose)].append(c)
-        for (phase, whose), hits in by_phase.items():
-            findings.append(_canary_finding(case, label, phase, whose, hits))
+        for (phase, whose), canaries in by_phase.items():
+            findings.append(_canary_finding(case, label, phase, whose, canaries))
         findings.extend(_invariant_findings(case, label))
         if case.divergence:
             findings.append(_divergence_finding(case, label, case.divergence))

@@ -8,6 +8,9 @@ a second time instead of reusing blocks the target's graphs already freed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypedDict
+
 from eaglegraph.known.heads import head_dtype
 from eaglegraph.pair.geometry import DTYPE_BYTES, Geometry
 from eaglegraph.pair.mla import mla_dims, mla_kv_bytes_per_token
@@ -49,13 +52,12 @@ def estimate_memory(pair: Pair, plan: CapturePlan, dtype: str | None = None) -> 
     nbytes = DTYPE_BYTES.get(name, 2)
     notes: list[str] = []
 
-    def weights(side: object) -> int | None:
+    def weights(side: ModelSide | None) -> int | None:
         if side is None:
             return None
-        w = side.weights  # type: ignore[attr-defined]
-        if w.weight_bytes is not None:
-            return int(w.weight_bytes)
-        return int(side.estimated_parameter_count) * nbytes  # type: ignore[attr-defined]
+        if side.weights.weight_bytes is not None:
+            return int(side.weights.weight_bytes)
+        return int(side.estimated_parameter_count) * nbytes
 
     has_headers = any(
         s is not None and s.weights.weight_bytes is not None for s in (pair.target, pair.draft)
@@ -113,6 +115,18 @@ def estimate_memory(pair: Pair, plan: CapturePlan, dtype: str | None = None) -> 
 
 
 GPU_MEMORY_UTILIZATION = 0.9
+
+
+class KvBudget(TypedDict, total=False):
+    """What the KV cache gets on the plan's GPU (fields of `MemoryEstimate`)."""
+
+    gpu_memory_bytes: int
+    graph_memory_bytes: int
+    graph_memory_in_kv_budget: bool
+    kv_budget_bytes: int
+    kv_budget_tokens: int | None
+
+
 MIN_PER_GRAPH_BYTES = 1 << 20  # the per-graph floor of vLLM's extrapolation
 
 
@@ -133,17 +147,17 @@ def _kv_budget(
     target_logits: int | None,
     kv_t: int | None,
     kv_d: int | None,
-    weights: object,
+    weights: Callable[[ModelSide | None], int | None],
     notes: list[str],
-) -> dict[str, object]:
+) -> KvBudget:
     """What the KV cache gets on the plan's GPU, with or without graph memory profiling."""
     gib = plan.gpu.get("memory_gib") if plan.gpu else None
     if not isinstance(gib, (int, float)):
-        return {}
+        return KvBudget()
     total = int(gib * (1 << 30))
     graphs = graph_memory_estimate(plan, peak, target_logits)
     profiled = bool(plan.graph_memory_profiling) and graphs > 0
-    w = sum(x for x in (weights(pair.target), weights(pair.draft)) if x)  # type: ignore[operator]
+    w = sum(x for x in (weights(pair.target), weights(pair.draft)) if x)
     budget = int(total * GPU_MEMORY_UTILIZATION) - w - (graphs if profiled else 0)
     per_token = (kv_t or 0) + (kv_d or 0)
     if profiled:
@@ -161,10 +175,10 @@ def _kv_budget(
         + (" − graph estimate" if profiled else "")
         + " (activation peak not estimated)"
     )
-    return {
-        "gpu_memory_bytes": total,
-        "graph_memory_bytes": graphs,
-        "graph_memory_in_kv_budget": profiled,
-        "kv_budget_bytes": budget,
-        "kv_budget_tokens": budget // per_token if per_token and budget > 0 else None,
-    }
+    return KvBudget(
+        gpu_memory_bytes=total,
+        graph_memory_bytes=graphs,
+        graph_memory_in_kv_budget=profiled,
+        kv_budget_bytes=budget,
+        kv_budget_tokens=budget // per_token if per_token and budget > 0 else None,
+    )

@@ -56,11 +56,11 @@ def weak_alias(t: torch.Tensor) -> torch.Tensor:
     """
     if t.device.type != "cuda":
         return t
-    storage = torch._C._construct_storage_from_data_pointer(  # type: ignore[attr-defined]
+    storage = torch._C._construct_storage_from_data_pointer(
         t.untyped_storage().data_ptr(), t.device, t.untyped_storage().nbytes()
     )
     out = torch.empty(0, dtype=t.dtype, device=t.device)
-    out.set_(storage, t.storage_offset(), t.size(), t.stride())  # type: ignore[call-overload]
+    out.set_(storage, t.storage_offset(), t.size(), t.stride())
     return out
 
 

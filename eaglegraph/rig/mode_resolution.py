@@ -129,7 +129,8 @@ def resolve_mode(
     """
     if requested is Mode.BREAKABLE:
         raise BadInput("BREAKABLE is a runner flag in vLLM, not a cudagraph mode")
-    mode, reasons = requested, []
+    mode: Mode = requested
+    reasons: list[str] = []
     if not mode:
         return Resolution(Mode.NONE, ())
     if mode.has_piecewise() and not compiled and not breakable:

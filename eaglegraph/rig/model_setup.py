@@ -90,7 +90,7 @@ def check_buildable(pair: Pair, random_weights: bool, framework: str = "vllm") -
     if facts.kind is DraftKind.MTP:  # recognised layouts the rig does not build, and why
         layout = mtp_layout(pair)
         why = not_built_reason(layout, pair.draft.config) if layout is not None else None
-        if why is not None:
+        if layout is not None and why is not None:
             raise BadInput(f"{layout.style} MTP ({pair.draft.path}) is recognised but {why}")
     fatal = [f for f in pair.findings if f.id in FATAL_CHECKS and f.severity is Severity.ERROR]
     if fatal:

@@ -11,6 +11,7 @@ data (known/).
 
 from __future__ import annotations
 
+from eaglegraph.known.profiles import Profile
 from eaglegraph.rig.capture_sizes import sglang_batch_sizes, sglang_prefill_tokens
 from eaglegraph.rig.gpus import GpuSpec
 
@@ -49,7 +50,7 @@ def sglang_decode_batch_sizes(
     return sglang_batch_sizes(num_spec_tokens, max_bs=max_bs, max_running_requests=max_bs)
 
 
-def draft_extend_graph(backend: str, profile: object) -> bool:
+def draft_extend_graph(backend: str, profile: Profile) -> bool:
     """Whether the draft-extend graph runner exists for this backend (else it runs eagerly)."""
     if backend == "triton":
         return True
@@ -60,7 +61,7 @@ def draft_extend_graph(backend: str, profile: object) -> bool:
     return False
 
 
-def draft_prefill_bcg(explicit: bool | None, profile: object) -> bool:
+def draft_prefill_bcg(explicit: bool | None, profile: Profile) -> bool:
     """Breakable prefill graphs for the draft: the default on CUDA where the profile has it,
     else only when asked for (and only where the draft can have them at all)."""
     if not profile.sglang_draft_breakable_prefill:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from eaglegraph.known.breakable import BREAKABLE_ARCHITECTURES
+from eaglegraph.known.profiles import Profile
 from eaglegraph.rig.capture_sizes import round_for_spec_decode, user_sizes, vllm_default_sizes
 from eaglegraph.rig.descriptors import BatchDescriptor, build_descriptors
 from eaglegraph.rig.gpus import GpuSpec
@@ -27,36 +28,32 @@ from eaglegraph.rig.mode_resolution import (
 from eaglegraph.rig.modes import Mode
 
 
-def _flag(profile: object, name: str) -> bool:
-    return bool(getattr(profile, name))
-
-
-def support_rules(profile: object) -> SupportRules:
+def support_rules(profile: Profile) -> SupportRules:
     return SupportRules(
-        flashinfer_xqa_sm90=_flag(profile, "flashinfer_xqa_sm90"),
-        flashinfer_xqa_sm12x=_flag(profile, "flashinfer_xqa_sm12x"),
-        flashinfer_fa2_native_decode=_flag(profile, "flashinfer_fa2_native_decode"),
-        fa4_full_graphs=_flag(profile, "fa4_full_graphs"),
+        flashinfer_xqa_sm90=profile.flashinfer_xqa_sm90,
+        flashinfer_xqa_sm12x=profile.flashinfer_xqa_sm12x,
+        flashinfer_fa2_native_decode=profile.flashinfer_fa2_native_decode,
+        fa4_full_graphs=profile.fa4_full_graphs,
     )
 
 
-def vllm_batch_defaults(gpu: GpuSpec, profile: object) -> tuple[int, int]:
+def vllm_batch_defaults(gpu: GpuSpec, profile: Profile) -> tuple[int, int]:
     """`EngineArgs.get_batch_defaults` for the API server: (max_num_seqs, max_num_batched_tokens)."""
-    if gpu.memory_gib >= 160 and _flag(profile, "large_gpu_batch_defaults"):
+    if gpu.memory_gib >= 160 and profile.large_gpu_batch_defaults:
         return 1024, 16384
     if gpu.memory_gib >= 70 and "a100" not in gpu.name.lower():
         return 1024, 8192
     return 256, 2048
 
 
-def capture_ceiling(gpu: GpuSpec, profile: object) -> int:
+def capture_ceiling(gpu: GpuSpec, profile: Profile) -> int:
     """The default largest capture size: 1024 on SM10x where the profile has it, else 512."""
-    return 1024 if gpu.family == 100 and _flag(profile, "sm100_capture_ceiling") else 512
+    return 1024 if gpu.family == 100 and profile.sm100_capture_ceiling else 512
 
 
-def breakable_enabled(requested: bool | None, architecture: str | None, profile: object) -> bool:
+def breakable_enabled(requested: bool | None, architecture: str | None, profile: Profile) -> bool:
     """Explicit choice, else on for the architectures the engine lists (where it lists any)."""
-    if not _flag(profile, "breakable_graphs"):
+    if not profile.breakable_graphs:
         return False
     if requested is not None:
         return requested
@@ -76,7 +73,7 @@ class VllmSizing:
 
 def vllm_sizing(
     *,
-    profile: object,
+    profile: Profile,
     gpu: GpuSpec,
     requested: Mode,
     backend: str,
@@ -100,7 +97,7 @@ def vllm_sizing(
         attention_splits=compiled and not breakable,
         compiled=compiled,
         breakable=breakable,
-        compile_off_keeps_full=_flag(profile, "compile_off_keeps_full"),
+        compile_off_keeps_full=profile.compile_off_keeps_full,
     )
     if capture_sizes is not None:
         base = user_sizes(list(capture_sizes), max_num_batched_tokens)
@@ -111,11 +108,11 @@ def vllm_sizing(
             max_num_batched_tokens,
             max_capture_size,
             ceiling=capture_ceiling(gpu, profile),
-            decode_sizes=_flag(profile, "spec_decode_capture_sizes"),
-            add_max_num_batched_tokens=_flag(profile, "captures_max_num_batched_tokens"),
+            decode_sizes=profile.spec_decode_capture_sizes,
+            add_max_num_batched_tokens=profile.captures_max_num_batched_tokens,
         )
-    rounds = not _flag(profile, "per_descriptor_rounding") and (
-        _flag(profile, "rounds_every_mode") or resolution.mode.decode_mode() is Mode.FULL
+    rounds = not profile.per_descriptor_rounding and (
+        profile.rounds_every_mode or resolution.mode.decode_mode() is Mode.FULL
     )
     if not resolution.mode:
         sizes: list[int] = []
@@ -132,7 +129,7 @@ def phase_descriptors(
     max_num_seqs: int,
     decode_query_len: int,
     *,
-    profile: object,
+    profile: Profile,
     breakable: bool,
 ) -> list[BatchDescriptor]:
     """One manager's descriptors, ascending by size (decode descriptor first at a size)."""
@@ -142,32 +139,34 @@ def phase_descriptors(
         sizes,
         max_num_seqs,
         decode_query_len,
-        round_uniform=_flag(profile, "per_descriptor_rounding"),
+        round_uniform=profile.per_descriptor_rounding,
         max_capture_size=max(sizes) if sizes else None,
         segmented=segmented,
-        pad_segmented_reqs=segmented is Mode.BREAKABLE and _flag(profile, "breakable_pads_reqs"),
+        pad_segmented_reqs=segmented is Mode.BREAKABLE and profile.breakable_pads_reqs,
     )
     return [d for n in sorted(by_size) for d in by_size[n]]
 
 
-def draft_decode_mode(resolved: Mode, profile: object) -> Mode:
+def draft_decode_mode(resolved: Mode, profile: Profile) -> Mode:
     """The draft-decode manager's mode: clamped to FULL_DECODE_ONLY/NONE, or the runner's."""
-    if not _flag(profile, "draft_decode_mode_clamp"):
+    if not profile.draft_decode_mode_clamp:
         return resolved
     return Mode.FULL_DECODE_ONLY if resolved.decode_mode() is Mode.FULL else Mode.NONE
 
 
-def fused_draft_decode(backend: str, gpu: GpuSpec, profile: object, trtllm_artifacts: bool) -> bool:
+def fused_draft_decode(
+    backend: str, gpu: GpuSpec, profile: Profile, trtllm_artifacts: bool
+) -> bool:
     """K−1 draft decodes recorded in one graph with the metadata update inside: where the
     backend updates draft decode metadata in place (FlashAttention, Triton; FlashInfer only on
     its TRT-LLM-gen decode path)."""
-    if not _flag(profile, "fused_draft_decode"):
+    if not profile.fused_draft_decode:
         return False
     if backend in ("flash_attn", "triton"):
         return True
     return (
         backend == "flashinfer"
-        and _flag(profile, "flashinfer_fused_draft_decode")
+        and profile.flashinfer_fused_draft_decode
         and gpu.family == 100
         and trtllm_artifacts
     )
