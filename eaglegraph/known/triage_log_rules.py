@@ -66,6 +66,7 @@ SIGNAL_FACTS: tuple[SignalFact, ...] = (
     SignalFact("log.hang-prose", ("hang.narrative",)),
     SignalFact("ctx.launch-blocking", ("context.launch-blocking",)),
     SignalFact("ctx.mode-downgrade", ("mode.downgrade",)),
+    SignalFact("log.peer-lost", ("secondary.peer-lost",)),
 )
 
 # The root error's mechanism is one of the specific ones (it decides its own class).
@@ -396,6 +397,15 @@ LOG_RULES: tuple[Rule, ...] = (
         why="the engine watchdog fired: a step never returned",
     ),
     Rule("log-stall", HANG, 2.5, needs=("log.stall",), why="a process stopped making progress"),
+    Rule(
+        "log-peer-lost-alone",
+        OTHER,
+        1.5,
+        needs=("log.peer-lost",),
+        unless=("log.error",),
+        why="only a survivor's lost connection to a peer rank: the peer died first, and its "
+        "error is in its own log (collect every rank's log)",
+    ),
     Rule(
         "log-collective-timeout",
         HANG,

@@ -267,6 +267,14 @@ SIGNALS: tuple[SignalSpec, ...] = (
         extra=("exit code", "exitcode", "exited with"),
         why="the engine reporting that a worker died; the cause is earlier",
     ),
+    SignalSpec(
+        "secondary.peer-lost",
+        SECONDARY,
+        r"Connection (?:closed|reset) by peer",
+        anchors=("by peer",),
+        why="a surviving rank's collective (Gloo, TCPStore) lost its peer: the peer died of its "
+        "own error, which is the root cause (tp-dp.md, the Gloo cascade after an IMA)",
+    ),
     # --- hangs -----------------------------------------------------------------------------------
     SignalSpec(
         "hang.watchdog",
@@ -441,6 +449,7 @@ SECONDARY_SIGNALS = (
     "secondary.nccl-error",
     "secondary.engine",
     "secondary.abort",
+    "secondary.peer-lost",
 )
 # The mechanism of the primary error: the first row with a signal on its line names it; a line
 # with none of them is a plain exception.
