@@ -20,7 +20,7 @@ import torch
 
 from eaglegraph.pair import load_pair
 from eaglegraph.pair.presets import materialize
-from eaglegraph.probes.setup import rig_config
+from eaglegraph.probes.spec import rig_config
 from eaglegraph.rig.driver import Session
 from eaglegraph.rig.step import Rig
 

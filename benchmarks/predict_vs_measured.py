@@ -33,7 +33,7 @@ from eaglegraph.pair import load_pair
 from eaglegraph.pair.presets import materialize
 from eaglegraph.probes.capture import CaptureRequest, run_capture
 from eaglegraph.probes.memory_predict import predict_policy, record_capture
-from eaglegraph.probes.setup import rig_config
+from eaglegraph.probes.spec import rig_config
 
 SMALL = {"max_num_seqs": 8, "num_speculative_tokens": 3}
 # two MTP modules: vLLM refuses a K above the module count that is no multiple of it

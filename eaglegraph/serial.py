@@ -87,15 +87,18 @@ def atomic_write(path: Path | str, data: str | bytes, *, overwrite: bool = False
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise BadInput(f"cannot write {path}: folder {parent} does not exist")
-    mode = "wb" if isinstance(data, bytes) else "w"
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
     except OSError as exc:
         raise BadInput(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
         os.fchmod(fd, default_file_mode())
-        with os.fdopen(fd, mode, **({} if mode == "wb" else {"encoding": "utf-8"})) as fh:
-            fh.write(data)
+        if isinstance(data, bytes):
+            with os.fdopen(fd, "wb") as binary:
+                binary.write(data)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8") as text:
+                text.write(data)
         os.replace(tmp, path)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)

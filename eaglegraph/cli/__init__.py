@@ -66,7 +66,8 @@ class EagleGraphGroup(click.Group):
             raise
         except click.ClickException as exc:
             # usage errors too end as one line; the command's --help is named for the rest
-            where = exc.ctx.command_path if getattr(exc, "ctx", None) else "eaglegraph"
+            failed_in: click.Context | None = getattr(exc, "ctx", None)  # UsageError has one
+            where = failed_in.command_path if failed_in is not None else "eaglegraph"
             message = exc.format_message()
             if isinstance(exc, click.UsageError):
                 message += f" (see `{where} --help`)"

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from eaglegraph.cli.app import make_app, output_options
-from eaglegraph.cli.options import pair_arguments, plan_options_for, warn_suspicious
+from eaglegraph.cli.options import pair_arguments, plan_options_for, pool_option, warn_suspicious
 from eaglegraph.cli.outputs import Outputs, output_files
 from eaglegraph.cli.rig_options import build_spec, rig_options
 from eaglegraph.results.capture import CaptureRun
@@ -22,12 +22,7 @@ _CPU_NOTE = (
 @click.command("capture")
 @pair_arguments
 @plan_options_for(DEFAULT_MAX_NUM_SEQS, seqs_note=_CPU_NOTE)
-@click.option(
-    "--pool",
-    type=click.Choice(["shared", "dedicated", "per-graph"]),
-    default=None,
-    help="Graph pool policy (default: the behavior's: shared, or dedicated for vllm ≤ 0.22).",
-)
+@pool_option("Graph pool policy (default: the behavior's: shared, or dedicated for vllm ≤ 0.22).")
 @rig_options
 @click.option(
     "--replay", is_flag=True, help="After capture, run a grow/shrink schedule through the graphs."

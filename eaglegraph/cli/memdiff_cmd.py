@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from eaglegraph.cli.app import make_app, output_options
-from eaglegraph.cli.options import Seconds, plan_options, warn_suspicious
+from eaglegraph.cli.options import Seconds, plan_options, pool_option, warn_suspicious
 from eaglegraph.cli.outputs import Outputs, output_files
 from eaglegraph.cli.rig_options import build_spec, rig_options
 from eaglegraph.results.memdiff import MemdiffRun
@@ -15,20 +15,8 @@ from eaglegraph.results.memdiff import MemdiffRun
 
 @click.command("memdiff")
 @click.argument("model_dir", metavar="MODEL_DIR")
-@click.option(
-    "--pool",
-    type=click.Choice(["shared", "dedicated", "per-graph"]),
-    default="shared",
-    show_default=True,
-    help="Pool policy of the first capture.",
-)
-@click.option(
-    "--against",
-    type=click.Choice(["shared", "dedicated", "per-graph"]),
-    default="dedicated",
-    show_default=True,
-    help="Pool policy to compare with (must differ from --pool).",
-)
+@pool_option("Pool policy of the first capture.", "shared")
+@pool_option("Pool policy to compare with (must differ from --pool).", "dedicated", "--against")
 @plan_options
 @rig_options
 @click.option(

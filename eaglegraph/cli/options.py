@@ -18,6 +18,7 @@ from eaglegraph.rig.options import (
     DEFAULT_MAX_NUM_SEQS,
     FRAMEWORKS,
     SPECULATIVE_KEYS,
+    PlanChoices,
 )
 
 _MODE_OPTION = click.option(
@@ -195,9 +196,37 @@ def ignored_keys(text: str | None, used: tuple[str, ...]) -> list[str]:
     return [k for k in value if k not in used] if isinstance(value, dict) else []
 
 
-def pop_plan_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The plan options, with `--engine` turned into the profile name it selects; a warning on
-    stderr names each pasted JSON key the plan ignores."""
+def _parse_json(text: str | None, flag: str) -> dict[str, Any] | None:
+    """A pasted vLLM JSON config as an object; one line naming the flag when it is not one."""
+    import json
+
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{flag}: invalid JSON at column {exc.colno}: {exc.msg}") from None
+    if not isinstance(value, dict):
+        raise BadInput(f"{flag}: expected a JSON object")
+    return value
+
+
+def parse_capture_sizes(text: str | None) -> tuple[int, ...] | None:
+    """--capture-sizes 1,2,4 as integers (spaces allowed)."""
+    if text is None:
+        return None
+    try:
+        return tuple(int(s) for s in text.replace(" ", "").split(",") if s)
+    except ValueError:
+        raise BadInput(
+            f"--capture-sizes: expected comma-separated integers, got {text!r}"
+        ) from None
+
+
+def pop_plan_kwargs(kwargs: dict[str, Any]) -> PlanChoices:
+    """The plan options as one typed `PlanChoices`: JSON text and size lists parsed, `--engine`
+    turned into the profile name it selects; a warning on stderr names each pasted JSON key
+    the plan ignores."""
     plan = {k: kwargs.pop(k) for k in PLAN_KEYS if k in kwargs}
     check_capture_sizes(plan.get("capture_sizes"))
     for flag, key, used in (
@@ -216,7 +245,15 @@ def pop_plan_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
         if plan.get("behavior"):
             raise BadInput("give --engine or --behavior, not both")
         plan["behavior"] = profile_for_engine(engine).name
-    return plan
+    speculative = _parse_json(plan.pop("speculative_config", None), "--speculative-config")
+    compilation = _parse_json(plan.pop("compilation_config", None), "--compilation-config")
+    sizes = parse_capture_sizes(plan.pop("capture_sizes", None))
+    return PlanChoices(
+        **plan,
+        capture_sizes=sizes,
+        speculative_config=speculative,
+        compilation_config=compilation,
+    )
 
 
 WEEK = 7 * 24 * 3600.0  # no run waits longer; `1e308` would overflow the OS's timeout
@@ -249,6 +286,20 @@ def pair_arguments(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option("--draft", "draft_dir", default=None, help="Draft model folder.")(func)
     func = click.option("--target", "target_dir", default=None, help="Target model folder.")(func)
     return click.argument("model_dir", required=False, metavar="MODEL_DIR")(func)
+
+
+def pool_option(
+    help: str, default: str | None = None, name: str = "--pool"
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A graph pool policy (--pool, memdiff's --against): the same choices everywhere (the
+    spec's POOLS, spelled here so that listing commands does not import torch)."""
+    return click.option(
+        name,
+        type=click.Choice(["shared", "dedicated", "per-graph"]),
+        default=default,
+        show_default=default is not None,
+        help=help,
+    )
 
 
 def fail_on_option(default: str) -> Callable[[Any], Any]:

@@ -11,6 +11,7 @@ from eaglegraph.cli.options import (
     Seconds,
     fail_on_option,
     plan_options_for,
+    pool_option,
     pop_plan_kwargs,
     warn_suspicious,
 )
@@ -30,12 +31,7 @@ from eaglegraph.rig.options import PROBE_MAX_NUM_SEQS
 )
 @plan_options_for(PROBE_MAX_NUM_SEQS, with_mode=False)
 @rig_options
-@click.option(
-    "--pool",
-    type=click.Choice(["shared", "dedicated", "per-graph"]),
-    default=None,
-    help="Graph pool policy for the captures (default: the behavior's).",
-)
+@pool_option("Graph pool policy for the captures (default: the behavior's).")
 @click.option(
     "--batches",
     default=None,

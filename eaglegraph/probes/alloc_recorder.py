@@ -133,8 +133,8 @@ def shape_only_kernels(recorder: AllocationRecorder | None = None) -> Iterator[N
 
         return run
 
-    KernelInterface.__getitem__ = getitem  # type: ignore[method-assign]
+    KernelInterface.__getitem__ = getitem
     try:
         yield
     finally:
-        KernelInterface.__getitem__ = original  # type: ignore[method-assign]
+        KernelInterface.__getitem__ = original

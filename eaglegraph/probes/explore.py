@@ -8,17 +8,21 @@ progress shape; they run in the app's worker thread.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from eaglegraph.probes.inspection import InspectRequest
+from eaglegraph.probes.setup import as_choices
+from eaglegraph.rig.modes import Mode
+from eaglegraph.rig.options import PlanChoices
 
 Progress = Callable[[str, float | None], None]
 Action = Callable[[Progress], Any]
 
 
 def open_source(
-    source: str, plan: Mapping[str, Any], rig: Mapping[str, Any]
+    source: str, plan: PlanChoices | Mapping[str, Any], rig: Mapping[str, Any]
 ) -> tuple[Any, dict[str, Action]]:
     """A saved run and no actions; or a model folder's inspect report (with the options capture
     and probe rebuild the step with) and its `capture` and `probe` actions."""
@@ -26,23 +30,24 @@ def open_source(
         from eaglegraph.results import load_run
 
         return load_run(source), {}
+    choices = as_choices(plan)
     dtype = rig.get("dtype") or "auto"
-    report = InspectRequest(source, plan=plan, dtype=dtype, engine_defaults=False).resolve().run()
+    report = (
+        InspectRequest(source, plan=choices, dtype=dtype, engine_defaults=False).resolve().run()
+    )
     return report, {
-        "capture": lambda progress: capture(source, plan, rig, progress),
-        "probe": lambda progress: probe(source, plan, rig, progress),
+        "capture": lambda progress: capture(source, choices, rig, progress),
+        "probe": lambda progress: probe(source, choices, rig, progress),
     }
 
 
-def capture(
-    source: str, plan: Mapping[str, Any], rig: Mapping[str, Any], progress: Progress
-) -> Any:
+def capture(source: str, plan: PlanChoices, rig: Mapping[str, Any], progress: Progress) -> Any:
     """The capture `c` starts: the spec `eaglegraph capture` builds from these options."""
     from eaglegraph.probes.capture import CaptureRequest, run_capture
     from eaglegraph.probes.spec import resolve_run
     from eaglegraph.rig.plan import build_plan
 
-    spec = resolve_run(source, plan=dict(plan), **rig)
+    spec = resolve_run(source, plan=plan, **rig)
     total = sum(p.descriptor_count for p in build_plan(spec.options).phases) or 1
     done = [0]
 
@@ -56,14 +61,14 @@ def capture(
     )
 
 
-def probe(source: str, plan: Mapping[str, Any], rig: Mapping[str, Any], progress: Progress) -> Any:
+def probe(source: str, plan: PlanChoices, rig: Mapping[str, Any], progress: Progress) -> Any:
     """The probe `r` starts: every padded batch of the --mode given (default all), each case
     in its own worker process, as `eaglegraph probe` runs it."""
     from eaglegraph.probes.probing import ProbeRequest
 
-    options = dict(plan)
-    mode = options.pop("mode", None)
-    request = ProbeRequest.for_model(source, options, rig, modes=(mode,) if mode else ("all",))
+    mode = plan.mode.name if isinstance(plan.mode, Mode) else plan.mode
+    modes = (mode,) if mode else ("all",)
+    request = ProbeRequest.for_model(source, replace(plan, mode=None), rig, modes=modes)
     total, done = [0], [0]
 
     def on_plan(cases: list[Any]) -> None:

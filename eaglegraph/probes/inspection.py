@@ -8,15 +8,14 @@ model folder the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from eaglegraph.pair.model import Pair
 from eaglegraph.probes.setup import plan_options
 from eaglegraph.results.inspect import InspectReport
 from eaglegraph.rig.inspect import inspect_pair, open_pair
-from eaglegraph.rig.options import PlanOptions
+from eaglegraph.rig.options import PlanChoices, PlanOptions
 
 
 @dataclass(frozen=True)
@@ -27,7 +26,7 @@ class InspectRequest:
     model: str | None
     target: str | None = None
     draft: str | None = None
-    plan: Mapping[str, Any] = field(default_factory=dict)
+    plan: PlanChoices = field(default_factory=PlanChoices)
     dtype: str = "auto"
     predict_memory: bool = False
     # True: unset batch limits take what the engine release defaults to on --gpu (what a

@@ -27,7 +27,7 @@ from eaglegraph.probes.spec import RunSpec
 from eaglegraph.probes.stale_read import SGLANG_MODES, VLLM_MODES, build_findings, build_matrix
 from eaglegraph.results.probe import CaseResult, ProbeRun
 from eaglegraph.rig.modes import Mode
-from eaglegraph.rig.options import PROBE_MAX_NUM_SEQS
+from eaglegraph.rig.options import PROBE_MAX_NUM_SEQS, PlanChoices
 from eaglegraph.rig.plan import CapturePlan, build_plan
 
 PROBE_DEFAULT_SEQS = PROBE_MAX_NUM_SEQS  # padding bugs need only a few requests
@@ -49,7 +49,7 @@ class ProbeRequest:
     def for_model(
         cls,
         model: str,
-        plan: Mapping[str, Any],
+        plan: PlanChoices,
         rig: Mapping[str, Any],
         *,
         pool: str | None = None,
@@ -64,7 +64,7 @@ class ProbeRequest:
         if settings.get("compile_model") is None:
             settings["compile_model"] = False
         spec = resolve_run(
-            model, plan=dict(plan), pool=pool, default_max_num_seqs=PROBE_DEFAULT_SEQS, **settings
+            model, plan=plan, pool=pool, default_max_num_seqs=PROBE_DEFAULT_SEQS, **settings
         )
         return cls(spec=spec, **options)
 

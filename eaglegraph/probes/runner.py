@@ -102,9 +102,9 @@ def run_tasks(
             futures = {pool.submit(_isolated, job, live): i for i, job in enumerate(jobs)}
             for future in as_completed(futures):
                 i = futures[future]
-                outcomes[i] = future.result()
+                outcome = outcomes[i] = future.result()
                 if on_done is not None:
-                    on_done(i, outcomes[i])
+                    on_done(i, outcome)
         finally:
             live.stop()
             pool.shutdown(wait=True, cancel_futures=True)

@@ -1,7 +1,8 @@
 """Option resolution shared by every run: plan options with the draft's own K, and the device.
 
-`probes.spec` calls these once per run; `rig_config` is the shortcut for library callers and
-tests that hold a pair and want a rig without a spec.
+`probes.spec` calls these once per run (this module imports nothing of it: it stays free of
+torch, for headers-only commands like inspect). Library callers that hold a pair and want a
+rig without a spec use `probes.spec.rig_config`.
 """
 
 from __future__ import annotations
@@ -11,12 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from eaglegraph.errors import BadInput, MissingEnvironment
 from eaglegraph.pair.model import Pair
-from eaglegraph.rig.options import PlanOptions, resolve_plan_options
+from eaglegraph.rig.options import PlanChoices, PlanOptions, resolve_plan_options
 
 if TYPE_CHECKING:  # torch stays unimported for headers-only commands (inspect)
     import torch
-
-    from eaglegraph.rig.config import RigConfig
 
 
 def resolve_device(name: str) -> torch.device:
@@ -31,26 +30,28 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def plan_options(pair: Pair, plan: Mapping[str, Any], **extra: Any) -> PlanOptions:
-    """The plan options as the pair would run them: K defaults to what the draft declares.
-    `extra` goes to `resolve_plan_options` (inspect: the engine's batch defaults for the GPU)."""
-    hint = pair.draft_facts.speculative_tokens if pair.draft_facts else None
-    return resolve_plan_options(**plan, default_num_speculative_tokens=hint, **extra)
+def as_choices(plan: PlanChoices | Mapping[str, Any] | None) -> PlanChoices:
+    """Plan choices from a library caller: the typed object, or its fields as a mapping."""
+    if isinstance(plan, PlanChoices):
+        return plan
+    return PlanChoices(**(plan or {}))
 
 
-def rig_config(
+def plan_options(
     pair: Pair,
-    plan_kwargs: Mapping[str, Any],
+    plan: PlanChoices | Mapping[str, Any] | None = None,
     *,
-    guard: bool = False,
-    num_blocks: int | None = None,
-    **rig: Any,
-) -> RigConfig:
-    """Resolve a spec for `pair` and its rig config in one go (device, dtype, max_model_len,
-    random_weights, seed, compile_model as keywords). Uncompiled unless `compile_model` says
-    otherwise: a library caller asks for Inductor's minute of compilation explicitly."""
-    from eaglegraph.probes.spec import spec_for_pair
-
-    rig.setdefault("compile_model", False)
-    spec = spec_for_pair(pair, plan_kwargs, **rig)
-    return spec.rig_config(guard=guard, num_blocks=num_blocks)
+    engine_batch_defaults: bool = False,
+    architecture: str | None = None,
+    head_dim: int | None = None,
+) -> PlanOptions:
+    """The plan options as the pair would run them: K defaults to what the draft declares.
+    inspect passes the engine's batch defaults for the GPU and the target's own facts."""
+    hint = pair.draft_facts.speculative_tokens if pair.draft_facts else None
+    return resolve_plan_options(
+        as_choices(plan),
+        default_num_speculative_tokens=hint,
+        engine_batch_defaults=engine_batch_defaults,
+        architecture=architecture,
+        head_dim=head_dim,
+    )

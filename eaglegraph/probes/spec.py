@@ -21,11 +21,11 @@ from eaglegraph.known.compilation import engine_compiles_target
 from eaglegraph.known.profiles import get_profile
 from eaglegraph.pair import Pair, load_pair
 from eaglegraph.pair.presets import resolve_model_arg
-from eaglegraph.probes.setup import plan_options, resolve_device
+from eaglegraph.probes.setup import as_choices, plan_options, resolve_device
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.gpus import get_gpu
 from eaglegraph.rig.modes import Mode
-from eaglegraph.rig.options import PlanOptions
+from eaglegraph.rig.options import PlanChoices, PlanOptions
 from eaglegraph.rig.options import with_mode as options_with_mode
 
 POOLS = ("shared", "dedicated", "per-graph")
@@ -144,7 +144,7 @@ class RunSpec:
 
 def spec_for_pair(
     pair: Pair,
-    plan: Mapping[str, Any] | None = None,
+    plan: PlanChoices | Mapping[str, Any] | None = None,
     *,
     model: str | None = None,
     device: str = "auto",
@@ -172,16 +172,16 @@ def spec_for_pair(
         raise BadInput(f"--seed must be between 0 and {MAX_SEED - 1}, got {seed}")
     if pool is not None and pool not in POOLS:
         raise BadInput(f"unknown pool policy {pool!r}; choose {', '.join(POOLS)}")
-    options = plan_options(pair, plan or {})
-    if default_max_num_seqs and (plan or {}).get("max_num_seqs") is None:
+    chosen = as_choices(plan)
+    options = plan_options(pair, chosen)
+    if default_max_num_seqs and chosen.max_num_seqs is None:
         options = dataclasses.replace(options, max_num_seqs=default_max_num_seqs[options.framework])
     resolved_device = resolve_device(device).type
     full_seqs = None
-    chosen = plan or {}
     if (
         cpu_max_num_seqs
         and resolved_device == "cpu"
-        and chosen.get("max_num_seqs") is None
+        and chosen.max_num_seqs is None
         and options.capture_sizes is None
         and options.max_capture_size is None
         and cpu_max_num_seqs[options.framework] < options.max_num_seqs
@@ -243,3 +243,20 @@ def resolve_run(
     pair = load_pair(*source)
     shown = str(model if model is not None else (target or ""))
     return spec_for_pair(pair, kwargs.pop("plan", None), model=shown, source=source, **kwargs)
+
+
+def rig_config(
+    pair: Pair,
+    plan: PlanChoices | Mapping[str, Any] | None = None,
+    *,
+    guard: bool = False,
+    num_blocks: int | None = None,
+    **rig: Any,
+) -> RigConfig:
+    """Resolve a spec for `pair` and its rig config in one go, for library callers and tests
+    that hold a pair (device, dtype, max_model_len, random_weights, seed, compile_model as
+    keywords). Uncompiled unless `compile_model` says otherwise: a library caller asks for
+    Inductor's minute of compilation explicitly."""
+    rig.setdefault("compile_model", False)
+    spec = spec_for_pair(pair, plan, **rig)
+    return spec.rig_config(guard=guard, num_blocks=num_blocks)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -10,7 +12,7 @@ from rich.text import Text
 from eaglegraph.results.env import EnvReport
 
 
-def _kv_table(title: str, rows: list[tuple[str, object]]) -> Table:
+def _kv_table(title: str, rows: Sequence[tuple[str, object]]) -> Table:
     table = Table(title=title, title_justify="left", show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column()

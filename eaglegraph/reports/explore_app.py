@@ -149,7 +149,7 @@ class ExploreApp(App[None]):
         Binding("s", "cycle('severity')", "severity"),
         Binding("k", "cycle('kind')", "kind"),
         Binding("t", "timeline", "timeline"),
-        Binding("b", "back", "back"),
+        Binding("b", "go_back", "back"),
         Binding("x", "export", "export"),
         Binding("c", "start('capture')", "capture", show=False),
         Binding("r", "start('probe')", "probe", show=False),
@@ -204,7 +204,8 @@ class ExploreApp(App[None]):
 
     # --- tree and filters -----------------------------------------------------------------
 
-    def visible(self, node: Node) -> bool:
+    def is_shown(self, node: Node) -> bool:
+        """Whether the filters and the search let `node` through (not Textual's `visible`)."""
         for attr, want in self.filters.items():
             if want is not None and getattr(node, attr) != want:
                 return False
@@ -216,7 +217,7 @@ class ExploreApp(App[None]):
         tree.root.set_label(self.explorer.schema)
         first: str | None = None
         for section, nodes in self.explorer.sections():
-            shown = [n for n in nodes if self.visible(n)]
+            shown = [n for n in nodes if self.is_shown(n)]
             if not shown:
                 continue
             branch = tree.root.add(f"{section} ({len(shown)})", expand=section != "Graphs")
@@ -231,14 +232,14 @@ class ExploreApp(App[None]):
                 first = first or n.id
         tree.root.expand()
         self.update_status()
-        if self.selected is None or not self.visible(self.explorer.nodes[self.selected]):
+        if self.selected is None or not self.is_shown(self.explorer.nodes[self.selected]):
             self.show(first)
 
     def update_status(self) -> None:
         parts = [f"{k}={v}" for k, v in self.filters.items() if v]
         if self.query_text:
             parts.append(f"/{self.query_text}")
-        shown = sum(self.visible(n) for n in self.explorer.nodes.values())
+        shown = sum(self.is_shown(n) for n in self.explorer.nodes.values())
         self.query_one("#status", Static).update(
             f" {shown}/{len(self.explorer.nodes)} shown  "
             + ("filters: " + " ".join(parts) if parts else "no filter")
@@ -280,7 +281,7 @@ class ExploreApp(App[None]):
 
     def follow(self, node_id: str) -> None:
         """Show a linked node and move the tree cursor to it (clearing filters that hide it)."""
-        if not self.visible(self.explorer.nodes[node_id]):
+        if not self.is_shown(self.explorer.nodes[node_id]):
             self.filters = dict.fromkeys(self.filters)
             self.query_text = ""
             self.refresh_tree()
@@ -301,7 +302,8 @@ class ExploreApp(App[None]):
                 if child.children:
                     stack.append((child, [*path, child]))
 
-    def action_back(self) -> None:
+    def action_go_back(self) -> None:
+        """Back along the followed links (Textual's own `back` action pops screens)."""
         if self.history:
             target = self.history.pop()
             self.show(target)
@@ -357,7 +359,7 @@ class ExploreApp(App[None]):
             "selected": self.selected,
             "filters": self.filters,
             "search": self.query_text,
-            "shown": [i for i, node in nodes.items() if self.visible(node)],
+            "shown": [i for i, node in nodes.items() if self.is_shown(node)],
             "nodes": [nodes[i].to_json() for i in picked],
         }
         try:

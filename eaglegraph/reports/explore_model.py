@@ -17,7 +17,7 @@ from eaglegraph.known.upstream import UPSTREAM
 from eaglegraph.reports.format import fmt_bytes
 from eaglegraph.results.capture import CaptureEvent, CaptureRun
 from eaglegraph.results.findings import Finding
-from eaglegraph.results.inspect import InspectReport
+from eaglegraph.results.inspect import DraftFacts, InspectReport
 from eaglegraph.results.memdiff import MemdiffRun
 from eaglegraph.results.probe import CaseResult, ProbeRun
 from eaglegraph.results.registry import schema_of
@@ -415,7 +415,8 @@ def _probe(b: _Builder, run: ProbeRun) -> None:
             ("hits", str(case.hits)),
         ]
         for ph, desc in case.descriptors.items():
-            reqs, tokens = (case.counts.get(ph) or [None, None])[:2]
+            counts = case.counts.get(ph)
+            reqs, tokens = (counts[0], counts[1]) if counts else (None, None)
             detail.append((f"{ph} descriptor", f"{desc} for {reqs} reqs / {tokens} tokens"))
         for v in case.violations:
             detail.append(
@@ -561,9 +562,9 @@ def _inspect(b: _Builder, run: InspectReport) -> None:
                 ("vocab", str(g.vocab_size)),
                 ("dtype", str(g.dtype)),
             ]
-        if getattr(side, "kind", None):
+        if isinstance(side, DraftFacts) and side.kind:
             detail.append(("draft kind", f"{side.kind} ({side.style or '—'})"))
-            detail += [("evidence", e) for e in side.evidence]  # type: ignore[union-attr]
+            detail += [("evidence", e) for e in side.evidence]
         b.add(Node(f"side:{side.role}", "Run", f"{side.role} model", "model", detail=detail))
     for ph in plan.phases:
         node = b.add(
@@ -586,7 +587,7 @@ def _inspect(b: _Builder, run: InspectReport) -> None:
             ph.descriptors, ph.descriptor_modes, ph.uniform_token_counts, strict=True
         ):
             reqs = "—" if num_reqs is None else str(num_reqs)
-            g = b.add(
+            graph = b.add(
                 Node(
                     f"graph:{ph.phase}:{dmode}:{num_tokens}:{reqs}",
                     "Graphs",
@@ -603,7 +604,7 @@ def _inspect(b: _Builder, run: InspectReport) -> None:
                     ],
                 )
             )
-            b.link(node.id, g.id)
+            b.link(node.id, graph.id)
     plan_detail = [
         ("framework", plan.framework),
         ("behavior", plan.behavior),

@@ -241,7 +241,11 @@ def _widths(
 
 def _texts(e: CaptureEvent, run: CaptureRun, na: bool, short: bool = False) -> tuple[str, ...]:
     added = e.status.upper() if e.status != "ok" else "N/A" if na else fmt_bytes(e.bytes)
-    pool = (str(e.pool) if short else run.pool_label(e.pool)) if e.pool is not None else "—"
+    pool = (
+        (str(e.pool) if short else run.pool_label(e.pool) or str(e.pool))
+        if e.pool is not None
+        else "—"
+    )
     segs = str(e.segments) if e.mode in SEGMENTED_MODES or e.segments > 1 else ""
     return (
         e.mode,

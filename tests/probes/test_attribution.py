@@ -49,7 +49,7 @@ class _StrictCapture:
 def _spec(mode: str) -> Any:
     return resolve_run(
         "tiny-llama-eagle3",
-        plan={"max_num_seqs": 4, "num_speculative_tokens": 3, "mode": mode, "capture_sizes": "4"},
+        plan={"max_num_seqs": 4, "num_speculative_tokens": 3, "mode": mode, "capture_sizes": (4,)},
         device="cpu", max_model_len=256,
     )  # fmt: skip
 
@@ -121,7 +121,7 @@ def test_cuda_slot_mutants_capture() -> None:
     spec = resolve_run(
         "tiny-llama-eagle3",
         plan={"max_num_seqs": 4, "num_speculative_tokens": 3, "mode": "FULL_AND_PIECEWISE",
-              "capture_sizes": "4,16"},
+              "capture_sizes": (4, 16)},
         device="cuda", max_model_len=256,
     )  # fmt: skip
     for name in SLOT_MUTANTS:

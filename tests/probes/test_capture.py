@@ -14,7 +14,7 @@ from eaglegraph.cli import cli
 from eaglegraph.pair import load_pair
 from eaglegraph.pair.presets import materialize
 from eaglegraph.probes.capture import CaptureRequest, run_capture
-from eaglegraph.probes.setup import rig_config
+from eaglegraph.probes.spec import rig_config
 from eaglegraph.results import load_run
 from eaglegraph.rig.step import Rig
 
@@ -73,7 +73,7 @@ def test_capture_rich_view_says_na(tmp_path: Path) -> None:
 def test_capture_failure_keeps_partial_timeline(monkeypatch: pytest.MonkeyPatch) -> None:
     pair = load_pair(materialize("tiny-llama-eagle1"))
     config = rig_config(
-        pair, {"max_num_seqs": 4, "num_speculative_tokens": 3, "capture_sizes": "4,8", "mode": "FULL"},
+        pair, {"max_num_seqs": 4, "num_speculative_tokens": 3, "capture_sizes": (4, 8), "mode": "FULL"},
         device="cpu", max_model_len=256,
     )  # fmt: skip
     rig = Rig(pair, config)

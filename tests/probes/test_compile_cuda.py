@@ -10,7 +10,7 @@ import torch
 from eaglegraph.pair import load_pair
 from eaglegraph.pair.presets import materialize
 from eaglegraph.probes.capture import CaptureRequest, run_capture
-from eaglegraph.probes.setup import rig_config
+from eaglegraph.probes.spec import rig_config
 from eaglegraph.rig.workload import Schedule
 
 pytestmark = pytest.mark.cuda

@@ -14,7 +14,7 @@ from eaglegraph.probes.allocator_sim import Alloc, Free
 from eaglegraph.probes.memory_predict import predict_policy, record_capture
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.inspect import open_pair
-from eaglegraph.rig.options import resolve_plan_options
+from eaglegraph.rig.options import PlanChoices, resolve_plan_options
 from eaglegraph.rig.step import Rig
 
 
@@ -46,7 +46,7 @@ def test_nested_scopes_belong_to_the_outer_capture() -> None:
 
 def _config(**kw: object) -> tuple[object, RigConfig]:
     pair = open_pair("tiny-llama-eagle3")
-    opts = resolve_plan_options(max_num_seqs=2, num_speculative_tokens=2, **kw)  # type: ignore[arg-type]
+    opts = resolve_plan_options(PlanChoices(max_num_seqs=2, num_speculative_tokens=2, **kw))  # type: ignore[arg-type]
     return pair, RigConfig(opts, torch.device("cpu"))
 
 
@@ -196,7 +196,9 @@ def test_mla_up_projections_are_outside_breakable_segments() -> None:
     (SGLang's breakable prefill graphs) it lives in the default pool on CUDA, so the
     recording must not give it to the graph."""
     pair = open_pair("tiny-deepseek-mtp")
-    opts = resolve_plan_options(max_num_seqs=2, num_speculative_tokens=2, behavior="sglang-current")
+    opts = resolve_plan_options(
+        PlanChoices(max_num_seqs=2, num_speculative_tokens=2, behavior="sglang-current")
+    )
     recording = record_capture(pair, RigConfig(opts, torch.device("cpu")))  # type: ignore[arg-type]
     from eaglegraph.pair.mla import mla_dims
 

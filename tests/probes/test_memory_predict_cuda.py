@@ -13,7 +13,7 @@ from eaglegraph.pair.presets import materialize
 from eaglegraph.probes.allocator_sim import Alloc, Event, Free, simulate
 from eaglegraph.probes.capture import CaptureRequest, run_capture
 from eaglegraph.probes.memory_predict import predict_policy, record_capture
-from eaglegraph.probes.setup import rig_config
+from eaglegraph.probes.spec import rig_config
 
 pytestmark = pytest.mark.cuda
 MiB = 1 << 20

@@ -31,7 +31,7 @@ def test_mutant_is_found_and_located(name: str, mode: str, kinds: set[str]) -> N
     mutant = by_name(name)
     with planted(mutant):
         # capture sizes 4 and 16: batch 3 pads to 4 requests in every phase
-        run = probe_once(mutant.backend, mode, 3, capture_sizes="4,16")
+        run = probe_once(mutant.backend, mode, 3, capture_sizes=(4, 16))
     assert run.cases[0].status == "ok", run.cases[0].stderr
     assert run.findings, f"{name} was not found"
     for f in run.findings:

@@ -18,7 +18,7 @@ from eaglegraph.results.probe import ProbeRun
 CPU = {"device": "cpu", "max_model_len": 256}
 # batch 3 pads to the 4-request graphs, the 4-request dirtying step runs the 16-token ones: the
 # graphs the probe replays under the default sizes too, without capturing the rest
-SIZES = "4,16"
+SIZES = (4, 16)
 
 
 def _probe(behavior: str, backend: str, modes: list[str], batches: list[int] | None = None,
@@ -98,12 +98,12 @@ def test_current_vllm_is_clean_at_k_1_and_5_through_every_acceptance_path(
 
 
 def test_sglang_pre_10892_reads_stale_positions_and_current_is_clean() -> None:
-    old = _probe("sglang-pre-10892", "flash_attn", ["FULL"], [3], capture_sizes="4,8")
+    old = _probe("sglang-pre-10892", "flash_attn", ["FULL"], [3], capture_sizes=(4, 8))
     assert ("stale-read", "draft_decode", "sglang.draft_positions") in _kinds(old)
     assert (
         next(f for f in old.findings if f.buffer == "sglang.draft_positions").ref == "sglang#10892"
     )
-    new = _probe("sglang-current", "flash_attn", ["FULL"], [3], capture_sizes="4,8")
+    new = _probe("sglang-current", "flash_attn", ["FULL"], [3], capture_sizes=(4, 8))
     assert new.findings == []
 
 
@@ -160,10 +160,12 @@ def test_cuda_probe_required_results() -> None:
     assert ("stale-read", "draft_decode", "draft.kv_indptr") in _kinds(stale)
     oob = _probe("vllm-pre-39773", "flash_attn", ["FULL_AND_PIECEWISE"], [3], rig=gpu)
     assert ("oob-read", "draft_prefill", "eagle.last_token_indices") in _kinds(oob)
-    old = _probe("sglang-pre-10892", "flash_attn", ["FULL"], [3], rig=gpu, capture_sizes="4,8")
+    old = _probe("sglang-pre-10892", "flash_attn", ["FULL"], [3], rig=gpu, capture_sizes=(4, 8))
     assert ("stale-read", "draft_decode", "sglang.draft_positions") in _kinds(old)
     assert (
-        _probe("sglang-current", "flash_attn", ["FULL"], [3], rig=gpu, capture_sizes="4,8").findings
+        _probe(
+            "sglang-current", "flash_attn", ["FULL"], [3], rig=gpu, capture_sizes=(4, 8)
+        ).findings
         == []
     )
 

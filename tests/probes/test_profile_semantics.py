@@ -24,7 +24,7 @@ from eaglegraph.probes.probing import probe
 from eaglegraph.probes.spec import resolve_run
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.driver import run_workload
-from eaglegraph.rig.options import resolve_plan_options
+from eaglegraph.rig.options import PlanChoices, resolve_plan_options
 from eaglegraph.rig.plan import build_plan
 from eaglegraph.rig.step import Rig
 from eaglegraph.rig.workload import Schedule
@@ -32,7 +32,7 @@ from eaglegraph.rig.workload import Schedule
 SEED_BUGS = {"vllm-pre-39773", "sglang-pre-10892"}
 PRESET = "tiny-llama-eagle3"  # an EAGLE pair: the DFlash-only flag does not apply
 PLAN = {"max_num_seqs": 4, "num_speculative_tokens": 3, "max_num_batched_tokens": 64}
-SIZES = "4,8,16"
+SIZES = (4, 8, 16)
 SCHEDULE = Schedule.grow_shrink(3, waves=1)  # 3 requests pad into the 4-request graphs
 # Flags read outside the plan builders (whose effect the plan signature already carries).
 RUNTIME_FLAGS = (
@@ -61,10 +61,10 @@ def _mode(profile: Profile) -> str:
 
 
 def _signature(profile: Profile, backend: str) -> tuple:  # type: ignore[type-arg]
-    opts = resolve_plan_options(
+    opts = resolve_plan_options(PlanChoices(
         behavior=profile.name, attention_backend=backend, mode=_mode(profile),
         capture_sizes=SIZES, **PLAN,
-    )  # fmt: skip
+    ))  # fmt: skip
     plan = build_plan(opts)
     phases = tuple(
         (p.phase, p.mode, tuple(p.descriptors), p.fused_steps, p.per_mode_dispatch)
@@ -105,7 +105,9 @@ def test_classes_cover_every_release_profile() -> None:
 
 def _rig(behavior: str | None, backend: str, mode: str, device: str = "cpu") -> Rig:
     opts = resolve_plan_options(
-        behavior=behavior, attention_backend=backend, mode=mode, capture_sizes=SIZES, **PLAN
+        PlanChoices(
+            behavior=behavior, attention_backend=backend, mode=mode, capture_sizes=SIZES, **PLAN
+        )
     )
     pair = load_pair(materialize(PRESET))
     return Rig(pair, RigConfig(opts, torch.device(device), dtype="float32", max_model_len=256))

@@ -25,7 +25,7 @@ from eaglegraph.probes.runner import run_task
 from eaglegraph.probes.spec import RunSpec, resolve_run
 from eaglegraph.rig.plan import build_plan
 
-SMALL = {"max_num_seqs": 4, "num_speculative_tokens": 3, "capture_sizes": "4,8"}
+SMALL = {"max_num_seqs": 4, "num_speculative_tokens": 3, "capture_sizes": (4, 8)}
 
 
 def _draft_declaring_k(tmp_path: Path, k: int) -> Path:
@@ -66,7 +66,7 @@ def test_spec_round_trips_through_json() -> None:
     [
         ({}, "cuda", None, True),  # vLLM compiles its model by default
         ({"framework": "sglang"}, "cuda", None, False),  # SGLang only with --enable-torch-compile
-        ({"compilation_config": '{"mode": 0}'}, "cuda", None, False),  # vLLM told not to
+        ({"compilation_config": {"mode": 0}}, "cuda", None, False),  # vLLM told not to
         ({"mode": "BREAKABLE"}, "cuda", None, False),  # breakable graphs: compilation NONE
         ({}, "cpu", None, False),  # the emulated backend never compiles unless asked
         ({}, "cuda", False, False),  # --no-compile
@@ -129,7 +129,7 @@ def test_probe_plans_padding_for_the_k_the_draft_declares(tmp_path: Path) -> Non
 def test_memdiff_captures_run_as_data_in_workers() -> None:
     """memdiff's captures go through the runner: a spec in, a capture run out (CPU: emulated;
     the replay half is left to the CUDA test below, it costs a minute per side here)."""
-    plan = {"max_num_seqs": 2, "num_speculative_tokens": 1, "capture_sizes": "2,4", "mode": "FULL"}
+    plan = {"max_num_seqs": 2, "num_speculative_tokens": 1, "capture_sizes": (2, 4), "mode": "FULL"}
     spec = resolve_run("tiny-llama-eagle1", plan=plan, device="cpu", max_model_len=128)
     shared = capture_isolated(spec.with_pool("shared"), timeout=600, replay=False)
     dedicated = capture_isolated(spec.with_pool("dedicated"), timeout=600, replay=False)

@@ -271,7 +271,7 @@ def test_explore_model_dir_starts_a_real_capture(tmp_path: Path) -> None:
     the capture replaces the inspect view."""
     from eaglegraph.probes.explore import open_source as _open
 
-    plan = {"mode": "FULL", "capture_sizes": "4", "max_num_seqs": 4}
+    plan = {"mode": "FULL", "capture_sizes": (4,), "max_num_seqs": 4}
     report, actions = _open("tiny-llama-eagle3", plan, {"device": "cpu"})
     seen: list[tuple[str, float | None]] = []
 

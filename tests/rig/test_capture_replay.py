@@ -17,7 +17,7 @@ from eaglegraph.pair.presets import materialize
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.driver import run_workload
 from eaglegraph.rig.modes import Mode
-from eaglegraph.rig.options import resolve_plan_options
+from eaglegraph.rig.options import PlanChoices, resolve_plan_options
 from eaglegraph.rig.step import Rig
 from eaglegraph.rig.workload import Schedule
 
@@ -28,10 +28,10 @@ SCHEDULE = Schedule.grow_shrink(4, waves=1)
 def _rig(
     preset: str, backend: str, mode: str, device: torch.device, behavior: str | None = None
 ) -> Rig:
-    opts = resolve_plan_options(
+    opts = resolve_plan_options(PlanChoices(
         max_num_seqs=4, num_speculative_tokens=3, attention_backend=backend, mode=mode,
-        max_num_batched_tokens=64, capture_sizes="4,8,16", behavior=behavior,
-    )  # fmt: skip
+        max_num_batched_tokens=64, capture_sizes=(4, 8, 16), behavior=behavior,
+    ))  # fmt: skip
     return Rig(
         load_pair(materialize(preset)), RigConfig(opts, device, dtype="float32", max_model_len=256)
     )

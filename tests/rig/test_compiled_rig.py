@@ -10,7 +10,7 @@ from eaglegraph.pair import load_pair
 from eaglegraph.pair.presets import materialize
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.driver import run_workload
-from eaglegraph.rig.options import resolve_plan_options
+from eaglegraph.rig.options import PlanChoices, resolve_plan_options
 from eaglegraph.rig.step import Rig
 from eaglegraph.rig.workload import Schedule
 
@@ -19,10 +19,10 @@ DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def _rig(mode: str, compile_model: bool | None, preset: str = "tiny-llama-eagle1") -> Rig:
-    opts = resolve_plan_options(
+    opts = resolve_plan_options(PlanChoices(
         max_num_seqs=2, num_speculative_tokens=3, mode=mode, max_num_batched_tokens=64,
-        capture_sizes="4,8",
-    )  # fmt: skip
+        capture_sizes=(4, 8),
+    ))  # fmt: skip
     config = RigConfig(opts, DEVICE, dtype="float32", max_model_len=256)
     if compile_model is not None:
         config = RigConfig(opts, DEVICE, "float32", 256, compile=compile_model)
@@ -32,7 +32,7 @@ def _rig(mode: str, compile_model: bool | None, preset: str = "tiny-llama-eagle1
 def test_a_rig_config_compiles_only_when_asked() -> None:
     """The engine's default is resolved by the run spec (tests/probes/test_runner.py); a
     config built by hand stays eager, so the probe's many processes compile nothing."""
-    opts = resolve_plan_options(max_num_seqs=4)
+    opts = resolve_plan_options(PlanChoices(max_num_seqs=4))
     assert not RigConfig(opts, torch.device("cpu")).compiled
     assert not RigConfig(opts, torch.device("cuda")).compiled
     assert RigConfig(opts, torch.device("cuda"), compile=True).compiled

@@ -17,7 +17,7 @@ from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.driver import Session, run_workload
 from eaglegraph.rig.model_setup import build_models
 from eaglegraph.rig.modes import Mode
-from eaglegraph.rig.options import resolve_plan_options
+from eaglegraph.rig.options import PlanChoices, resolve_plan_options
 from eaglegraph.rig.reference import ReferenceEngine
 from eaglegraph.rig.step import Rig
 from eaglegraph.rig.workload import Schedule
@@ -29,10 +29,10 @@ SCHEDULE = Schedule.grow_shrink(4, waves=1)
 @pytest.mark.parametrize(("backend", "mode"), [("flashinfer", "NONE"), ("flash_attn", "FULL")])
 def test_dflash_matches_dense_reference(backend: str, mode: str, device: torch.device) -> None:
     pair = load_pair(materialize(PRESET))
-    opts = resolve_plan_options(
+    opts = resolve_plan_options(PlanChoices(
         max_num_seqs=4, num_speculative_tokens=K, attention_backend=backend, mode=mode,
-        max_num_batched_tokens=64, capture_sizes="4,8,16",
-    )  # fmt: skip
+        max_num_batched_tokens=64, capture_sizes=(4, 8, 16),
+    ))  # fmt: skip
     rig = Rig(pair, RigConfig(options=opts, device=device, max_model_len=256, dtype="float32"))
     prefill = rig.plan.phase("draft_prefill")
     assert rig.plan.phase("draft_decode").descriptors == []
@@ -91,10 +91,10 @@ def test_block_rows_have_kv_slots(behavior: str) -> None:
     prompt ending K short of a block boundary needs the next block (vLLM reserves K+1
     lookahead slots for DFlash). Before, its last mask row wrote into the null block, which
     every such request shares."""
-    opts = resolve_plan_options(
+    opts = resolve_plan_options(PlanChoices(
         max_num_seqs=2, num_speculative_tokens=K, mode="NONE", max_num_batched_tokens=64,
         behavior=behavior, framework=behavior.split("-")[0],
-    )  # fmt: skip
+    ))  # fmt: skip
     rig = Rig(load_pair(materialize(PRESET)), RigConfig(opts, torch.device("cpu"), "float32"))
     session = Session(rig)
     prompt = list(range(3, 3 + rig.block_size - K))

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from eaglegraph.cli import cli
 from eaglegraph.known.choose import profile_for_engine, profile_for_version
-from eaglegraph.rig.options import resolve_plan_options
+from eaglegraph.rig.options import PlanChoices, resolve_plan_options
 from eaglegraph.rig.plan import build_plan
 
 ROWS = json.loads((Path(__file__).parent / "data" / "vllm_plans.json").read_text())["rows"]
@@ -38,13 +38,15 @@ def _sorted(descs: list[list[int | None]]) -> list[list[int | None]]:
 @pytest.mark.parametrize("row", ROWS, ids=_key)
 def test_vllm_plan_matches_engine(row: dict) -> None:
     opts = resolve_plan_options(
-        behavior=row["profile"],
-        gpu=row["gpu"],
-        attention_backend=row["attention_backend"],
-        mode=row["requested_mode"],
-        max_num_seqs=row["max_num_seqs"],
-        num_speculative_tokens=row["num_speculative_tokens"],
-        max_num_batched_tokens=row["max_num_batched_tokens"],
+        PlanChoices(
+            behavior=row["profile"],
+            gpu=row["gpu"],
+            attention_backend=row["attention_backend"],
+            mode=row["requested_mode"],
+            max_num_seqs=row["max_num_seqs"],
+            num_speculative_tokens=row["num_speculative_tokens"],
+            max_num_batched_tokens=row["max_num_batched_tokens"],
+        )
     )
     plan = build_plan(opts)
     assert plan.attention_support["level"] == row["support"]
@@ -108,11 +110,13 @@ def test_sglang_plan_matches_engine(
     profile: str, gpu: str, backend: str, bs: list[int], extend: bool, ladder: int
 ) -> None:
     opts = resolve_plan_options(
-        behavior=profile,
-        gpu=gpu,
-        attention_backend=backend,
-        num_speculative_tokens=3,
-        engine_batch_defaults=True,
+        PlanChoices(
+            behavior=profile,
+            gpu=gpu,
+            attention_backend=backend,
+            num_speculative_tokens=3,
+            engine_batch_defaults=True,
+        )
     )
     plan = build_plan(opts)
     pairs = {p.phase: [[d.num_tokens, d.num_reqs] for d in p.descriptors] for p in plan.phases}
@@ -202,10 +206,10 @@ def test_sglang_plan_by_requests_and_steps(
 ) -> None:
     """TARGET_VERIFY graphs at bs·(K+1) tokens and one draft graph per batch size (all steps
     inside), for the batch sizes the server captures with max_running_requests = R."""
-    opts = resolve_plan_options(
+    opts = resolve_plan_options(PlanChoices(
         behavior=profile, gpu=gpu, attention_backend=backend, max_num_seqs=r,
         num_speculative_tokens=k, engine_batch_defaults=True,
-    )  # fmt: skip
+    ))  # fmt: skip
     plan = build_plan(opts)
     bs = _sglang_spec_bs(min(SGLANG_GPU_MAX_BS[gpu], r))
     pairs = {p.phase: [[d.num_tokens, d.num_reqs] for d in p.descriptors] for p in plan.phases}

@@ -19,7 +19,7 @@ from eaglegraph.rig.driver import run_workload
 from eaglegraph.rig.model_setup import build_models
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.mtp_plan import multi_module_mode
-from eaglegraph.rig.options import resolve_plan_options
+from eaglegraph.rig.options import PlanChoices, resolve_plan_options
 from eaglegraph.rig.reference import ReferenceEngine
 from eaglegraph.rig.step import Rig
 from eaglegraph.rig.workload import Schedule
@@ -29,10 +29,10 @@ SCHEDULE = Schedule.grow_shrink(4, waves=1)
 
 
 def _rig(backend: str, mode: str, device: torch.device) -> Rig:
-    opts = resolve_plan_options(
+    opts = resolve_plan_options(PlanChoices(
         max_num_seqs=4, num_speculative_tokens=K, attention_backend=backend, mode=mode,
-        max_num_batched_tokens=64, capture_sizes="3,6,12",
-    )  # fmt: skip
+        max_num_batched_tokens=64, capture_sizes=(3, 6, 12),
+    ))  # fmt: skip
     config = RigConfig(options=opts, device=device, max_model_len=256, dtype="float32")
     return Rig(load_pair(materialize(PRESET)), config)
 

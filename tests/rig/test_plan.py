@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from eaglegraph.cli.options import pop_plan_kwargs
 from eaglegraph.errors import BadInput
 from eaglegraph.rig.capture_sizes import (
     round_for_spec_decode,
@@ -17,7 +18,7 @@ from eaglegraph.rig.descriptors import (
     uniform_token_count,
 )
 from eaglegraph.rig.modes import Mode
-from eaglegraph.rig.options import resolve_plan_options
+from eaglegraph.rig.options import PlanChoices, resolve_plan_options
 from eaglegraph.rig.plan import build_plan
 
 
@@ -86,7 +87,7 @@ def test_dispatch_pads_to_next_size_and_prefers_decode() -> None:
 
 def test_flashinfer_downgrade_follows_the_profile_and_gpu() -> None:
     def plan(**kw: object) -> object:
-        return build_plan(resolve_plan_options(attention_backend="flashinfer", **kw))  # type: ignore[arg-type]
+        return build_plan(resolve_plan_options(PlanChoices(attention_backend="flashinfer", **kw)))  # type: ignore[arg-type]
 
     old = plan(behavior="vllm-0.22", gpu="H100")
     assert (
@@ -106,7 +107,7 @@ def test_flashinfer_downgrade_follows_the_profile_and_gpu() -> None:
 
 
 def _phases(**kw: object) -> dict[str, tuple[str, int]]:
-    plan = build_plan(resolve_plan_options(**kw))  # type: ignore[arg-type]
+    plan = build_plan(resolve_plan_options(PlanChoices(**kw)))  # type: ignore[arg-type]
     return {p.phase: (p.mode.name, p.descriptor_count) for p in plan.phases}
 
 
@@ -124,7 +125,7 @@ def test_draft_decode_clamp_of_pr_39773() -> None:
 
 def test_hazard_findings_follow_behavior() -> None:
     def ids(**kw: object) -> set[str]:
-        return {f.id for f in build_plan(resolve_plan_options(**kw)).findings}  # type: ignore[arg-type]
+        return {f.id for f in build_plan(resolve_plan_options(PlanChoices(**kw))).findings}  # type: ignore[arg-type]
 
     assert "piecewise-draft-decode" in ids(
         attention_backend="flashinfer", behavior="vllm-pre-39773"
@@ -165,7 +166,9 @@ def test_sglang_plan() -> None:
         44,
         48,
     ]
-    plan = build_plan(resolve_plan_options(framework="sglang", num_speculative_tokens=3))
+    plan = build_plan(
+        resolve_plan_options(PlanChoices(framework="sglang", num_speculative_tokens=3))
+    )
     target = plan.phase("target")
     assert target.descriptors[0] == BatchDescriptor(Mode.FULL, 4, 1, 4)
     prefill = plan.phase("draft_prefill")  # FA draft-extend graphs + breakable prefill ladder
@@ -173,7 +176,7 @@ def test_sglang_plan() -> None:
     assert {d.mode for d in prefill.descriptors} == {Mode.FULL, Mode.BREAKABLE}
 
     def prefill_mode(**kw: object) -> Mode:
-        opts = resolve_plan_options(framework="sglang", num_speculative_tokens=3, **kw)  # type: ignore[arg-type]
+        opts = resolve_plan_options(PlanChoices(framework="sglang", num_speculative_tokens=3, **kw))  # type: ignore[arg-type]
         return build_plan(opts).phase("draft_prefill").mode
 
     assert prefill_mode(behavior="sglang-0.5.4") is Mode.NONE  # draft extend eager
@@ -184,14 +187,16 @@ def test_sglang_plan() -> None:
     assert prefill_mode(mode="FULL") is Mode.FULL  # explicit FULL: no prefill graphs
     assert (
         build_plan(
-            resolve_plan_options(framework="sglang", attention_backend="triton", mode="FULL")
+            resolve_plan_options(
+                PlanChoices(framework="sglang", attention_backend="triton", mode="FULL")
+            )
         )
         .phase("draft_prefill")
         .mode
         is Mode.FULL
     )
     assert (
-        build_plan(resolve_plan_options(framework="sglang", num_speculative_tokens=1))
+        build_plan(resolve_plan_options(PlanChoices(framework="sglang", num_speculative_tokens=1)))
         .phase("draft_decode")
         .descriptor_count
         == 0
@@ -200,23 +205,34 @@ def test_sglang_plan() -> None:
 
 def test_options_from_vllm_json() -> None:
     opts = resolve_plan_options(
-        speculative_config='{"method": "eagle3", "num_speculative_tokens": 5}',
-        compilation_config='{"cudagraph_mode": "FULL_DECODE_ONLY", "cudagraph_capture_sizes": [1, 2, 4, 8]}',
+        PlanChoices(
+            speculative_config={"method": "eagle3", "num_speculative_tokens": 5},
+            compilation_config={
+                "cudagraph_mode": "FULL_DECODE_ONLY",
+                "cudagraph_capture_sizes": [1, 2, 4, 8],
+            },
+        )
     )
     assert opts.num_speculative_tokens == 5 and opts.mode is Mode.FULL_DECODE_ONLY
     assert opts.capture_sizes == (1, 2, 4, 8)
     with pytest.raises(BadInput, match="given twice"):
         resolve_plan_options(
-            num_speculative_tokens=3, speculative_config='{"num_speculative_tokens": 5}'
+            PlanChoices(num_speculative_tokens=3, speculative_config={"num_speculative_tokens": 5})
         )
-    with pytest.raises(BadInput, match="invalid JSON"):
-        resolve_plan_options(compilation_config="{oops")
+    with pytest.raises(BadInput, match="given twice"):
+        resolve_plan_options(
+            PlanChoices(mode="PIECEWISE", compilation_config={"cudagraph_mode": "FULL"})
+        )
+    with pytest.raises(BadInput, match="invalid JSON"):  # JSON text is the CLI's to parse
+        pop_plan_kwargs({"compilation_config": "{oops"})
+    with pytest.raises(BadInput, match="expected a JSON object"):
+        pop_plan_kwargs({"speculative_config": "[1]"})
     with pytest.raises(
         BadInput, match="method 'ngram': eaglegraph rebuilds eagle/eagle3/mtp/dflash only"
     ):
-        resolve_plan_options(speculative_config='{"method": "ngram"}')
+        resolve_plan_options(PlanChoices(speculative_config={"method": "ngram"}))
     with pytest.raises(BadInput, match="belongs to sglang"):
-        resolve_plan_options(framework="vllm", behavior="sglang-current")
+        resolve_plan_options(PlanChoices(framework="vllm", behavior="sglang-current"))
     with pytest.raises(BadInput, match="unknown behavior"):
-        resolve_plan_options(behavior="vllm-0.1")
-    assert resolve_plan_options(behavior="sglang-current").framework == "sglang"
+        resolve_plan_options(PlanChoices(behavior="vllm-0.1"))
+    assert resolve_plan_options(PlanChoices(behavior="sglang-current")).framework == "sglang"

@@ -14,7 +14,7 @@ from eaglegraph.errors import BadInput
 from eaglegraph.pair import load_pair
 from eaglegraph.pair.presets import materialize
 from eaglegraph.rig.config import RigConfig
-from eaglegraph.rig.options import resolve_plan_options
+from eaglegraph.rig.options import PlanChoices, resolve_plan_options
 from eaglegraph.rig.step import Rig
 from tests.helpers import tiny_eagle1_config, tiny_eagle3_config, tiny_target_config, write_config
 
@@ -23,7 +23,10 @@ CONFIGS = Path(__file__).parents[1] / "fixtures" / "configs"
 
 def _config(**kw: object) -> RigConfig:
     return RigConfig(
-        resolve_plan_options(max_num_seqs=4), torch.device("cpu"), max_model_len=256, **kw
+        resolve_plan_options(PlanChoices(max_num_seqs=4)),
+        torch.device("cpu"),
+        max_model_len=256,
+        **kw,
     )  # type: ignore[arg-type]
 
 
@@ -64,7 +67,7 @@ def test_config_only_needs_random_weights(monkeypatch: pytest.MonkeyPatch) -> No
 def test_max_model_len_beyond_the_target(monkeypatch: pytest.MonkeyPatch) -> None:
     _no_allocation(monkeypatch)
     config = RigConfig(
-        resolve_plan_options(max_num_seqs=4), torch.device("cpu"), max_model_len=4096
+        resolve_plan_options(PlanChoices(max_num_seqs=4)), torch.device("cpu"), max_model_len=4096
     )
     with pytest.raises(BadInput, match="exceeds the target's max_position_embeddings"):
         Rig(load_pair(materialize("tiny-llama-eagle1")), config)

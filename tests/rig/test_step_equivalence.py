@@ -15,7 +15,7 @@ from eaglegraph.pair.presets import materialize
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.driver import run_workload
 from eaglegraph.rig.model_setup import build_models
-from eaglegraph.rig.options import resolve_plan_options
+from eaglegraph.rig.options import PlanChoices, resolve_plan_options
 from eaglegraph.rig.reference import ReferenceEngine
 from eaglegraph.rig.step import Rig
 from eaglegraph.rig.workload import Schedule
@@ -29,10 +29,10 @@ CASES = [
 
 
 def _config(backend: str, device: torch.device, **kw: object) -> RigConfig:
-    opts = resolve_plan_options(
+    opts = resolve_plan_options(PlanChoices(
         max_num_seqs=4, num_speculative_tokens=3, attention_backend=backend,
         max_num_batched_tokens=64, mode="NONE",
-    )  # fmt: skip
+    ))  # fmt: skip
     return RigConfig(options=opts, device=device, max_model_len=256, **kw)  # type: ignore[arg-type]
 
 
