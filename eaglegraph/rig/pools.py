@@ -1,10 +1,8 @@
-"""Pool policies: which graph-memory pool each capture allocates from.
+"""Pool policies at work: which graph-memory pool each capture allocates from.
 
-shared    — one global `graph_pool_handle()` for every graph (vLLM ≥ 0.23, SGLang);
-dedicated — vLLM 0.22: target graphs and every PIECEWISE piece in the global pool, EAGLE FULL
-            prefill/decode graphs in one extra pool (hazard `dedicated-eagle-pool`);
-per-graph — each capture its own private pool (torch's default without `pool=`).
-On the emulated backend pools are labels only: nothing is allocated.
+The policies are `known.pool_policies.PoolPolicy`. Under `dedicated` the target graphs and
+every PIECEWISE piece stay in the global pool and only the EAGLE FULL prefill/decode graphs go
+to the extra pool. On the emulated backend pools are labels only: nothing is allocated.
 """
 
 from __future__ import annotations
@@ -13,10 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eaglegraph.errors import BadInput
+from eaglegraph.known.pool_policies import PoolPolicy
 from eaglegraph.results.pools import PoolId
 from eaglegraph.rig.modes import Mode
 
-POLICIES = ("shared", "dedicated", "per-graph")
+POLICIES = tuple(PoolPolicy.names())
 
 
 @dataclass
@@ -29,7 +28,7 @@ class PoolAssignment:
 
 @dataclass
 class PoolManager:
-    policy: str
+    policy: PoolPolicy | str
     backend: str
     handles: dict[str, Any] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
@@ -37,6 +36,7 @@ class PoolManager:
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
             raise BadInput(f"unknown pool policy {self.policy!r}; choose {', '.join(POLICIES)}")
+        self.policy = PoolPolicy(self.policy)
 
     def _handle(self, key: str, label: str) -> Any:
         if key not in self.handles:
@@ -50,9 +50,9 @@ class PoolManager:
         return self.handles[key]
 
     def assign(self, phase: str, mode: Mode) -> PoolAssignment:
-        if self.policy == "per-graph":
+        if self.policy is PoolPolicy.PER_GRAPH:
             return PoolAssignment("private", None)
-        if self.policy == "dedicated" and phase != "target" and mode is Mode.FULL:
+        if self.policy is PoolPolicy.DEDICATED and phase != "target" and mode is Mode.FULL:
             return PoolAssignment("eagle", self._handle("eagle", "eagle (dedicated)"))
         return PoolAssignment("global", self._handle("global", "global"))
 
