@@ -10,18 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eaglegraph.known.triage_rules import CONFIG, MODE, OOB, OOM, STALE
+from eaglegraph.known.triage_rules import CONFIG, MODE, OOB, OOM, STALE, Conditions
 
 _FAULT = ("mech.async", "says.fault")
 
 
 @dataclass(frozen=True)
-class IssueMatch:
+class IssueMatch(Conditions):
     hazard: str  # id in known.hazards
     category: str
-    needs: tuple[str, ...] = ()
-    any_of: tuple[str, ...] = ()
-    unless: tuple[str, ...] = ()
     # The symptom alone is common (an OOM); only the version that ran ties it to this hazard.
     needs_version: bool = False
 

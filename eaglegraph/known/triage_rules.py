@@ -15,6 +15,7 @@ says it should. `MISSING` says, per class, what evidence would make a weak verdi
 
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import dataclass
 
 from eaglegraph.results.triage import Category
@@ -38,16 +39,29 @@ NEGATION = (
 )
 
 
+@dataclass(frozen=True, kw_only=True)
+class Conditions:
+    """Facts that must hold: all of `needs`, one of `any_of` (when given), none of `unless`."""
+
+    needs: tuple[str, ...] = ()
+    any_of: tuple[str, ...] = ()
+    unless: tuple[str, ...] = ()
+
+    def holds(self, facts: Set[str]) -> bool:
+        return (
+            all(f in facts for f in self.needs)
+            and (not self.any_of or any(f in facts for f in self.any_of))
+            and not any(f in facts for f in self.unless)
+        )
+
+
 @dataclass(frozen=True)
-class Rule:
-    """Weight for `category` when the facts it needs hold."""
+class Rule(Conditions):
+    """Weight for `category` when its conditions hold."""
 
     id: str
     category: Category
     weight: float
-    needs: tuple[str, ...] = ()
-    any_of: tuple[str, ...] = ()
-    unless: tuple[str, ...] = ()
     why: str = ""
     # A statement in the issue title weighs more (TITLE_BONUS) when it names the class; a rule
     # that rests on what a report lacks (no spec decode, no log) gains nothing from the title.

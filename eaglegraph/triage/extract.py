@@ -11,6 +11,7 @@ labels show what actually ran, and the last word wins.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from eaglegraph.known.triage_signals import SignalKind
 from eaglegraph.results.triage import ModeChange
@@ -62,7 +63,7 @@ def _method(raw: str | None) -> str | None:
 _V_SPEC = re.compile(r"speculative_config=(?P<spec>SpeculativeConfig\([^)]*\)|None|\{[^}]*\})")
 _V_TARGET = re.compile(r"(?:^|\s)model='(?P<m>[^']*)'")
 _KV = re.compile(r"""["']?(?P<k>[A-Za-z_]+)["']?\s*[:=]\s*(?P<v>'[^']*'|"[^"]*"|[\w./+-]+)""")
-_V_FIELDS = {
+_V_FIELDS: dict[str, tuple[str, Callable[[str], object]]] = {
     "tensor_parallel_size": ("tp", to_int),
     "pipeline_parallel_size": ("pp", to_int),
     "data_parallel_size": ("dp", to_int),

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from eaglegraph.known.upstream import cite
-from eaglegraph.results.triage import CATEGORIES, Fix, TriageConfig
+from eaglegraph.results.triage import Category, Fix, TriageConfig
 from eaglegraph.triage.rules import Verdict
 from eaglegraph.triage.state import ScanState
 
-STALE, OOB, OOM, CAPTURE, MODE, CONFIG, ACCEPT, HANG, OTHER = CATEGORIES
+STALE, OOB, OOM, CAPTURE, MODE, CONFIG, ACCEPT, HANG, OTHER = Category
 
 
 @dataclass
@@ -30,7 +30,7 @@ class FixContext:
     version: tuple[int, int, int] | None
 
     @property
-    def category(self) -> str:
+    def category(self) -> Category:
         return self.verdict.category
 
     def before(self, *v: int) -> bool:
@@ -49,8 +49,11 @@ class FixContext:
 
 @dataclass(frozen=True)
 class KnownFix:
+    """An upstream change, why it is listed, and when its mechanism can be what happened."""
+
     change: str  # id of the upstream change or issue in eaglegraph.known.upstream
-    applies: Callable[[FixContext], str | None]
+    why: str
+    when: Callable[[FixContext], object]
 
 
 def _sg(c: FixContext) -> bool:
@@ -91,152 +94,128 @@ def _width(c: FixContext) -> bool:
 KNOWN_FIXES: tuple[KnownFix, ...] = (
     KnownFix(
         "sglang-padded-positions-reset",
-        lambda c: (
-            "padded replay in an SGLang build that may predate v0.5.4"
-            if _sg(c) and c.category == STALE and c.before(0, 5, 4)
-            else None
-        ),
+        "padded replay in an SGLang build that may predate v0.5.4",
+        lambda c: _sg(c) and c.category == STALE and c.before(0, 5, 4),
     ),
     KnownFix(
         "sglang-flashinfer-verify-positions",
-        lambda c: (
-            "stale read with the FlashInfer backend"
-            if _sg(c) and c.category == STALE and c.config.attention_backend == "flashinfer"
-            else None
-        ),
+        "stale read with the FlashInfer backend",
+        lambda c: _sg(c) and c.category == STALE and c.config.attention_backend == "flashinfer",
     ),
     KnownFix(
         "sglang-draft-seq-lens-sum",
+        "padded draft-decode replay",
         lambda c: (
-            "padded draft-decode replay"
-            if _sg(c)
+            _sg(c)
             and c.category == STALE
             and "draft" in c.text_of("context.padding").lower()
             and c.config.attention_backend not in ("flash_attn", "triton")
-            else None
         ),
     ),
     KnownFix(
         "sglang-dp-mtp-draft-extend-ima",
-        lambda c: (
-            "asynchronous fault with data-parallel attention"
-            if _sg(c) and c.category in (STALE, OTHER) and _async_like(c) and _dp(c)
-            else None
-        ),
+        "asynchronous fault with data-parallel attention",
+        lambda c: _sg(c) and c.category in (STALE, OTHER) and _async_like(c) and _dp(c),
     ),
     KnownFix(
         "sglang-draft-kv-indices-topk",
+        "out-of-range draft ids or silent draft corruption with topk > 1",
         lambda c: (
-            "out-of-range draft ids or silent draft corruption with topk > 1"
-            if _sg(c)
+            _sg(c)
             and (
                 (c.category == OOB and "vectorized_gather" in c.text_of("index.oob"))
                 or (c.category in (OOB, ACCEPT) and (c.config.topk or 1) > 1)
             )
-            else None
         ),
     ),
     KnownFix(
         "sglang-target-prefill-capture-state",
+        "failure next to a target-prefill graph capture",
         lambda c: (
-            "failure next to a target-prefill graph capture"
-            if _sg(c)
+            _sg(c)
             and c.category in (CAPTURE, STALE, OTHER)
             and any("prefill" in ph.name for ph in c.state.captures)
-            else None
         ),
     ),
     KnownFix(
         "sglang-dp-attention-hang",
-        lambda c: (
-            "hang with data-parallel attention"
-            if _sg(c) and c.category == HANG and _dp(c)
-            else None
-        ),
+        "hang with data-parallel attention",
+        lambda c: _sg(c) and c.category == HANG and _dp(c),
     ),
     KnownFix(
         "sglang-capture-max-bs",
+        "capture failure or capture-time OOM",
         lambda c: (
-            "capture failure or capture-time OOM"
-            if _sg(c)
+            _sg(c)
             and (
                 c.category == CAPTURE
                 or (c.category == OOM and c.verdict.phase.at_failure == "capture")
             )
-            else None
         ),
     ),
     KnownFix(
         "sglang-expert-recorder-capture-sync",
+        "capture failure with expert-distribution metrics enabled",
         lambda c: (
-            "capture failure with expert-distribution metrics enabled"
-            if _sg(c)
+            _sg(c)
             and c.category == CAPTURE
             and (c.config.expert_distribution_metrics or "expert_distribution" in c.frames_text())
-            else None
         ),
     ),
     KnownFix(
         "sglang-draft-extend-hidden-width",
-        lambda c: "width mismatch between draft and target" if _width(c) else None,
+        "width mismatch between draft and target",
+        lambda c: _width(c),
     ),
     KnownFix(
         "sglang-draft-input-width-helper",
-        lambda c: "width mismatch between draft and target" if _width(c) else None,
+        "width mismatch between draft and target",
+        lambda c: _width(c),
     ),
     KnownFix(
         "sglang-eagle3-aux-capture-order",
-        lambda c: (
-            "acceptance collapse with an EAGLE-3 draft"
-            if _sg(c) and c.category == ACCEPT and c.config.spec_method in ("eagle3", None)
-            else None
-        ),
+        "acceptance collapse with an EAGLE-3 draft",
+        lambda c: _sg(c) and c.category == ACCEPT and c.config.spec_method in ("eagle3", None),
     ),
     KnownFix(
         "vllm-mrv2-eagle-padding",
+        "stale/OOB read on an MRV2 build that may predate 0.20",
         lambda c: (
-            "stale/OOB read on an MRV2 build that may predate 0.20"
-            if _vl(c)
+            _vl(c)
             and c.category in (STALE, OOB, MODE)
             and c.before(0, 20)
             and (c.config.runner == "mrv2" or (c.version is not None and c.version >= (0, 19, 0)))
             and (c.category != MODE or c.config.cudagraph_mode_resolved == "PIECEWISE")
-            else None
         ),
     ),
     KnownFix(
         "vllm-slot-mapping-padded-seq-lens",
-        lambda c: (
-            "illegal address during padded replay"
-            if _vl(c) and c.category == STALE and c.before(0, 23)
-            else None
-        ),
+        "illegal address during padded replay",
+        lambda c: _vl(c) and c.category == STALE and c.before(0, 23),
     ),
     KnownFix(
         "vllm-piecewise-capture-alignment",
+        "fault with PIECEWISE graphs and speculative decoding",
         lambda c: (
-            "fault with PIECEWISE graphs and speculative decoding"
-            if _vl(c)
+            _vl(c)
             and c.category in (STALE, OOB)
             and c.config.cudagraph_mode_resolved == "PIECEWISE"
-            else None
         ),
     ),
     KnownFix(
         "vllm-eagle-dummy-run-graphs",
+        "crash during capture",
         lambda c: (
-            "crash during capture"
-            if _vl(c)
+            _vl(c)
             and c.category == CAPTURE
             and (c.state.hits("error.segfault") or "dummy_run" in c.frames_text())
-            else None
         ),
     ),
     KnownFix(
         "vllm-spec-capture-sizes-memory",
+        "OOM with large capture sizes or a squeezed KV cache",
         lambda c: (
-            "OOM with large capture sizes or a squeezed KV cache"
-            if _vl(c)
+            _vl(c)
             and c.category == OOM
             and (
                 (c.config.capture_sizes and max(c.config.capture_sizes) >= 2048)
@@ -246,70 +225,59 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
                 )
                 or c.verdict.phase.at_failure == "capture"
             )
-            else None
         ),
     ),
     KnownFix(
         "vllm-shared-eagle-pool",
+        "graph-pool memory on a 0.22 build (dedicated EAGLE pool)",
         lambda c: (
-            "graph-pool memory on a 0.22 build (dedicated EAGLE pool)"
-            if _vl(c)
+            _vl(c)
             and c.category == OOM
             and (
                 (c.version is not None and c.version[:2] in ((0, 21), (0, 22)))
                 or (c.version is None and c.config.runner == "mrv2")
             )
-            else None
         ),
     ),
     KnownFix(
         "vllm-negative-graph-memory-estimate",
-        lambda c: (
-            "negative graph-memory estimate in the log"
-            if _vl(c) and c.state.hits("memory.negative-estimate")
-            else None
-        ),
+        "negative graph-memory estimate in the log",
+        lambda c: _vl(c) and c.state.hits("memory.negative-estimate"),
     ),
     KnownFix(
         "vllm-flashinfer-decode-graph-choice",
+        "FlashInfer graphs with speculative decoding on an older build",
         lambda c: (
-            "FlashInfer graphs with speculative decoding on an older build"
-            if _vl(c)
+            _vl(c)
             and c.category in (STALE, MODE)
             and c.config.attention_backend == "flashinfer"
             and c.before(0, 12)
-            else None
         ),
     ),
     KnownFix(
         "vllm-eagle-input-dtype-acceptance",
+        "acceptance collapse with an EAGLE draft on an older build",
         lambda c: (
-            "acceptance collapse with an EAGLE draft on an older build"
-            if _vl(c)
+            _vl(c)
             and c.category == ACCEPT
             and c.config.spec_method in ("eagle", "eagle3", None)
             and c.before(0, 9)
-            else None
         ),
     ),
     KnownFix(
         "vllm-draft-prefill-attn-state",
+        "stale metadata on a 0.20 MRV2 build",
         lambda c: (
-            "stale metadata on a 0.20 MRV2 build"
-            if _vl(c)
+            _vl(c)
             and c.category in (STALE, ACCEPT)
             and c.version is not None
             and c.version[:2] == (0, 20)
-            else None
         ),
     ),
     KnownFix(
         "vllm-compile-not-graphs",
-        lambda c: (
-            "the reporter's A/B points at torch.compile"
-            if _vl(c) and c.state.hits("context.none-still-fails")
-            else None
-        ),
+        "the reporter's A/B points at torch.compile",
+        lambda c: _vl(c) and c.state.hits("context.none-still-fails"),
     ),
 )
 
@@ -317,8 +285,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
 def matching_fixes(ctx: FixContext) -> list[Fix]:
     out: list[Fix] = []
     for kf in KNOWN_FIXES:
-        why = kf.applies(ctx)
-        if why:
+        if kf.when(ctx):
             change = cite(kf.change)
-            out.append(Fix(change.full_ref, change.summary, why))
+            out.append(Fix(change.full_ref, change.summary, kf.why))
     return out

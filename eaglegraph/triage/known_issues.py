@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from eaglegraph.known.hazards import Hazard, hazard
-from eaglegraph.known.triage_issues import ISSUE_MATCHES, IssueMatch
+from eaglegraph.known.triage_issues import ISSUE_MATCHES
 from eaglegraph.known.upstream import UPSTREAM
 from eaglegraph.known.versions import ENGINE_LABELS, parse_version
 from eaglegraph.results.triage import TriageConfig
@@ -21,14 +21,6 @@ class KnownIssue:
     hazard: Hazard
     sentence: str
     full_ref: str | None  # the GitHub ref of the fix, else of the first issue
-
-
-def _holds(m: IssueMatch, facts: set[str]) -> bool:
-    return (
-        all(f in facts for f in m.needs)
-        and (not m.any_of or any(f in facts for f in m.any_of))
-        and not any(f in facts for f in m.unless)
-    )
 
 
 def _named(h: Hazard) -> str:
@@ -46,7 +38,7 @@ def match(category: str, facts: set[str], cfg: TriageConfig) -> tuple[list[Known
     ruled_out: list[str] = []
     version = parse_version(cfg.version)
     for m in ISSUE_MATCHES:
-        if m.category != category or not _holds(m, facts):
+        if m.category != category or not m.holds(facts):
             continue
         h = hazard(m.hazard)
         if h.engine is not None and cfg.framework not in (None, h.engine):

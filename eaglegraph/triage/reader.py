@@ -70,7 +70,7 @@ class _Transcode(io.RawIOBase):
     """UTF-16 (with or without BOM) re-encoded as UTF-8, so the byte-level scan works."""
 
     def __init__(self, raw: BinaryIO, encoding: str) -> None:
-        self._reader = codecs.getreader(encoding)(raw, errors="replace")
+        self._reader = codecs.getreader(encoding)(raw, "replace")
         self._pending = b""
 
     def readable(self) -> bool:
@@ -239,7 +239,7 @@ def _checked(stream: BinaryIO) -> BinaryIO:
     """The stream with its head checked by `check_text` and put back in front of the rest."""
     head = _Reader(stream, []).read(_TEXT_HEAD)
     check_text(head)
-    return io.BufferedReader(_Chain(head, stream), buffer_size=BLOCK)  # type: ignore[return-value]
+    return io.BufferedReader(_Chain(head, stream), buffer_size=BLOCK)
 
 
 def iter_blocks(

@@ -17,12 +17,12 @@ from eaglegraph.known.triage_rules import FLASHINFER_FULL_FLAGS, METHOD_KINDS
 from eaglegraph.known.versions import parse_version
 from eaglegraph.pair.kinds import DraftKind, kind_for_method
 from eaglegraph.pair.presets import PRESETS, preset_for
-from eaglegraph.results.triage import CATEGORIES, TriageConfig
+from eaglegraph.results.triage import Category, TriageConfig
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.options import ATTENTION_BACKENDS
 from eaglegraph.triage.fixes import FixContext, mismatch_kind
 
-STALE, OOB, OOM, CAPTURE, MODE, CONFIG, ACCEPT, HANG, OTHER = CATEGORIES
+STALE, OOB, OOM, CAPTURE, MODE, CONFIG, ACCEPT, HANG, OTHER = Category
 
 PROBE_BACKENDS = ATTENTION_BACKENDS
 PROBE_MODES = tuple(Mode.__members__)

@@ -49,7 +49,7 @@ class Contribution:
 class Verdict:
     category: Category
     confidence: float
-    scores: dict[Category, float]
+    scores: dict[str, float]
     contributions: list[Contribution]
     primary: Hit | None
     primary_mechanism: Mechanism | None
@@ -74,14 +74,6 @@ def calibrated(raw: float) -> float:
     return CALIBRATION[-1][1]
 
 
-def _holds(rule: Rule, facts: set[str]) -> bool:
-    return (
-        all(f in facts for f in rule.needs)
-        and (not rule.any_of or any(f in facts for f in rule.any_of))
-        and not any(f in facts for f in rule.unless)
-    )
-
-
 def _said_hit(s: Said) -> Hit:
     return Hit(s.line, s.text, f"said.{s.id.split('.', 1)[1]}", SignalKind.NARRATIVE)
 
@@ -103,7 +95,7 @@ def weigh(
         names.add("ctx.spec")
     out: list[Contribution] = []
     for rule in table:
-        if not _holds(rule, names):
+        if not rule.holds(names):
             continue
         hits: list[Hit] = []
         details: list[str] = []
@@ -151,7 +143,7 @@ def settle(
     v: Verdict, contributions: list[Contribution], facts: list[str] | None = None
 ) -> Verdict:
     """The verdict these contributions give: best category and its raw confidence."""
-    out = dict.fromkeys(CATEGORIES, 0.0)
+    out: dict[str, float] = {c: 0.0 for c in CATEGORIES}
     for c in contributions:
         out[c.category] += c.weight
     scores = {k: round(w, 3) for k, w in out.items()}
