@@ -1,6 +1,6 @@
 """What a log's own lines weigh, as data: each rule names the log facts it needs.
 
-`eaglegraph.triage.rules` reads facts off the scanned log (`log.*`: a mechanism seen on a line,
+`eaglegraph.triage.facts` reads facts off the scanned log (`log.*`: a mechanism seen on a line,
 a context such as padded replay or a stopped capture; `phase.*`: where the first root error
 happened; `log.mech-*`: the mechanism of that error). These rules turn the facts into weight
 for a failure class, the same way `triage_rules.RULES` does for a reporter's statements. The
@@ -13,6 +13,10 @@ reasoning they encode follows crash-triage.md:
   read, pinned on an eagerly launched library kernel something else;
 - a log with no error line is read for what it does show (mode resolution, acceptance, a
   stuck process).
+
+A new signal takes three files: its line pattern (`triage_signals.SIGNALS`, plus its place in
+`SECONDARY_SIGNALS` / `SPECIFIC` / `MECHANISMS` when it is a consequence or a root error), its
+fact and weight here (`SIGNAL_FACTS`, `LOG_RULES`), and a test.
 """
 
 from __future__ import annotations

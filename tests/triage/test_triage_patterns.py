@@ -140,3 +140,44 @@ def test_no_pattern_backtracks_quadratically_on_long_lines() -> None:
                 match_line(line)
                 worst = max(worst, (time.perf_counter() - start, anchor + sep))
     assert worst[0] < 1.0, worst
+
+
+def test_match_order_is_declared_not_import_order() -> None:
+    """Importing a pattern module first (as a test or a tool may) does not reorder matching."""
+    import subprocess
+    import sys
+
+    code = (
+        "import eaglegraph.triage.signals, eaglegraph.triage.phases\n"
+        "from eaglegraph.triage.registry import GROUPS, patterns\n"
+        "assert [g for g, _ in GROUPS] == ['config', 'health', 'capture', 'signals']\n"
+        "assert patterns() == tuple(p for _, g in GROUPS for p in g)\n"
+        "print(patterns()[0].id, patterns()[-1].id)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["cfg.vllm-engine", "structure.traceback"]
+
+
+def test_no_import_cycle_inside_triage() -> None:
+    import ast
+    from pathlib import Path
+
+    import eaglegraph.triage as pkg
+
+    graph: dict[str, set[str]] = {}
+    for path in Path(pkg.__file__).parent.glob("*.py"):
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "eaglegraph.triage."
+            ):
+                deps.add((node.module or "").rsplit(".", 1)[-1])
+        graph[path.stem] = deps
+
+    def reaches(start: str, target: str, seen: set[str]) -> bool:
+        for d in graph.get(start, ()):
+            if d == target or (d not in seen and reaches(d, target, seen | {d})):
+                return True
+        return False
+
+    assert [m for m in graph if reaches(m, m, set())] == []

@@ -216,3 +216,18 @@ def test_signal_facts_name_signals_that_exist() -> None:
     recorded = {p.id for p in patterns()} | {"pyspy.frame", "mode.downgrade", "mode.override"}
     for sf in SIGNAL_FACTS:
         assert set(sf.signals) <= recorded, sf
+
+
+def test_categories_serialise_as_their_plain_strings() -> None:
+    """The enums keep the triage/1 JSON byte-identical to the strings they replaced."""
+    import json
+
+    from eaglegraph.results.triage import CATEGORIES, Category, Role
+    from eaglegraph.serial import to_jsonable
+
+    assert json.dumps({Category.OOM: [Category.OOM, Role.PRIMARY]}) == (
+        '{"pool-memory/oom": ["pool-memory/oom", "primary"]}'
+    )
+    assert to_jsonable({Category.STALE: 1.0}) == {"stale-buffer-read": 1.0}
+    assert f"triage.{Category.OOM.replace('/', '-')}" == "triage.pool-memory-oom"
+    assert [str(c) for c in CATEGORIES][-1] == "other"
