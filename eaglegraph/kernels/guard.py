@@ -38,6 +38,7 @@ __all__ = [
     "Violation",
     "check_bounds_pair",
     "guard_args",
+    "log_bounds_pair",
     "log_violation",
 ]
 
@@ -214,3 +215,15 @@ def check_bounds_pair(start, end, bound):
     bad_start = (start < 0) | (start > bound)
     bad_end = (end < 0) | (end > bound) | (~bad_start & (end < start))
     return bad_start, bad_end
+
+
+@triton.jit
+def log_bounds_pair(
+    entries_ptr, count_ptr, capacity, kernel_id, buffer_id, i, start, end, bad_start, bad_end
+):
+    """Log entries ``i`` and ``i+1`` of a cumulative index array as ``check_bounds_pair``
+    judged them; entry ``i`` only for ``i == 0``, since request ``i-1`` logs it as its end."""
+    log_violation(
+        entries_ptr, count_ptr, capacity, kernel_id, buffer_id, i, start, (i == 0) & bad_start
+    )
+    log_violation(entries_ptr, count_ptr, capacity, kernel_id, buffer_id, i + 1, end, bad_end)

@@ -29,22 +29,15 @@ import math
 
 import torch
 
-from eaglegraph.kernels._triton import (
-    check_device,
-    interpreting,
-    next_pow2,
-    reduce_max,
-    reduce_sum,
-    tl,
-    triton,
-)
+from eaglegraph.kernels._triton import check_device, interpreting, next_pow2, tl, triton
+from eaglegraph.kernels.attention.request import page_ids, qk_scores, request_kv, softmax_step
 from eaglegraph.kernels.attention.tiles import (
     INTERP_MAX_TILE,
     LOG2E,
     dot_in_f32,
     fit_interpreted,
 )
-from eaglegraph.kernels.guard import Guard, check_bounds_pair, guard_args, log_violation
+from eaglegraph.kernels.guard import Guard, guard_args
 from eaglegraph.kernels.launch import launch, strides
 
 __all__ = ["mla_csr_decode", "mla_csr_prefill", "mla_scale", "mla_varlen_attention"]
@@ -95,70 +88,11 @@ def _mla_kernel(
     r = tl.program_id(0)
     hb = tl.program_id(1)
     mb = tl.program_id(2)
-    if DECODE:
-        qs = r
-        qe = r + 1
-    else:
-        qs = tl.load(qo_ptr + r)
-        qe = tl.load(qo_ptr + r + 1)
-    q_len = qe - qs
-    if CSR:
-        ks = tl.load(kv_indptr_ptr + r)
-        ke = tl.load(kv_indptr_ptr + r + 1)
-        n_pages = ke - ks
-        lpl = tl.load(len_ptr + r)
-        kv_len = tl.where(n_pages > 0, (n_pages - 1) * PAGE_SIZE + lpl, 0)
-        page_base = pages_ptr + ks.to(tl.int64)
-    else:
-        kv_len = tl.load(len_ptr + r)
-        page_base = pages_ptr + r.to(tl.int64) * bt_stride
-    active = q_len > 0
-
-    if GUARD:
-        first = (hb == 0) & (mb == 0)
-        meta_ok = q_len >= 0
-        bad_qs = q_len < 0  # DECODE: never
-        bad_qe = q_len < 0
-        if not DECODE:
-            bad_qs, bad_qe = check_bounds_pair(qs, qe, num_q_rows)
-            meta_ok = ~bad_qs & ~bad_qe
-        if CSR:
-            bad_ks, bad_ke = check_bounds_pair(ks, ke, pages_extent)
-            kv_ok = ~bad_ks & ~bad_ke
-            bad_len = (lpl < 0) | (lpl > PAGE_SIZE) | (kv_ok & (n_pages > 0) & (lpl < 1))
-            len_value = lpl
-            meta_ok = meta_ok & kv_ok & ~bad_len
-        else:
-            bad_len = (
-                (kv_len < 0) | (kv_len > pages_extent * PAGE_SIZE) | (meta_ok & (kv_len < q_len))
-            )
-            len_value = kv_len
-            meta_ok = meta_ok & ~bad_len
-        if first & ~meta_ok:
-            if not DECODE:
-                log_violation(
-                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qo_id, r, qs,
-                    (r == 0) & bad_qs,
-                )  # fmt: skip
-                log_violation(
-                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qo_id, r + 1, qe,
-                    bad_qe,
-                )  # fmt: skip
-            log_violation(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, len_id, r, len_value,
-                bad_len,
-            )  # fmt: skip
-            if CSR:
-                log_violation(
-                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, kv_indptr_id, r, ks,
-                    (r == 0) & bad_ks,
-                )  # fmt: skip
-                log_violation(
-                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, kv_indptr_id, r + 1,
-                    ke, bad_ke,
-                )  # fmt: skip
-        active = active & meta_ok
-        log_pages = (hb == 0) & (mb == (q_len - 1) // BLOCK_M)
+    qs, q_len, kv_len, page_base, page_row0, active, log_pages = request_kv(
+        r, hb, mb, qo_ptr, len_ptr, pages_ptr, kv_indptr_ptr, num_q_rows, pages_extent,
+        bt_stride, log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qo_id, len_id,
+        kv_indptr_id, CSR, DECODE, PAGE_SIZE, BLOCK_M, GUARD,
+    )  # fmt: skip
 
     # Rows are token-major: row i is token i // BLOCK_H, head hb*BLOCK_H + i % BLOCK_H.
     m_start = mb * BLOCK_M
@@ -188,44 +122,19 @@ def _mla_kernel(
     l_i = tl.full([BLOCK_M * BLOCK_H], 0.0, tl.float32)
     acc = tl.full([BLOCK_M * BLOCK_H, BLOCK_L], 0.0, tl.float32)
     for start in range(0, kv_hi, BLOCK_N):
-        offs_n = start + tl.arange(0, BLOCK_N)
-        n_ok = offs_n < kv_hi
-        page_idx = offs_n // PAGE_SIZE
-        page = tl.load(page_base + page_idx, mask=n_ok, other=0).to(tl.int64)
-        if GUARD:
-            bad_page = n_ok & ((page < 0) | (page >= num_blocks))
-            if log_pages & (reduce_max(bad_page.to(tl.int32), 0) > 0):
-                page_row = ks + page_idx if CSR else r * pages_extent + page_idx
-                log_violation(
-                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, pages_id, page_row,
-                    page, bad_page & (offs_n % PAGE_SIZE == 0),
-                )  # fmt: skip
-            n_ok = n_ok & ~bad_page
+        offs_n, n_ok, page = page_ids(
+            page_base, page_row0, start, kv_hi, num_blocks, log_pages, log_entries_ptr,
+            log_count_ptr, log_capacity, kernel_id, pages_id, PAGE_SIZE, BLOCK_N, GUARD,
+        )  # fmt: skip
         row_base = cache_ptr + page[:, None] * stride_cb + (offs_n % PAGE_SIZE)[:, None] * stride_co
         c = tl.load(row_base + offs_l[None, :], mask=n_ok[:, None] & l_ok[None, :], other=0.0)
         kpe = tl.load(
             row_base + LATENT + offs_p[None, :], mask=n_ok[:, None] & p_ok[None, :], other=0.0
         )
-        if DOT_F32:
-            c32 = c.to(tl.float32)
-            s = tl.dot(q_lat, tl.trans(c32), input_precision="ieee")
-            s += tl.dot(q_pe, tl.trans(kpe.to(tl.float32)), input_precision="ieee")
-        else:
-            s = tl.dot(q_lat, tl.trans(c))
-            s += tl.dot(q_pe, tl.trans(kpe))
+        s = qk_scores(q_lat, c, DOT_F32)
+        s += qk_scores(q_pe, kpe, DOT_F32)
         allowed = n_ok[None, :] & (offs_n[None, :] <= q_pos[:, None])
-        s = tl.where(allowed, s * qk_scale, float("-inf"))
-        m_new = tl.maximum(m_i, reduce_max(s, 1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        p = tl.exp2(s - m_safe[:, None])
-        alpha = tl.exp2(m_i - m_safe)
-        l_i = l_i * alpha + reduce_sum(p, 1)
-        if DOT_F32:  # noqa: SIM108 (c32 exists only in this branch)
-            pv = tl.dot(p, c32, input_precision="ieee")
-        else:
-            pv = tl.dot(p.to(c.dtype), c)
-        acc = acc * alpha[:, None] + pv
-        m_i = m_new
+        acc, m_i, l_i = softmax_step(acc, m_i, l_i, s, allowed, qk_scale, c, DOT_F32)
 
     o = acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None]
     tl.store(

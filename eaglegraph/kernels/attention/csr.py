@@ -11,12 +11,19 @@ from eaglegraph.kernels._triton import (
     check_device,
     next_pow2,
     reduce_max,
-    reduce_sum,
     rows_per_program,
     tl,
     triton,
 )
 from eaglegraph.kernels.attention.paged_prefill import launch_prefill
+from eaglegraph.kernels.attention.request import (
+    check_csr,
+    csr_extent,
+    head_columns,
+    page_ids,
+    qk_scores,
+    softmax_step,
+)
 from eaglegraph.kernels.attention.tiles import (
     LOG2E,
     check_attention_shapes,
@@ -24,7 +31,13 @@ from eaglegraph.kernels.attention.tiles import (
     dot_in_f32,
     num_warps,
 )
-from eaglegraph.kernels.guard import Guard, check_bounds_pair, guard_args, log_violation
+from eaglegraph.kernels.guard import (
+    Guard,
+    check_bounds_pair,
+    guard_args,
+    log_bounds_pair,
+    log_violation,
+)
 from eaglegraph.kernels.launch import launch, strides
 
 
@@ -75,24 +88,14 @@ def _csr_decode_kernel(
     b = tl.program_id(0)
     kvh0 = tl.program_id(1) * KV_HEADS
 
-    ks = tl.load(kv_indptr_ptr + b)
-    ke = tl.load(kv_indptr_ptr + b + 1)
-    lpl = tl.load(lpl_ptr + b)
-    n_pages = ke - ks
-    kv_len = tl.where(n_pages > 0, (n_pages - 1) * PAGE_SIZE + lpl, 0)
+    ks, ke, lpl, n_pages, kv_len = csr_extent(kv_indptr_ptr, lpl_ptr, b, PAGE_SIZE)
+    first = kvh0 == 0  # logs the row's metadata and pages
     if GUARD:
-        first = kvh0 == 0
-        bad_ks, bad_ke = check_bounds_pair(ks, ke, num_indices)
-        kv_ok = ~bad_ks & ~bad_ke
-        bad_lpl = (lpl < 0) | (lpl > PAGE_SIZE) | (kv_ok & (n_pages > 0) & (lpl < 1))
+        kv_ok, bad_ks, bad_ke, bad_lpl = check_csr(ks, ke, lpl, n_pages, num_indices, PAGE_SIZE)
         if first & (~kv_ok | bad_lpl):  # valid metadata (the common case) calls no logger
-            log_violation(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, kv_indptr_id, b, ks,
-                (b == 0) & bad_ks,
-            )  # fmt: skip
-            log_violation(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, kv_indptr_id, b + 1, ke,
-                bad_ke,
+            log_bounds_pair(
+                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, kv_indptr_id, b, ks, ke,
+                bad_ks, bad_ke,
             )  # fmt: skip
             log_violation(
                 log_entries_ptr, log_count_ptr, log_capacity, kernel_id, lpl_id, b, lpl, bad_lpl
@@ -109,19 +112,9 @@ def _csr_decode_kernel(
     h_ok = offs_h < n_rows
     if GROUP != GROUP_P2:
         h_ok = h_ok & (offs_h % GROUP_P2 < GROUP)
-    if KV_HEADS == 1:
-        offs_d = tl.arange(0, BLOCK_D)
-        kv_off = kvh0 * stride_kh + offs_d
-        vv_off = kvh0 * stride_vh + offs_d
-        q_mask = h_ok[:, None] & (offs_d < head_dim)[None, :]
-    else:
-        offs_c = tl.arange(0, KV_HEADS * BLOCK_D)
-        offs_d = offs_c % BLOCK_D
-        kv_col = kvh0 + offs_c // BLOCK_D
-        kv_off = kv_col * stride_kh + offs_d
-        vv_off = kv_col * stride_vh + offs_d
-        q_mask = h_ok[:, None] & (offs_d < head_dim)[None, :]
-        q_mask = q_mask & (kv_row[:, None] == kv_col[None, :])
+    offs_d, kv_off, vv_off, q_mask = head_columns(
+        kvh0, kv_row, h_ok, stride_kh, stride_vh, head_dim, KV_HEADS, BLOCK_D
+    )
     q_off = (kv_row * GROUP + offs_h % GROUP_P2)[:, None] * stride_qh + offs_d[None, :]
     q = tl.load(q_ptr + b.to(tl.int64) * stride_qt + q_off, mask=q_mask, other=0.0)
     if DOT_F32:
@@ -135,18 +128,10 @@ def _csr_decode_kernel(
     l_i = tl.full([BLOCK_H], 0.0, tl.float32)
     acc = tl.full([BLOCK_H, KV_HEADS * BLOCK_D], 0.0, tl.float32)
     for start in range(0, kv_hi, BLOCK_N):
-        offs_n = start + tl.arange(0, BLOCK_N)
-        n_ok = offs_n < kv_hi
-        page_idx = offs_n // PAGE_SIZE
-        page = tl.load(page_base + page_idx, mask=n_ok, other=0).to(tl.int64)
-        if GUARD:
-            bad_page = n_ok & ((page < 0) | (page >= num_blocks))
-            if first & (reduce_max(bad_page.to(tl.int32), 0) > 0):
-                log_violation(
-                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, kv_indices_id,
-                    ks + page_idx, page, bad_page & (offs_n % PAGE_SIZE == 0),
-                )  # fmt: skip
-            n_ok = n_ok & ~bad_page
+        offs_n, n_ok, page = page_ids(
+            page_base, ks, start, kv_hi, num_blocks, first, log_entries_ptr, log_count_ptr,
+            log_capacity, kernel_id, kv_indices_id, PAGE_SIZE, BLOCK_N, GUARD,
+        )  # fmt: skip
         slot_off = (offs_n % PAGE_SIZE)[:, None]
         kv_mask = n_ok[:, None] & kv_d_ok
         k = tl.load(
@@ -155,22 +140,8 @@ def _csr_decode_kernel(
         v = tl.load(
             v_base + page[:, None] * stride_vb + slot_off * stride_vo, mask=kv_mask, other=0.0
         )
-        if DOT_F32:
-            s = tl.dot(q, tl.trans(k.to(tl.float32)), input_precision="ieee")
-        else:
-            s = tl.dot(q, tl.trans(k))
-        s = tl.where(n_ok[None, :], s * qk_scale, float("-inf"))
-        m_new = tl.maximum(m_i, reduce_max(s, 1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        p = tl.exp2(s - m_safe[:, None])
-        alpha = tl.exp2(m_i - m_safe)
-        l_i = l_i * alpha + reduce_sum(p, 1)
-        if DOT_F32:
-            pv = tl.dot(p, v.to(tl.float32), input_precision="ieee")
-        else:
-            pv = tl.dot(p.to(v.dtype), v)
-        acc = acc * alpha[:, None] + pv
-        m_i = m_new
+        s = qk_scores(q, k, DOT_F32)
+        acc, m_i, l_i = softmax_step(acc, m_i, l_i, s, n_ok[None, :], qk_scale, v, DOT_F32)
 
     o = acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None]
     tl.store(
@@ -207,13 +178,9 @@ def _copy_page_indices_kernel(
         bad_start, bad_end = check_bounds_pair(start, end, num_indices)
         bad_end = bad_end | (~bad_start & (n > n_cols))
         if reduce_max((bad_start | bad_end).to(tl.int32), 0) > 0:  # nothing to log: no call
-            log_violation(
+            log_bounds_pair(
                 log_entries_ptr, log_count_ptr, log_capacity, kernel_id, kv_indptr_id, r, start,
-                (r == 0) & bad_start,
-            )  # fmt: skip
-            log_violation(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, kv_indptr_id, r + 1, end,
-                bad_end,
+                end, bad_start, bad_end,
             )  # fmt: skip
         n = tl.where(bad_start | bad_end, 0, n)
     src = block_table_ptr + r.to(tl.int64)[:, None] * bt_stride

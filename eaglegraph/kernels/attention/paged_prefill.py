@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import torch
 
-from eaglegraph.kernels._triton import reduce_max, reduce_sum, tl, triton
+from eaglegraph.kernels._triton import tl, triton
+from eaglegraph.kernels.attention.request import (
+    head_columns,
+    page_ids,
+    qk_scores,
+    request_kv,
+    softmax_step,
+)
 from eaglegraph.kernels.attention.tiles import (
     LOG2E,
     check_attention_shapes,
@@ -13,7 +20,7 @@ from eaglegraph.kernels.attention.tiles import (
     num_warps,
     prefill_tiles,
 )
-from eaglegraph.kernels.guard import Guard, check_bounds_pair, guard_args, log_violation
+from eaglegraph.kernels.guard import Guard, guard_args
 from eaglegraph.kernels.launch import launch, strides
 
 
@@ -71,62 +78,11 @@ def _paged_prefill_kernel(
     kvh0 = tl.program_id(1) * KV_HEADS
     mb = tl.program_id(2)
 
-    qs = tl.load(qo_ptr + r)
-    qe = tl.load(qo_ptr + r + 1)
-    q_len = qe - qs
-    if CSR:
-        ks = tl.load(kv_indptr_ptr + r)
-        ke = tl.load(kv_indptr_ptr + r + 1)
-        n_pages = ke - ks
-        lpl = tl.load(len_ptr + r)
-        kv_len = tl.where(n_pages > 0, (n_pages - 1) * PAGE_SIZE + lpl, 0)
-        page_base = pages_ptr + ks.to(tl.int64)
-    else:
-        kv_len = tl.load(len_ptr + r)
-        page_base = pages_ptr + r.to(tl.int64) * bt_stride
-    active = q_len > 0
-
-    if GUARD:
-        # Metadata entries are logged by the first program of each request only.
-        first = (kvh0 == 0) & (mb == 0)
-        bad_qs, bad_qe = check_bounds_pair(qs, qe, num_q_rows)
-        meta_ok = ~bad_qs & ~bad_qe
-        if CSR:
-            bad_ks, bad_ke = check_bounds_pair(ks, ke, pages_extent)
-            kv_ok = ~bad_ks & ~bad_ke
-            bad_len = (lpl < 0) | (lpl > PAGE_SIZE) | (kv_ok & (n_pages > 0) & (lpl < 1))
-            len_value = lpl
-            meta_ok = meta_ok & kv_ok & ~bad_len
-        else:
-            bad_len = (
-                (kv_len < 0) | (kv_len > pages_extent * PAGE_SIZE) | (meta_ok & (kv_len < q_len))
-            )
-            len_value = kv_len
-            meta_ok = meta_ok & ~bad_len
-        if first & ~meta_ok:  # valid metadata (the common case) calls no logger
-            log_violation(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qo_id, r, qs,
-                (r == 0) & bad_qs,
-            )  # fmt: skip
-            log_violation(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qo_id, r + 1, qe, bad_qe
-            )
-            log_violation(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, len_id, r, len_value,
-                bad_len,
-            )  # fmt: skip
-            if CSR:
-                log_violation(
-                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, kv_indptr_id, r, ks,
-                    (r == 0) & bad_ks,
-                )  # fmt: skip
-                log_violation(
-                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, kv_indptr_id, r + 1,
-                    ke, bad_ke,
-                )  # fmt: skip
-        active = active & meta_ok
-        # The last query block of a request reads every page the request's blocks read.
-        log_pages = (kvh0 == 0) & (mb == (q_len - 1) // BLOCK_M)
+    qs, q_len, kv_len, page_base, page_row0, active, log_pages = request_kv(
+        r, kvh0, mb, qo_ptr, len_ptr, pages_ptr, kv_indptr_ptr, num_q_rows, pages_extent,
+        bt_stride, log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qo_id, len_id,
+        kv_indptr_id, CSR, False, PAGE_SIZE, BLOCK_M, GUARD,
+    )  # fmt: skip
 
     m_start = mb * BLOCK_M
     offs_r = tl.arange(0, BLOCK_M * KV_HEADS * GROUP_P2)
@@ -137,21 +93,9 @@ def _paged_prefill_kernel(
     if GROUP != GROUP_P2:
         row_ok = row_ok & (offs_r % GROUP_P2 < GROUP)
     rows = (qs + offs_m).to(tl.int64)
-    if KV_HEADS == 1:
-        offs_d = tl.arange(0, BLOCK_D)
-        kv_off = kvh0 * stride_kh + offs_d
-        vv_off = kvh0 * stride_vh + offs_d
-        q_mask = row_ok[:, None] & (offs_d < head_dim)[None, :]
-    else:
-        # Several kv heads side by side along the columns; each row's q is zero outside its
-        # own kv head's columns (block-diagonal), so one dot scores every head at once.
-        offs_c = tl.arange(0, KV_HEADS * BLOCK_D)
-        offs_d = offs_c % BLOCK_D
-        kv_col = kvh0 + offs_c // BLOCK_D
-        kv_off = kv_col * stride_kh + offs_d
-        vv_off = kv_col * stride_vh + offs_d
-        q_mask = row_ok[:, None] & (offs_d < head_dim)[None, :]
-        q_mask = q_mask & (kv_row[:, None] == kv_col[None, :])
+    offs_d, kv_off, vv_off, q_mask = head_columns(
+        kvh0, kv_row, row_ok, stride_kh, stride_vh, head_dim, KV_HEADS, BLOCK_D
+    )
     d_ok = offs_d < head_dim
     q = tl.load(
         q_ptr + rows[:, None] * stride_qt + head[:, None] * stride_qh + offs_d[None, :],
@@ -174,19 +118,10 @@ def _paged_prefill_kernel(
     l_i = tl.full([BLOCK_M * KV_HEADS * GROUP_P2], 0.0, tl.float32)
     acc = tl.full([BLOCK_M * KV_HEADS * GROUP_P2, KV_HEADS * BLOCK_D], 0.0, tl.float32)
     for start in range(0, kv_hi, BLOCK_N):
-        offs_n = start + tl.arange(0, BLOCK_N)
-        n_ok = offs_n < kv_hi
-        page_idx = offs_n // PAGE_SIZE
-        page = tl.load(page_base + page_idx, mask=n_ok, other=0).to(tl.int64)
-        if GUARD:
-            bad_page = n_ok & ((page < 0) | (page >= num_blocks))
-            if log_pages & (reduce_max(bad_page.to(tl.int32), 0) > 0):
-                page_row = ks + page_idx if CSR else r * pages_extent + page_idx
-                log_violation(
-                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, pages_id, page_row,
-                    page, bad_page & (offs_n % PAGE_SIZE == 0),
-                )  # fmt: skip
-            n_ok = n_ok & ~bad_page
+        offs_n, n_ok, page = page_ids(
+            page_base, page_row0, start, kv_hi, num_blocks, log_pages, log_entries_ptr,
+            log_count_ptr, log_capacity, kernel_id, pages_id, PAGE_SIZE, BLOCK_N, GUARD,
+        )  # fmt: skip
         slot_off = (offs_n % PAGE_SIZE)[:, None]
         kv_mask = n_ok[:, None] & d_ok[None, :]
         k = tl.load(
@@ -195,26 +130,12 @@ def _paged_prefill_kernel(
         v = tl.load(
             v_base + page[:, None] * stride_vb + slot_off * stride_vo, mask=kv_mask, other=0.0
         )
-        if DOT_F32:
-            s = tl.dot(q, tl.trans(k.to(tl.float32)), input_precision="ieee")
-        else:
-            s = tl.dot(q, tl.trans(k))
+        s = qk_scores(q, k, DOT_F32)
         if CAUSAL:
             allowed = n_ok[None, :] & (offs_n[None, :] <= q_pos[:, None])
         else:
             allowed = n_ok[None, :] & (q_pos[:, None] * 0 == 0)
-        s = tl.where(allowed, s * qk_scale, float("-inf"))
-        m_new = tl.maximum(m_i, reduce_max(s, 1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        p = tl.exp2(s - m_safe[:, None])
-        alpha = tl.exp2(m_i - m_safe)
-        l_i = l_i * alpha + reduce_sum(p, 1)
-        if DOT_F32:
-            pv = tl.dot(p, v.to(tl.float32), input_precision="ieee")
-        else:
-            pv = tl.dot(p.to(v.dtype), v)
-        acc = acc * alpha[:, None] + pv
-        m_i = m_new
+        acc, m_i, l_i = softmax_step(acc, m_i, l_i, s, allowed, qk_scale, v, DOT_F32)
 
     o = acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None]
     tl.store(
