@@ -133,7 +133,8 @@ def _eq(t: torch.Tensor, values: list[int]) -> Check | None:
 
 
 def _builder(rig: Rig, owner: str) -> Any:
-    return getattr(rig, f"{owner}_builder", None)
+    md = rig.metadata
+    return md.target_builder if owner == "target" else md.draft_builder
 
 
 def _csr(owner: str, part: int) -> Build:

@@ -58,7 +58,7 @@ class CaptureDummies:
         per, rem = divmod(num_tokens, num_reqs)
         lens = [per] * num_reqs
         lens[-1] += rem
-        r = self.parts.max_num_seqs
+        r = self.parts.config.max_num_seqs
         qsl = [0, *np.cumsum(lens).tolist()] + [num_tokens] * (r - num_reqs)
         if owner == "target":
             ids, pos, qbuf, sbuf = b.input_ids, b.positions, b.query_start_loc, b.seq_lens
@@ -152,7 +152,7 @@ def _capture_phases(
             for desc in runner.dispatcher.capture_order():
                 try:
                     event, state = runner.capture(
-                        desc, dummies[phase], parts.max_num_seqs, len(events), t0, instrument
+                        desc, dummies[phase], parts.config.max_num_seqs, len(events), t0, instrument
                     )
                 except (torch.OutOfMemoryError, RuntimeError) as exc:
                     failed = _failed_event(desc, phase, backend, len(events), t0, exc)

@@ -51,28 +51,13 @@ class StepParts:
     def behavior(self) -> Profile:
         return self.config.options.behavior
 
-    @property
-    def framework(self) -> str:
-        return self.config.options.framework
-
-    @property
-    def num_speculative_tokens(self) -> int:
-        return self.config.num_speculative_tokens
-
-    @property
-    def max_num_seqs(self) -> int:
-        return self.config.max_num_seqs
-
-    @property
-    def max_model_len(self) -> int:
-        return self.config.max_model_len
-
-    @property
-    def block_size(self) -> int:
-        return self.config.block_size
-
     def guard(self, **roles: str) -> Guard | None:
         """A guard naming the registered buffer behind each index role (None: guards off)."""
-        if self.guard_log is None:
-            return None
-        return Guard(self.guard_log, self.registry.ids(**roles))
+        return guard_for(self.guard_log, self.registry, roles)
+
+
+def guard_for(
+    log: GuardLog | None, registry: BufferRegistry, roles: dict[str, str]
+) -> Guard | None:
+    """A guard over `log` whose index roles name `registry`'s buffers (None without a log)."""
+    return None if log is None else Guard(log, registry.ids(**roles))

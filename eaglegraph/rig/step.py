@@ -23,14 +23,14 @@ from eaglegraph.errors import BadInput
 from eaglegraph.kernels.block_table import compute_slot_mappings, gather_block_tables
 from eaglegraph.kernels.guard import Guard, GuardLog
 from eaglegraph.kernels.sampling import argmax_rows, greedy_verify
-from eaglegraph.known.attention_workspace import SplitKvScratch, split_kv_scratch
+from eaglegraph.known.attention_workspace import split_kv_scratch
 from eaglegraph.known.heads import head_dtype
 from eaglegraph.models.compile import CompiledForward
 from eaglegraph.models.drafts import draft_build
 from eaglegraph.pair.model import Pair
 from eaglegraph.results.capture import CaptureEvent
 from eaglegraph.results.findings import Finding
-from eaglegraph.rig.attention import AttentionRuntime, CommonMetadata, Metadata
+from eaglegraph.rig.attention import AttentionRuntime
 from eaglegraph.rig.buffers import BufferRegistry
 from eaglegraph.rig.capture import CaptureFailed, capture_graphs
 from eaglegraph.rig.config import RigConfig
@@ -47,12 +47,12 @@ from eaglegraph.rig.model_setup import (
     check_buildable,
     resolve_model_dtype,
 )
-from eaglegraph.rig.parts import StepParts
+from eaglegraph.rig.parts import StepParts, guard_for
 from eaglegraph.rig.plan import CapturePlan, build_plan
 from eaglegraph.rig.routines import PhaseRoutines
 from eaglegraph.rig.speculators import Speculator, VerifiedStep, speculator_plan
 from eaglegraph.rig.step_buffers import StepBuffers, h2d
-from eaglegraph.rig.step_metadata import Builder, StepMetadata
+from eaglegraph.rig.step_metadata import StepMetadata
 from eaglegraph.rig.workload import Request, ScheduledRequest
 
 __all__ = ["CaptureFailed", "Rig", "graph_max_query_len"]
@@ -158,27 +158,13 @@ class Rig:
     # ------------------------------------------------------------------ helpers
 
     @property
-    def attention_scratch(self) -> SplitKvScratch | None:
-        """FA3's split-KV scratch of this plan (None under FlashInfer-style metadata)."""
-        return self.metadata.scratch
-
-    @property
-    def target_builder(self) -> Builder:
-        return self.metadata.target_builder
-
-    @property
-    def draft_builder(self) -> Builder:
-        return self.metadata.draft_builder
-
-    @property
     def fused_draft_decode(self) -> bool:
         """Whether the K-1 draft decodes replay as one graph (the speculator decides)."""
         return self.speculator.fused_draft_decode
 
     def guard(self, **roles: str) -> Guard | None:
-        if self.guard_log is None:
-            return None
-        return Guard(self.guard_log, self.registry.ids(**roles))
+        """A guard naming the registered buffer behind each index role (None: guards off)."""
+        return guard_for(self.guard_log, self.registry, roles)
 
     def add_phase_hook(self, fn: PhaseHook) -> HookHandle:
         """Call `fn(phase)` after each phase of every step (the probe reads the guard log and
@@ -230,14 +216,6 @@ class Rig:
         )
 
     # ------------------------------------------------------------------ the step
-
-    def common_metadata(
-        self, owner: str, seq_lens_cpu: list[int], num_reqs: int, num_tokens: int, max_q: int
-    ) -> CommonMetadata:
-        return self.metadata.common(owner, seq_lens_cpu, num_reqs, num_tokens, max_q)
-
-    def build_metadata(self, builder: Builder, common: CommonMetadata) -> Metadata:
-        return self.metadata.build(builder, common)
 
     @torch.inference_mode()
     def step(self, batch: list[ScheduledRequest]) -> StepOutput:

@@ -30,13 +30,13 @@ class BlockSpeculator(Speculator):
     def __init__(self, parts: StepParts, pair: Pair) -> None:
         super().__init__(parts, pair)
         assert pair.target is not None
-        r = parts.max_num_seqs
+        r = parts.config.max_num_seqs
         descriptors = parts.plan.phase("draft_prefill").descriptors
         self.block = DFlashWindow(
             parts.registry, parts.bufs, parts.models.draft, parts.attention, parts.kv_caches,
             parts.guard, max_num_seqs=r,
             capacity_reqs=max((d.num_reqs or 0 for d in descriptors), default=r),
-            max_tokens=parts.max_tokens, num_speculative_tokens=parts.num_speculative_tokens,
+            max_tokens=parts.max_tokens, num_speculative_tokens=parts.config.num_speculative_tokens,
             unpadded_query_buffers=not parts.behavior.dflash_padded_query_buffers,
             device=parts.config.device,
         )  # fmt: skip
@@ -53,7 +53,7 @@ class BlockSpeculator(Speculator):
 
     def _metadata(self, lens: list[int], num_reqs: int) -> Metadata:
         """Metadata over the query blocks: K+1 rows per request, over its own query buffers."""
-        p, d, k1 = self.parts, self.block, self.parts.num_speculative_tokens + 1
+        p, d, k1 = self.parts, self.block, self.parts.config.num_speculative_tokens + 1
         common = CommonMetadata(
             d.qsl, d.seq_lens, p.bufs.block_table, lens, num_reqs, num_reqs * k1, k1, "dflash"
         )
@@ -63,7 +63,7 @@ class BlockSpeculator(Speculator):
         self, desc: BatchDescriptor, num_reqs: int, num_tokens: int, dummy: DummyBatch
     ) -> Metadata:
         """Uniform K+1-token blocks, KV length K+1, no context or block KV written."""
-        p, d, k1 = self.parts, self.block, self.parts.num_speculative_tokens + 1
+        p, d, k1 = self.parts, self.block, self.parts.config.num_speculative_tokens + 1
         rows = num_reqs * k1
         d.input_ids[:rows].zero_()
         d.positions[:rows].zero_()
@@ -77,7 +77,7 @@ class BlockSpeculator(Speculator):
     def draft(self, step: VerifiedStep, descriptors: dict[str, str]) -> None:
         """Context step, parallel query blocks and sampling in one draft graph."""
         p = self.parts
-        bufs, hooks, rb, k = p.bufs, p.hooks, step.num_reqs, p.num_speculative_tokens
+        bufs, hooks, rb, k = p.bufs, p.hooks, step.num_reqs, p.config.num_speculative_tokens
         hooks.mark("draft_prefill", 0, "prepare")
         runner = p.runners["draft_prefill"]
         uniform = uniform_token_count(rb, step.num_tokens, step.max_query_len)
@@ -88,7 +88,7 @@ class BlockSpeculator(Speculator):
         q_rows = batch.num_reqs * (k + 1)
         compute_slot_mappings(
             bufs.block_table, self.block.qsl, self.block.positions, bufs.slot_mapping, rb,
-            q_rows, p.block_size, p.allocator.num_blocks,
+            q_rows, p.config.block_size, p.allocator.num_blocks,
             p.guard(query_start_loc="dflash.query_start_loc", positions="dflash.positions", block_table="block_table"),
         )  # fmt: skip
         anchors = [

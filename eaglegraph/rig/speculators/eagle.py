@@ -119,7 +119,7 @@ class EagleSpeculator(Speculator):
             bufs.query_start_loc, bufs.seq_lens, bufs.input_ids, bufs.positions, bufs.num_rejected,
             bufs.next_tokens, bufs.eagle_input_ids, bufs.eagle_positions, bufs.eagle_qsl,
             bufs.eagle_seq_lens, bufs.last_token_indices, bufs.current_draft_step, rb,
-            p.max_num_seqs, pad_last_token_indices=p.behavior.pad_last_token_indices,
+            p.config.max_num_seqs, pad_last_token_indices=p.behavior.pad_last_token_indices,
             guard=p.guard(target_query_start_loc="target.query_start_loc"),
         )  # fmt: skip
         runner = p.runners["draft_prefill"]
@@ -130,7 +130,7 @@ class EagleSpeculator(Speculator):
         runner.run(batch, md)
         descriptors["draft_prefill"] = batch.desc.label()
         hooks.phase_done("draft_prefill")
-        if p.num_speculative_tokens > 1:
+        if p.config.num_speculative_tokens > 1:
             self._draft_decodes(step, descriptors)
 
     def _prefill_metadata(self, batch: PaddedBatch, step: VerifiedStep) -> Metadata:
@@ -139,7 +139,7 @@ class EagleSpeculator(Speculator):
         p = self.parts
         if p.behavior.reuse_target_attn_state or not batch.full:
             return step.target_metadata
-        max_q = graph_max_query_len(batch.desc, p.num_speculative_tokens + 1)
+        max_q = graph_max_query_len(batch.desc, p.config.num_speculative_tokens + 1)
         lens = step.seq_lens + [0] * (batch.num_reqs - step.num_reqs)
         return p.metadata.draft(lens, batch.num_reqs, batch.num_tokens, max_q)
 
@@ -149,25 +149,25 @@ class EagleSpeculator(Speculator):
         bufs = p.bufs
         compute_slot_mappings(
             bufs.block_table, bufs.eagle_qsl, bufs.decode_positions, bufs.slot_mapping, num_reqs,
-            num_tokens, p.block_size, p.allocator.num_blocks,
+            num_tokens, p.config.block_size, p.allocator.num_blocks,
             p.guard(query_start_loc="eagle.query_start_loc", positions="eagle.positions", block_table="block_table"),
         )  # fmt: skip
 
     def _draft_decodes(self, step: VerifiedStep, descriptors: dict[str, str]) -> None:
         p = self.parts
-        bufs, hooks, mml = p.bufs, p.hooks, p.max_model_len
-        rb, k = step.num_reqs, p.num_speculative_tokens
+        bufs, hooks, mml = p.bufs, p.hooks, p.config.max_model_len
+        rb, k = step.num_reqs, p.config.num_speculative_tokens
         hooks.mark("draft_decode", 1, "prepare")
         prepare_eagle_decode(
             bufs.draft_tokens, bufs.seq_lens, bufs.num_rejected, bufs.eagle_input_ids,
-            bufs.eagle_positions, bufs.eagle_qsl, bufs.eagle_seq_lens, rb, p.max_num_seqs, mml,
+            bufs.eagle_positions, bufs.eagle_qsl, bufs.eagle_seq_lens, rb, p.config.max_num_seqs, mml,
         )  # fmt: skip
         runner = p.runners["draft_decode"]
         batch = runner.pad(rb, rb, 1)
         r_pad = batch.num_reqs
         if bufs.decode_positions is not bufs.eagle_positions:
             bufs.decode_positions[:rb].copy_(bufs.eagle_positions[:rb])
-        sglang = p.framework == "sglang" and batch.full
+        sglang = p.config.options.framework == "sglang" and batch.full
         if sglang:
             pad_draft_rows(bufs, rb, r_pad, p.behavior.reset_positions_on_padded_replay)
         rejected = [b.num_drafts - a for b, a in zip(step.batch, step.accepted, strict=True)]
@@ -189,7 +189,7 @@ class EagleSpeculator(Speculator):
             hooks.mark("draft_decode", draft_step, "prepare")
             if sglang:
                 padded_slot_mapping(
-                    bufs, r_pad, p.block_size, p.allocator.num_blocks,
+                    bufs, r_pad, p.config.block_size, p.allocator.num_blocks,
                     p.guard(positions="sglang.draft_positions", block_table="block_table"),
                 )  # fmt: skip
             else:

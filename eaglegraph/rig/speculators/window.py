@@ -32,7 +32,7 @@ class WindowSpeculator(Speculator):
         assert pair.draft is not None
         self.window = MTPWindow(
             parts.registry, parts.bufs, parts.models.draft, parts.attention, parts.guard,
-            max_num_seqs=parts.max_num_seqs, num_speculative_tokens=parts.num_speculative_tokens,
+            max_num_seqs=parts.config.max_num_seqs, num_speculative_tokens=parts.config.num_speculative_tokens,
             hidden_size=pair.draft.geometry.hidden_size, dtype=parts.bufs.eagle_hidden.dtype,
             device=parts.config.device,
         )  # fmt: skip
@@ -71,7 +71,7 @@ class WindowSpeculator(Speculator):
         batch = runner.pad(rb, step.num_tokens, uniform)
         compute_slot_mappings(
             bufs.block_table, bufs.eagle_qsl, bufs.eagle_positions, bufs.slot_mapping, rb,
-            batch.num_tokens, p.block_size, p.allocator.num_blocks,
+            batch.num_tokens, p.config.block_size, p.allocator.num_blocks,
             p.guard(query_start_loc="eagle.query_start_loc", positions="eagle.positions", block_table="block_table"),
         )  # fmt: skip
         self.window.pad_slots(rb)
@@ -88,4 +88,4 @@ class WindowSpeculator(Speculator):
         hooks.phase_done("draft_prefill")
 
     def reprefilled_positions(self) -> int:
-        return self.parts.num_speculative_tokens - 1
+        return self.parts.config.num_speculative_tokens - 1
