@@ -19,6 +19,7 @@ from eaglegraph.results.probe import (
     CanaryHit,
     CaseResult,
     GuardViolation,
+    InvariantViolation,
     MatrixRow,
     ReferenceDivergence,
 )
@@ -83,35 +84,27 @@ def build_findings(cases: list[CaseResult]) -> list[Finding]:
         if case.status in ("crash", "timeout", "error"):
             findings.append(_crash_finding(case, label))
         if case.differential:
-            buffer, phase = OUTPUT_BUFFERS[case.differential[0]]
             findings.append(
-                Finding(
-                    id=f"stale-read:differential:{case.name}",
-                    severity=Severity.ERROR,
-                    kind="stale-read",
-                    phase=phase,
-                    buffer=buffer,
-                    kernel="unguarded read (ATen op)",
-                    mode=case.mode,
-                    descriptor=", ".join(f"{p}={d}" for p, d in case.descriptors.items()),
-                    message=f"{label}: valid outputs changed with the sentinel ({', '.join(case.differential)}): "
+                _output_finding(
+                    case,
+                    "stale-read",
+                    f"stale-read:differential:{case.name}",
+                    case.differential,
+                    f"{label}: valid outputs changed with the sentinel ({', '.join(case.differential)}): "
                     "something read a padding region no guard covers",
-                    evidence="runs A (+sentinel/NaN) and B (−sentinel/−60000) differ",
+                    "runs A (+sentinel/NaN) and B (−sentinel/−60000) differ",
+                    descriptor=", ".join(f"{p}={d}" for p, d in case.descriptors.items()),
                 )
             )
         if case.nan_outputs:
-            buffer, phase = OUTPUT_BUFFERS[case.nan_outputs[0]]
             findings.append(
-                Finding(
-                    id=f"nan-read:{case.name}",
-                    severity=Severity.ERROR,
-                    kind="nan-read",
-                    phase=phase,
-                    buffer=buffer,
-                    kernel="unguarded read (ATen op)",
-                    mode=case.mode,
-                    message=f"{label}: NaN poison reached valid outputs ({', '.join(case.nan_outputs)})",
-                    evidence="float padding is NaN in run A",
+                _output_finding(
+                    case,
+                    "nan-read",
+                    f"nan-read:{case.name}",
+                    case.nan_outputs,
+                    f"{label}: NaN poison reached valid outputs ({', '.join(case.nan_outputs)})",
+                    "float padding is NaN in run A",
                 )
             )
         by_phase: dict[tuple[str, str], list[CanaryHit]] = defaultdict(list)
@@ -126,6 +119,52 @@ def build_findings(cases: list[CaseResult]) -> list[Finding]:
         if case.divergence:
             findings.append(_divergence_finding(case, label, case.divergence))
     return _merge_repeats(findings)
+
+
+def _case_finding(
+    case: CaseResult, id: str, kind: str, phase: str | None, **fields: Any
+) -> Finding:
+    """An error seen in one case: under the case's mode, at the descriptor `phase` ran at
+    (unless `fields` names another)."""
+    fields.setdefault("descriptor", case.descriptors.get(phase) if phase else None)
+    return Finding(id=id, severity=Severity.ERROR, kind=kind, phase=phase, mode=case.mode, **fields)
+
+
+def _record_finding(
+    case: CaseResult,
+    id: str,
+    kind: str,
+    record: InvariantViolation | ReferenceDivergence,
+    **fields: Any,
+) -> Finding:
+    """An error at the phase, buffer and kernel a case's record names."""
+    return _case_finding(
+        case, id, kind, record.phase, buffer=record.buffer, kernel=record.kernel, **fields
+    )
+
+
+def _output_finding(
+    case: CaseResult,
+    kind: str,
+    id: str,
+    outputs: list[str],
+    message: str,
+    evidence: str,
+    descriptor: str | None = None,
+) -> Finding:
+    """Valid outputs that a read no guard covers changed: the first names buffer and phase."""
+    buffer, phase = OUTPUT_BUFFERS[outputs[0]]
+    return _case_finding(
+        case,
+        id,
+        kind,
+        phase,
+        buffer=buffer,
+        kernel="unguarded read (ATen op)",
+        descriptor=descriptor,
+        message=message,
+        evidence=evidence,
+    )
 
 
 def _crash_finding(case: CaseResult, label: str) -> Finding:
@@ -161,15 +200,13 @@ def _crash_finding(case: CaseResult, label: str) -> Finding:
             f"{b['value']}" + ("" if b.get("expected") is None else f", expected {b['expected']}")
             + ")"
         )  # fmt: skip
-    return Finding(
-        id=f"crash:{case.name}",
-        severity=Severity.ERROR,
-        kind="crash",
-        phase=phase,
+    return _case_finding(
+        case,
+        f"crash:{case.name}",
+        "crash",
+        phase,
         buffer=buffer,
         kernel=kernel,
-        mode=case.mode,
-        descriptor=case.descriptors.get(phase) if phase else None,
         message=f"case {label} {case.status}: {case.error}"
         + (f" — {'; '.join(where)}" if where else ""),
         evidence=" | ".join(tail),
@@ -203,15 +240,13 @@ def _canary_finding(
         )
         what = f"wrote {whose_text} (runs starting at blocks {blocks[:6]})"
         evidence = f"{sum(c.written for c in hits)} canary elements overwritten"
-    return Finding(
-        id=f"kv-canary:{whose}:{case.name}",
-        severity=Severity.ERROR,
-        kind="kv-canary",
-        phase=phase,
+    return _case_finding(
+        case,
+        f"kv-canary:{whose}:{case.name}",
+        "kv-canary",
+        phase,
         buffer="kv_cache",
         kernel=hits[0].kernel,
-        mode=case.mode,
-        descriptor=case.descriptors.get(phase),
         message=f"{label}: {phase} {what}",
         evidence=evidence,
         fix=f"check the slot mapping {phase} hands to {hits[0].kernel} for padded rows",
@@ -260,15 +295,11 @@ def _invariant_findings(case: CaseResult, label: str) -> list[Finding]:
     for inv in case.invariants:
         expected = "" if inv.expected is None else f", expected {inv.expected}"
         out.append(
-            Finding(
-                id=f"invariant:{inv.invariant}",
-                severity=Severity.ERROR,
-                kind="invariant",
-                phase=inv.phase,
-                buffer=inv.buffer,
-                kernel=inv.kernel,
-                mode=case.mode,
-                descriptor=case.descriptors.get(inv.phase),
+            _record_finding(
+                case,
+                f"invariant:{inv.invariant}",
+                "invariant",
+                inv,
                 message=f"{label}: {inv.buffer} breaks '{inv.what}' after {inv.phase}"
                 f"{'' if inv.step is None else f' of step {inv.step}'}: "
                 f"element {inv.element} holds {inv.value}{expected} "
@@ -287,15 +318,11 @@ def _divergence_finding(case: CaseResult, label: str, d: ReferenceDivergence) ->
         f"(dirtied at {r.get('large')} requests, prompt seed {r.get('prompt_seed')}, "
         f"weights seed {r.get('seed')}, step {d.step} of {r.get('steps')})"
     )
-    return Finding(
-        id=f"reference:{d.buffer}",
-        severity=Severity.ERROR,
-        kind="reference-divergence",
-        phase=d.phase,
-        buffer=d.buffer,
-        kernel=d.kernel,
-        mode=case.mode,
-        descriptor=case.descriptors.get(d.phase),
+    return _record_finding(
+        case,
+        f"reference:{d.buffer}",
+        "reference-divergence",
+        d,
         message=f"{label}: step {d.step}, request {d.request}, {d.index}: the rig gives "
         f"{d.got}, the dense reference {d.want}",
         evidence=f"first divergence from the plain-torch reference; reproduce with {repro}",
