@@ -9,7 +9,8 @@ is measured or inferred here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from eaglegraph.known.hazards import HAZARDS, Hazard
@@ -64,20 +65,9 @@ class Node:
         return " ".join(parts).lower()
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "section": self.section,
-            "label": self.label,
-            "kind": self.kind,
-            "phase": self.phase,
-            "severity": self.severity,
-            "detail": [list(kv) for kv in self.detail],
-            "links": self.links,
-            "start_s": self.start_s,
-            "duration_s": self.duration_s,
-            "bytes": self.bytes,
-            "group": self.group,
-        }
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["detail"] = [list(kv) for kv in self.detail]
+        return data
 
 
 @dataclass
@@ -136,23 +126,12 @@ def build(run: Any) -> Explorer:
     """The explorer model of any saved run (capture, memdiff, probe, inspect, triage, …)."""
     b = _Builder()
     schema = schema_of(run)
-    if isinstance(run, ProbeRun):
-        _probe(b, run)
-        title = f"probe {run.config.get('model', '')}"
-    elif isinstance(run, MemdiffRun):
-        _memdiff(b, run)
-        title = f"memdiff {run.config.get('model', '')}"
-    elif isinstance(run, CaptureRun):
-        _capture(b, run, prefix="")
-        title = f"capture {run.config.get('model', '')}"
-    elif isinstance(run, InspectReport):
-        _inspect(b, run)
-        title = f"inspect {run.root}"
-    elif isinstance(run, TriageResult):
-        _triage(b, run)
-        title = f"triage {run.source}"
-    else:
-        title = schema
+    title = schema
+    for kind, name, add, subject in _RUN_KINDS:
+        if isinstance(run, kind):
+            add(b, run)
+            title = f"{name} {subject(run)}"
+            break
     _run_node(b, run, schema)
     return Explorer(title=title.strip(), schema=schema, nodes=b.finalize())
 
@@ -741,3 +720,20 @@ def _triage(b: _Builder, run: TriageResult) -> None:
             ],
         )
     )
+
+
+# --- the run kinds ---------------------------------------------------------------------------
+
+
+def _model(run: Any) -> Any:
+    return run.config.get("model", "")
+
+
+# each run kind the explorer arranges: its title's name, its nodes, and what the title names
+_RUN_KINDS: tuple[tuple[type, str, Callable[[_Builder, Any], None], Callable[[Any], Any]], ...] = (
+    (ProbeRun, "probe", _probe, _model),
+    (MemdiffRun, "memdiff", _memdiff, _model),
+    (CaptureRun, "capture", lambda b, run: _capture(b, run, prefix=""), _model),
+    (InspectReport, "inspect", _inspect, lambda run: run.root),
+    (TriageResult, "triage", _triage, lambda run: run.source),
+)
