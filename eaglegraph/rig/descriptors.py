@@ -142,6 +142,28 @@ def build_descriptors(
     return out
 
 
+def describe_padding(descs: list[BatchDescriptor], framework: str) -> str:
+    """`BatchDescriptor.pad` in words, for the descriptors of one phase (plans and reports)."""
+    if not descs:
+        return "eager: no graphs, no padding"
+    kinds = []
+    uniform = [
+        d.uniform_token_count for d in descs if d.mode is Mode.FULL and d.uniform_token_count
+    ]
+    if uniform:
+        u = uniform[0]
+        if framework == "sglang":
+            kinds.append("FULL: bs → next captured bs; padded rows seq_len 1, req_pool_index 0")
+        else:
+            kinds.append(f"FULL: tokens → next size, reqs → tokens/{u} (uniform {u}/request only)")
+    if any(d.mode is Mode.FULL and not d.uniform_token_count for d in descs):
+        kinds.append("FULL: tokens → next size, reqs → min(size, max_num_seqs)")
+    seg = sorted({d.mode.name for d in descs if d.mode.is_segmented()})
+    if seg:
+        kinds.append(f"{'/'.join(seg)}: tokens → next size, reqs NOT padded")
+    return "; ".join(kinds)
+
+
 class Dispatcher:
     """Pad-to-next-size lookup over the descriptors of one manager.
 

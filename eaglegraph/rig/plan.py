@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from eaglegraph.known.hazards import hazard
+from eaglegraph.known.hazards import Hazard, hazard
 from eaglegraph.known.profiles import FLAGS
 from eaglegraph.known.upstream import cite
 from eaglegraph.results.findings import Finding, Severity
-from eaglegraph.rig.descriptors import BatchDescriptor, Dispatcher
+from eaglegraph.rig.descriptors import BatchDescriptor, Dispatcher, describe_padding
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.options import PlanOptions
 from eaglegraph.rig.sglang_plan import (
@@ -85,27 +85,6 @@ class CapturePlan:
         return next(p for p in self.phases if p.phase == name)
 
 
-def _padding_rule(descs: list[BatchDescriptor], framework: str) -> str:
-    if not descs:
-        return "eager: no graphs, no padding"
-    kinds = []
-    uniform = [
-        d.uniform_token_count for d in descs if d.mode is Mode.FULL and d.uniform_token_count
-    ]
-    if uniform:
-        u = uniform[0]
-        if framework == "sglang":
-            kinds.append("FULL: bs → next captured bs; padded rows seq_len 1, req_pool_index 0")
-        else:
-            kinds.append(f"FULL: tokens → next size, reqs → tokens/{u} (uniform {u}/request only)")
-    if any(d.mode is Mode.FULL and not d.uniform_token_count for d in descs):
-        kinds.append("FULL: tokens → next size, reqs → min(size, max_num_seqs)")
-    seg = sorted({d.mode.name for d in descs if d.mode.is_segmented()})
-    if seg:
-        kinds.append(f"{'/'.join(seg)}: tokens → next size, reqs NOT padded")
-    return "; ".join(kinds)
-
-
 def _vllm_plan(opts: PlanOptions) -> CapturePlan:
     k, k1, r = opts.num_speculative_tokens, opts.num_speculative_tokens + 1, opts.max_num_seqs
     beh = opts.behavior
@@ -134,7 +113,13 @@ def _vllm_plan(opts: PlanOptions) -> CapturePlan:
     def phase(name: str, mode: Mode, dql: int, notes: list[str]) -> PhasePlan:
         descs = phase_descriptors(mode, sizes, r, dql, profile=beh, breakable=opts.breakable)
         return PhasePlan(
-            name, mode, dql, descs, _padding_rule(descs, "vllm"), notes, per_mode_dispatch=per_mode
+            name,
+            mode,
+            dql,
+            descs,
+            describe_padding(descs, "vllm"),
+            notes,
+            per_mode_dispatch=per_mode,
         )
 
     target = phase("target", resolved, k1, [])
@@ -210,21 +195,42 @@ def _vllm_plan(opts: PlanOptions) -> CapturePlan:
     return plan
 
 
+def _finding(
+    h: Hazard,
+    severity: Severity,
+    *,
+    message: str | None = None,
+    fix: str | None = "",
+    named: bool = True,
+    **where: str,
+) -> Finding:
+    """A plan finding about hazard `h`: its mechanism unless `message` says more, its PR, its
+    fix text unless `fix` gives another (None: no fix), and its id unless not `named`."""
+    return Finding(
+        id=h.id,
+        severity=severity,
+        message=message or h.mechanism,
+        ref=h.ref_text,
+        fix=h.fix_text if fix == "" else fix,
+        hazard=h.id if named else None,
+        **where,
+    )
+
+
 def _vllm_hazards(plan: CapturePlan, opts: PlanOptions) -> list[Finding]:
     beh = opts.behavior
     out: list[Finding] = []
     if plan.downgrades:
         h = hazard("mode-downgraded")
         out.append(
-            Finding(
-                id=h.id,
-                severity=Severity.WARNING,
+            _finding(
+                h,
+                Severity.WARNING,
                 message=f"requested {plan.requested_mode.name} runs as "
                 f"{plan.resolved_mode.name} with {opts.attention_backend}: the backend lacks "
                 "uniform-batch FULL graph support for spec decode",
-                ref=h.ref_text,
-                fix=h.fix_text,
-                hazard=h.id,
+                fix=None,
+                named=False,
             )
         )
     decode = plan.phase("draft_decode")
@@ -233,74 +239,62 @@ def _vllm_hazards(plan: CapturePlan, opts: PlanOptions) -> list[Finding]:
         h = hazard("piecewise-draft-decode")
         if opts.metadata_style == "flashinfer":
             out.append(
-                Finding(
-                    id=h.id,
-                    severity=Severity.ERROR,
-                    kind="stale-read",
-                    phase="draft_decode",
-                    buffer="kv_indptr",
+                _finding(
+                    h,
+                    Severity.ERROR,
                     message=f"draft decodes dispatch to {segmented_decode[0].mode.name} "
                     f"descriptors that pad num_tokens but not num_reqs; FlashInfer-style decode "
                     "plans num_tokens rows and reads kv_indptr[num_reqs+1:num_tokens+1] and "
                     "last_page_len[num_reqs:num_tokens] left by earlier builds",
-                    ref=h.ref_text,
-                    fix=h.fix_text,
-                    hazard=h.id,
+                    kind="stale-read",
+                    phase="draft_decode",
+                    buffer="kv_indptr",
                 )
             )
         else:
             out.append(
-                Finding(
-                    id=h.id,
-                    severity=Severity.INFO,
-                    phase="draft_decode",
+                _finding(
+                    h,
+                    Severity.INFO,
                     message=f"draft decodes may run {segmented_decode[0].mode.name}; harmless with "
                     "flash-attn-style metadata (kernels stop at query_start_loc[num_reqs]) but "
                     "not with FlashInfer",
-                    ref=h.ref_text,
-                    hazard=h.id,
+                    phase="draft_decode",
+                    fix=None,
                 )
             )
     prefill_full = [d for d in plan.phase("draft_prefill").descriptors if d.mode is Mode.FULL]
     if not beh.pad_last_token_indices and prefill_full:
         h = hazard("unpadded-last-token-indices")
         out.append(
-            Finding(
-                id=h.id,
-                severity=Severity.ERROR,
-                kind="oob-read",
-                phase="draft_prefill",
-                buffer="last_token_indices",
+            _finding(
+                h,
+                Severity.ERROR,
                 message=f"{len(prefill_full)} FULL draft-prefill graphs gather hidden states at "
                 "last_token_indices[:num_reqs_padded]; rows past num_reqs keep stale indices "
                 "from larger batches (out-of-bounds gather)",
-                ref=h.ref_text,
-                fix=h.fix_text,
-                hazard=h.id,
+                kind="oob-read",
+                phase="draft_prefill",
+                buffer="last_token_indices",
             )
         )
     if beh.dedicated_eagle_pool and plan.resolved_mode:
         h = hazard("dedicated-eagle-pool")
         out.append(
-            Finding(
-                id=h.id,
-                severity=Severity.INFO,
-                message=h.mechanism,
-                ref=h.ref_text,
+            _finding(
+                h,
+                Severity.INFO,
                 fix="eaglegraph memdiff MODEL --pool shared --against dedicated",
-                hazard=h.id,
             )
         )
     if not beh.reuse_target_attn_state and prefill_full:
         h = hazard("draft-prefill-metadata-rebuild")
         out.append(
-            Finding(
-                id=h.id,
-                severity=Severity.INFO,
+            _finding(
+                h,
+                Severity.INFO,
                 phase="draft_prefill",
-                message=h.mechanism,
-                ref=h.ref_text,
-                hazard=h.id,
+                fix=None,
             )
         )
     return out
@@ -322,13 +316,13 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
         return [BatchDescriptor(Mode.FULL, bs * tokens_per_bs, bs, tokens_per_bs) for bs in bs_list]
 
     target = PhasePlan(
-        "target", mode, ntok, full(ntok), _padding_rule(full(ntok), "sglang"),
+        "target", mode, ntok, full(ntok), describe_padding(full(ntok), "sglang"),
         ["TARGET_VERIFY graphs, one per batch size, largest first, global graph pool"],
     )  # fmt: skip
     if k > 1:
         dd = full(1)
         decode = PhasePlan(
-            "draft_decode", mode, 1, dd, _padding_rule(dd, "sglang"),
+            "draft_decode", mode, 1, dd, describe_padding(dd, "sglang"),
             ["EAGLEDraftCudaGraphRunner: one graph runs all draft steps; shares the target's pool"],
             fused_steps=k - 1 if dd else 1,
         )  # fmt: skip
@@ -357,7 +351,7 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
     )  # fmt: skip
     pre_descs.sort(key=lambda d: (d.num_tokens, d.mode is not Mode.FULL))
     prefill = PhasePlan(
-        "draft_prefill", pre_mode, ntok, pre_descs, _padding_rule(pre_descs, "sglang"), notes,
+        "draft_prefill", pre_mode, ntok, pre_descs, describe_padding(pre_descs, "sglang"), notes,
         per_mode_dispatch=True,  # the draft-extend runner (by batch) and BCG (by tokens)
     )  # fmt: skip
     plan = CapturePlan(
@@ -380,17 +374,7 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
     if not opts.behavior.reset_positions_on_padded_replay and decode.descriptors:
         h = hazard("stale-padded-positions")
         plan.findings.append(
-            Finding(
-                id=h.id,
-                severity=Severity.ERROR,
-                kind="stale-read",
-                phase="draft_decode",
-                buffer="positions",
-                message=h.mechanism,
-                ref=h.ref_text,
-                fix=h.fix_text,
-                hazard=h.id,
-            )
+            _finding(h, Severity.ERROR, kind="stale-read", phase="draft_decode", buffer="positions")
         )
     return plan
 
