@@ -107,7 +107,8 @@ def run_checks(checks: list[Check], device: torch.device) -> list[Outcome]:
     """Evaluate every check in one launch; one synchronising read of the results."""
     if not checks:
         return []
-    rows, expected = [], []
+    rows: list[list[int]] = []
+    expected: list[int] = []
     for ch in checks:
         t = ch.tensor
         if not t.is_contiguous() or t.element_size() not in (4, 8) or t.is_floating_point():

@@ -23,7 +23,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from eaglegraph.models import ops
-from eaglegraph.models.layers import AttentionFn, DecoderLayer, LayerSpec, RMSNorm, new_param
+from eaglegraph.models.layers import (
+    AttentionFn,
+    DecoderLayer,
+    LayerSpec,
+    RMSNorm,
+    modules_of,
+    new_param,
+)
 from eaglegraph.models.rope import build_cos_sin_cache, cache_length
 from eaglegraph.models.target import TargetModel
 from eaglegraph.pair.geometry import Geometry
@@ -48,6 +55,8 @@ class DFlashArch:
 
 class DFlashDraft(nn.Module):
     """fc + hidden_norm (context), Qwen3 layers (non-causal), final norm, (shared) head."""
+
+    cos_sin_cache: torch.Tensor  # a registered buffer (nn.Module's __getattr__ types it loosely)
 
     kind = "dflash"
 
@@ -105,7 +114,7 @@ class DFlashDraft(nn.Module):
         """Each layer's K/V of the context features (k_norm, RoPE), handed to `write`."""
         s, t = self.spec, context.shape[0]
         x = self.hidden_norm(context)
-        for i, layer in enumerate(self.layers):
+        for i, layer in enumerate(modules_of(self.layers, DecoderLayer)):
             attn = layer.self_attn
             kv = F.linear(x, attn.qkv_weight[s.q_width :], None)
             k, v = kv.split([s.kv_width, s.kv_width], dim=-1)

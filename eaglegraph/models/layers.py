@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -185,6 +186,11 @@ class DecoderLayer(PreNormBlock):
     `input_norm=False` is EAGLE-1's layer 0, whose input norm vLLM replaces by an identity.
     """
 
+    input_layernorm: RMSNorm | None
+    self_attn: Attention
+    post_attention_layernorm: RMSNorm
+    mlp: GatedMLP
+
     def __init__(
         self, spec: LayerSpec, dtype: torch.dtype, device: torch.device, input_norm: bool = True
     ) -> None:
@@ -194,3 +200,17 @@ class DecoderLayer(PreNormBlock):
         self.self_attn = Attention(spec, hidden, dtype, device)
         self.post_attention_layernorm = RMSNorm(hidden, eps, dtype, device)
         self.mlp = GatedMLP(spec, dtype, device)
+
+
+M = TypeVar("M", bound=nn.Module)
+
+
+def modules_of(modules: nn.ModuleList, kind: type[M]) -> list[M]:
+    """The list's modules as `kind` (checked): `nn.ModuleList` is not generic, so without this
+    every layer read back from one is typed as a bare `nn.Module`."""
+    out: list[M] = []
+    for module in modules:
+        if not isinstance(module, kind):
+            raise TypeError(f"expected {kind.__name__}, found {type(module).__name__}")
+        out.append(module)
+    return out

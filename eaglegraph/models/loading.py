@@ -17,14 +17,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from safetensors import safe_open
-from torch import nn
 
 from eaglegraph.errors import BadInput
-from eaglegraph.models.layers import Attention, DecoderLayer, GatedMLP, LayerSpec
+from eaglegraph.models.layers import (
+    Attention,
+    DecoderLayer,
+    GatedMLP,
+    LayerSpec,
+    RMSNorm,
+    modules_of,
+)
 from eaglegraph.models.rope import rope_extras_from_config
 from eaglegraph.models.target import TargetModel, layer_spec, target_family
 from eaglegraph.pair.config import Config
@@ -208,7 +214,20 @@ def _plan_mlp(plan: Plan, mlp: GatedMLP, prefixes: Sequence[str]) -> None:
         plan.add(mlp.down_bias, names("down_proj.bias"))
 
 
-def plan_layer(plan: Plan, layer: DecoderLayer | nn.Module, prefixes: Sequence[str]) -> None:
+class PlannedLayer(Protocol):
+    """What `plan_layer` reads of a Llama-shaped layer (a `DecoderLayer`, EAGLE-3's midlayer)."""
+
+    @property
+    def input_layernorm(self) -> RMSNorm | None: ...
+    @property
+    def self_attn(self) -> Attention: ...
+    @property
+    def post_attention_layernorm(self) -> RMSNorm: ...
+    @property
+    def mlp(self) -> GatedMLP: ...
+
+
+def plan_layer(plan: Plan, layer: PlannedLayer, prefixes: Sequence[str]) -> None:
     if layer.input_layernorm is not None:
         plan.add(layer.input_layernorm.weight, [p + "input_layernorm.weight" for p in prefixes])
     hidden_norm = getattr(layer, "hidden_norm", None)  # EAGLE-3's midlayer norms h apart
@@ -249,7 +268,7 @@ def load_target(
     )
     shape = (geometry.vocab_size, geometry.hidden_size)
     plan.add(model.embed_tokens.weight, ["model.embed_tokens.weight"])
-    for i, layer in enumerate(model.layers):
+    for i, layer in enumerate(modules_of(model.layers, DecoderLayer)):
         plan_layer(plan, layer, [f"model.layers.{i}."])
     plan.add(model.norm.weight, ["model.norm.weight"])
     if model.lm_head is not None:

@@ -171,6 +171,11 @@ def absorbed_attention(
 class MLADecoderLayer(PreNormBlock):
     """Pre-norm layer: MLA, then a dense gated MLP or the routed-expert MLP."""
 
+    input_layernorm: RMSNorm
+    self_attn: MLAAttention
+    post_attention_layernorm: RMSNorm
+    mlp: RoutedMoE | GatedMLP
+
     def __init__(
         self,
         geometry: Geometry,

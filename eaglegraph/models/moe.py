@@ -74,6 +74,10 @@ def _routed_experts_fake(x: Tensor, logits: Tensor, *_: object) -> Tensor:
 class RoutedMoE(nn.Module):
     """DeepSeek-V3 MoE: grouped top-k routing over sigmoid (or softmax) scores, shared experts."""
 
+    e_score_correction_bias: (
+        torch.Tensor
+    )  # a registered buffer (nn.Module's __getattr__ types it loosely)
+
     def __init__(
         self, hidden_size: int, moe: MoEDims, eps: float, dtype: torch.dtype, device: torch.device
     ) -> None:

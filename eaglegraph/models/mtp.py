@@ -144,6 +144,11 @@ class GatedAttention(nn.Module):
 class StandardBlock(PreNormBlock):
     """Pre-norm decoder block with `GatedAttention` and a dense gated MLP (Qwen-style MTP)."""
 
+    input_layernorm: RMSNorm
+    self_attn: GatedAttention
+    post_attention_layernorm: RMSNorm
+    mlp: GatedMLP
+
     def __init__(
         self, spec: LayerSpec, arch: MTPArch, dtype: torch.dtype, device: torch.device
     ) -> None:
@@ -184,6 +189,8 @@ class MTPDraft(nn.Module):
     (pre-norm hidden for logits, post-norm hidden for the next step), `compute_logits`
     applies the module's shared-head norm and head. `step` picks the module (k % n).
     """
+
+    cos_sin_cache: torch.Tensor  # a registered buffer (nn.Module's __getattr__ types it loosely)
 
     kind = "mtp"
 
@@ -261,7 +268,10 @@ class MTPDraft(nn.Module):
         return len(self.modules_)
 
     def module_for(self, step: int) -> MTPModule:
-        return self.modules_[step % len(self.modules_)]  # type: ignore[return-value]
+        module = self.modules_[step % len(self.modules_)]
+        if not isinstance(module, MTPModule):  # nn.ModuleList is not generic
+            raise TypeError(f"MTP module {step}: {type(module).__name__}")
+        return module
 
     def forward(
         self,

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from eaglegraph.models.init import fill_random, generator
-from eaglegraph.models.layers import GatedMLP
+from eaglegraph.models.layers import GatedMLP, modules_of
 from eaglegraph.models.loading import (
     Plan,
     _plan_mlp,
@@ -30,7 +30,7 @@ from eaglegraph.models.loading import (
 )
 from eaglegraph.models.mla import MLAAttention, MLADecoderLayer, MLATarget
 from eaglegraph.models.moe import RoutedMoE
-from eaglegraph.models.mtp import MTPArch, MTPDraft, StandardBlock, Target
+from eaglegraph.models.mtp import MTPArch, MTPDraft, MTPModule, StandardBlock, Target
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.mla import MLADims, MoEDims
 
@@ -120,7 +120,7 @@ def load_mla_target(
     model.extra_tensors = plan.run(torch.device(device))
     if rope_interleave:
         for layer in model.layers:
-            deinterleave_rope_(layer.self_attn)  # type: ignore[union-attr, arg-type]
+            deinterleave_rope_(layer.self_attn)  # type: ignore[arg-type]
     return model
 
 
@@ -194,7 +194,7 @@ def load_mtp_draft(
         rope_extras=folder_rope_extras(folder),
     )
     shape = (target.vocab_size, geometry.hidden_size)
-    for i, module in enumerate(draft.modules_):
+    for i, module in enumerate(modules_of(draft.modules_, MTPModule)):
         names = mtp_module_names(arch.style, target.num_layers, i)
         plan.add(module.enorm.weight, [names["enorm"]])
         plan.add(module.hnorm.weight, [names["hnorm"]])
@@ -214,8 +214,8 @@ def load_mtp_draft(
         # the target's own tensors are the target loader's business
         unused = tuple(n for n in unused if _is_mtp_name(n, target.num_layers))
         if rope_interleave:
-            for module in draft.modules_:
-                deinterleave_rope_(module.block.self_attn)  # type: ignore[union-attr, arg-type]
+            for module in modules_of(draft.modules_, MTPModule):
+                deinterleave_rope_(module.block.self_attn)  # type: ignore[arg-type]
     draft.extra_tensors = unused
     return draft
 

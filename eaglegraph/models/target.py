@@ -89,6 +89,8 @@ class DecoderStack(nn.Module):
     do not depend on the subclass.
     """
 
+    cos_sin_cache: torch.Tensor  # a registered buffer (nn.Module's __getattr__ types it loosely)
+
     def build_stack(
         self,
         geometry: Geometry,

@@ -20,7 +20,7 @@ from eaglegraph.results.findings import Finding, Severity
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
-ShapeRule = tuple[re.Pattern[str], Callable[[Geometry], tuple[int, ...]]]
+ShapeRule = tuple[re.Pattern[str], Callable[[re.Match[str]], tuple[int, ...]]]
 
 
 def _rules(g: Geometry, qkv_in_first: int, fc_in: int | None, lm_rows: int) -> list[ShapeRule]:
@@ -50,7 +50,7 @@ def _rules(g: Geometry, qkv_in_first: int, fc_in: int | None, lm_rows: int) -> l
     if fc_in is not None:
         rules.append((r"(?:model\.)?fc\.weight", lambda m: (h, fc_in)))
         rules.append((r"(?:model\.)?fc\.bias", lambda m: (h,)))
-    return [(re.compile(p + "$"), fn) for p, fn in rules]  # type: ignore[misc]
+    return [(re.compile(p + "$"), fn) for p, fn in rules]
 
 
 def shape_findings(
@@ -78,7 +78,7 @@ def shape_findings(
             layer = m.group(1) if pattern.groups else None
             if layer is not None and side.role == "target" and int(layer) >= g.num_hidden_layers:
                 break  # MTP or extra layers are not part of the declared stack
-            expected = expect(m)  # type: ignore[call-arg]
+            expected = expect(m)
             if tuple(info.shape) != expected:
                 family = re.sub(r"layers\.\d+\.", "layers.*.", name)
                 bad[family].append(f"{name} {list(info.shape)} (config implies {list(expected)})")

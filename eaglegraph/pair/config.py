@@ -7,6 +7,7 @@ file and key, so nothing above this layer ever sees a KeyError or a TypeError fr
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -98,7 +99,7 @@ class Config:
             raise BadInput(f"{self.source}: '{key}' must be a string, found {value!r:.60}")
         return value
 
-    def str_list(self, key: str) -> list[str]:
+    def str_list(self, key: builtins.str) -> list[builtins.str]:
         value = self.data.get(key)
         if value is None:
             return []
@@ -108,7 +109,7 @@ class Config:
             raise BadInput(f"{self.source}: '{key}' must be a list of strings")
         return list(value)
 
-    def int_list(self, key: str) -> list[int] | None:
+    def int_list(self, key: builtins.str) -> list[builtins.int] | None:
         value = self.data.get(key)
         if value is None:
             return None
@@ -118,7 +119,7 @@ class Config:
             raise BadInput(f"{self.source}: '{key}' must be a list of integers")
         return list(value)
 
-    def dict(self, key: str) -> dict[str, Any] | None:
+    def dict(self, key: builtins.str) -> builtins.dict[builtins.str, Any] | None:
         value = self.data.get(key)
         if value is None:
             return None

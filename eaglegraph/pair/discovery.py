@@ -59,7 +59,11 @@ def locate(path: Path | None, target: Path | None = None, draft: Path | None = N
         return Located(layout="single folder", single=path)
     for sub, role in ((t, "target"), (d, "draft")):
         if (sub / CONFIG).exists():
-            return Located(layout=f"{role}/ only", **{role: sub})
+            return Located(
+                layout=f"{role}/ only",
+                target=sub if role == "target" else None,
+                draft=sub if role == "draft" else None,
+            )
     try:
         subdirs = sorted(p for p in path.iterdir() if p.is_dir() and (p / CONFIG).exists())
     except PermissionError:

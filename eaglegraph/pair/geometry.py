@@ -94,6 +94,7 @@ def normalize_dtype(value: str | None, source: str) -> str | None:
 def _rope(cfg: Config) -> Rope:
     params = cfg.dict("rope_parameters")
     source = "rope_theta"
+    spec: Config | None
     if params is not None:
         # transformers v5 may nest per attention type; full attention is what EAGLE uses.
         if params and all(isinstance(v, dict) for v in params.values()):

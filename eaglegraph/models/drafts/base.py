@@ -221,6 +221,8 @@ def _rope_cache(
 class DraftBase(nn.Module):
     """Shared plumbing: geometry, shared target modules, rope cache, layer offset."""
 
+    cos_sin_cache: torch.Tensor  # a registered buffer (nn.Module's __getattr__ types it loosely)
+
     def __init__(
         self,
         geometry: Geometry,

@@ -16,6 +16,7 @@ from eaglegraph.models.dflash import DFlashArch, DFlashDraft
 from eaglegraph.models.drafts.base import BuildArgs, Verified, positions_of, stacked_kv_layers
 from eaglegraph.models.drafts.style import SpeculatorStyle
 from eaglegraph.models.init import fill_random
+from eaglegraph.models.layers import DecoderLayer, modules_of
 from eaglegraph.models.loading import Plan, plan_layer
 from eaglegraph.models.target import TargetModel
 from eaglegraph.pair.kinds import DraftKind
@@ -85,8 +86,8 @@ class DFlashBuild:
         plan = Plan(index)
         plan.add(draft.fc_weight, ["fc.weight"])
         plan.add(draft.hidden_norm.weight, ["hidden_norm.weight"])
-        for i, layer in enumerate(draft.layers):
-            plan_layer(plan, layer, [f"layers.{i}."])  # type: ignore[arg-type]
+        for i, layer in enumerate(modules_of(draft.layers, DecoderLayer)):
+            plan_layer(plan, layer, [f"layers.{i}."])
         plan.add(draft.norm.weight, ["norm.weight"])
         if draft.lm_head is not None:
             plan.add(draft.lm_head, ["lm_head.weight"])

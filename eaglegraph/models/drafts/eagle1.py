@@ -22,7 +22,7 @@ from eaglegraph.models.drafts.base import (
 )
 from eaglegraph.models.drafts.style import SpeculatorStyle
 from eaglegraph.models.init import fill_random
-from eaglegraph.models.layers import AttentionFn, DecoderLayer, LayerSpec, new_param
+from eaglegraph.models.layers import AttentionFn, DecoderLayer, LayerSpec, modules_of, new_param
 from eaglegraph.models.loading import Plan, detect_layer_spec, plan_layer
 from eaglegraph.models.target import TargetModel
 from eaglegraph.pair.geometry import Geometry
@@ -140,7 +140,7 @@ class Eagle1Build:
         plan.add(draft.fc_weight, ["fc.weight"])
         if draft.fc_bias is not None:
             plan.add(draft.fc_bias, ["fc.bias"])
-        for i, layer in enumerate(draft.layers):
+        for i, layer in enumerate(modules_of(draft.layers, DecoderLayer)):
             plan_layer(plan, layer, [f"layers.{i}."])
         # vLLM shares the target embedding for EAGLE-1 and skips a stored copy.
         plan.note(["embed_tokens.weight"], (target.vocab_size, args.geometry.hidden_size))

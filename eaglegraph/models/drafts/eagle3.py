@@ -35,6 +35,7 @@ from eaglegraph.models.layers import (
     LayerSpec,
     RMSNorm,
     VocabEmbedding,
+    modules_of,
     new_param,
 )
 from eaglegraph.models.loading import Plan, detect_layer_spec, plan_layer
@@ -87,6 +88,8 @@ class Eagle3Draft(DraftBase):
     Decode steps feed the draft's own previous `hidden_out` (width H), prefill the target's
     concatenated aux states (width num_aux·Ht); fc runs only when the width differs from H.
     """
+
+    d2t: torch.Tensor  # a registered buffer (nn.Module's __getattr__ types it loosely)
 
     def __init__(
         self,
@@ -279,12 +282,12 @@ class Eagle3Build:
         if draft.fc_bias is not None:
             plan.add(draft.fc_bias, ["fc.bias"])
         if draft.fc_norm is not None:
-            for i, norm in enumerate(draft.fc_norm):
+            for i, norm in enumerate(modules_of(draft.fc_norm, RMSNorm)):
                 plan.add(norm.weight, [f"fc_norm.{i}.weight"])
         if draft.input_norm is not None:
             plan.add(draft.input_norm.weight, ["input_norm.weight"])
         plan_layer(plan, draft.midlayer, mid)
-        for i, layer in enumerate(draft.layers, start=1):
+        for i, layer in enumerate(modules_of(draft.layers, DecoderLayer), start=1):
             plan_layer(plan, layer, [f"layers.{i}."])
         plan.add(draft.norm.weight, ["norm.weight"])
         if draft.lm_head is not None:

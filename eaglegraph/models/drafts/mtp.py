@@ -102,7 +102,8 @@ def window_drafts(draft: MTPDraft, v: Verified) -> list[int]:
     """Several modules, densely: module s reads the token s+1 ahead and module s-1's
     recycled hidden (the target's for s = 0) over the whole accepted sequence; its argmax at
     the last position is draft s, the token the deeper modules see past the known sequence."""
-    feature, out, valid = v.hidden, [], v.valid
+    out: list[int] = []
+    feature, valid = v.hidden, v.valid
     try:
         for s in range(v.num_speculative_tokens):
             tokens = (v.tokens + out)[s + 1 : s + 1 + valid]
