@@ -7,7 +7,13 @@ from typing import Any
 import click
 
 from eaglegraph.cli.app import make_app, output_options
-from eaglegraph.cli.options import pair_arguments, plan_options_for, pool_option, warn_suspicious
+from eaglegraph.cli.options import (
+    pair_arguments,
+    plan_options_for,
+    pool_option,
+    predict_option,
+    warn_suspicious,
+)
 from eaglegraph.cli.outputs import Outputs, output_files
 from eaglegraph.cli.rig_options import build_spec, rig_options
 from eaglegraph.results.capture import CaptureRun
@@ -27,12 +33,7 @@ _CPU_NOTE = (
 @click.option(
     "--replay", is_flag=True, help="After capture, run a grow/shrink schedule through the graphs."
 )
-@click.option(
-    "--predict/--no-predict",
-    default=True,
-    show_default=True,
-    help="On CUDA, predict each pool on the CPU first; stop with what fits if it will not.",
-)
+@predict_option("On CUDA, predict each pool on the CPU first; stop with what fits if it will not.")
 @click.option(
     "--full-plan",
     is_flag=True,

@@ -7,7 +7,13 @@ from typing import Any
 import click
 
 from eaglegraph.cli.app import make_app, output_options
-from eaglegraph.cli.options import Seconds, plan_options, pool_option, warn_suspicious
+from eaglegraph.cli.options import (
+    plan_options,
+    pool_option,
+    predict_option,
+    timeout_option,
+    warn_suspicious,
+)
 from eaglegraph.cli.outputs import Outputs, output_files
 from eaglegraph.cli.rig_options import build_spec, rig_options
 from eaglegraph.results.memdiff import MemdiffRun
@@ -19,19 +25,8 @@ from eaglegraph.results.memdiff import MemdiffRun
 @pool_option("Pool policy to compare with (must differ from --pool).", "dedicated", "--against")
 @plan_options
 @rig_options
-@click.option(
-    "--timeout",
-    type=Seconds(),
-    default=1800.0,
-    show_default=True,
-    help="Seconds per capture.",
-)
-@click.option(
-    "--predict/--no-predict",
-    default=True,
-    show_default=True,
-    help="Each capture predicts its pools on the CPU first and stops if they will not fit.",
-)
+@timeout_option(1800.0, "Seconds per capture.")
+@predict_option("Each capture predicts its pools on the CPU first and stops if they will not fit.")
 @output_files(MemdiffRun)
 @output_options
 @click.pass_context

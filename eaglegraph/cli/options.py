@@ -302,6 +302,16 @@ def pool_option(
     )
 
 
+def timeout_option(default: float, help: str) -> Callable[[Any], Any]:
+    """`--timeout`: seconds one piece of work (a probe case, a memdiff capture) may take."""
+    return click.option("--timeout", type=Seconds(), default=default, show_default=True, help=help)
+
+
+def predict_option(help: str) -> Callable[[Any], Any]:
+    """`--predict/--no-predict`: predict the pools on the CPU before capturing (on by default)."""
+    return click.option("--predict/--no-predict", default=True, show_default=True, help=help)
+
+
 def fail_on_option(default: str) -> Callable[[Any], Any]:
     return click.option(
         "--fail-on",

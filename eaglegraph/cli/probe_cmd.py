@@ -8,11 +8,11 @@ import click
 
 from eaglegraph.cli.app import make_app, output_options
 from eaglegraph.cli.options import (
-    Seconds,
     fail_on_option,
     plan_options_for,
     pool_option,
     pop_plan_kwargs,
+    timeout_option,
     warn_suspicious,
 )
 from eaglegraph.cli.outputs import Outputs, output_files
@@ -46,13 +46,7 @@ from eaglegraph.rig.options import PROBE_MAX_NUM_SEQS
     default=None,
     help="Worker processes at once (default: one per CPU core; on a GPU at most 4).",
 )
-@click.option(
-    "--timeout",
-    type=Seconds(),
-    default=900.0,
-    show_default=True,
-    help="Seconds per case (a case still running then is reported as a hang).",
-)
+@timeout_option(900.0, "Seconds per case (a case still running then is reported as a hang).")
 @click.option("--list-behaviors", is_flag=True, help="Explain each --behavior and exit.")
 @fail_on_option("error")
 @output_files(ProbeRun)
