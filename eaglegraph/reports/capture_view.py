@@ -19,7 +19,7 @@ from rich.text import Text
 
 from eaglegraph.reports.findings_view import render_findings
 from eaglegraph.reports.format import fmt_bytes, fmt_sizes
-from eaglegraph.reports.layout import Folded
+from eaglegraph.reports.layout import Folded, label_grid
 from eaglegraph.reports.pools_view import render_pools
 from eaglegraph.reports.timeline_view import (
     EMULATED_NA,
@@ -68,9 +68,7 @@ def context_grid(
 ) -> Table:
     """Config, environment and replay as `key=value` runs, whatever keys the producer wrote."""
     skip = {"model", "model_dir"}
-    grid = Table.grid(padding=(0, 1))
-    grid.add_column(style="dim", no_wrap=True)
-    grid.add_column(overflow="fold")
+    grid = label_grid()
     forward = target_forward(config)
     if forward is not None:
         grid.add_row("target", Folded(forward))

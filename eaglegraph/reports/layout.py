@@ -101,6 +101,14 @@ def _pieces(plain: str) -> int:
     return max((len(p) for p in parts), default=0)
 
 
+def label_grid() -> Table:
+    """Dim labels, each beside its value; a long value folds under its own column."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(style="dim", no_wrap=True)
+    grid.add_column(overflow="fold")
+    return grid
+
+
 class Folded:
     """A text that wraps at spaces (a number with its unit), and folds long identifiers
     after a separator, never mid-name."""
@@ -240,9 +248,7 @@ class Fitted:
                     heading.append(" ")
                 if isinstance(part, Text):
                     heading.append_text(part)
-            grid = Table.grid(padding=(0, 1))
-            grid.add_column(style="dim", no_wrap=True)
-            grid.add_column(overflow="fold")
+            grid = label_grid()
             for column in rest:
                 value = column.footer if footer else column._cells[index]
                 if value is None or (isinstance(value, (str, Text)) and not str(value).strip()):

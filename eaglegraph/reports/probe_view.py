@@ -9,7 +9,7 @@ from rich.text import Text
 
 from eaglegraph.known.profiles import FLAGS
 from eaglegraph.reports.format import SEVERITY_STYLE
-from eaglegraph.reports.layout import Fitted, Folded
+from eaglegraph.reports.layout import Fitted, Folded, label_grid
 from eaglegraph.results.behaviors import BehaviorList
 from eaglegraph.results.probe import ProbeRun
 
@@ -60,9 +60,7 @@ def _findings(run: ProbeRun, console: Console) -> None:
             ("evidence", f.evidence),
             ("fix", f.fix),
         ]
-        grid = Table.grid(padding=(0, 1))
-        grid.add_column(style="dim", no_wrap=True)
-        grid.add_column(overflow="fold")
+        grid = label_grid()
         for label, value in rows:
             if value:
                 grid.add_row(label, Folded(value))
