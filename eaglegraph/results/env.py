@@ -43,9 +43,15 @@ class GpuProcess:
 
 
 @dataclass
-class GpuInfo:
+class Device:
+    """A GPU as one library numbers and names it (NVML and torch each have their view)."""
+
     index: int
     name: str | NAType = NA
+
+
+@dataclass
+class GpuInfo(Device):
     uuid: str | NAType = NA
     memory_total_mib: float | NAType = NA
     memory_used_mib: float | NAType = NA
@@ -66,9 +72,7 @@ class NvmlReport:
 
 
 @dataclass
-class TorchDevice:
-    index: int
-    name: str | NAType = NA
+class TorchDevice(Device):
     capability: str | NAType = NA
     total_memory_mib: float | NAType = NA
 
