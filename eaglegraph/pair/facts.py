@@ -13,21 +13,9 @@ from eaglegraph.pair.config import Config
 from eaglegraph.pair.drafts.base import DraftKind, FactsInput, KindVerdict
 from eaglegraph.pair.tensors import CheckpointIndex, TensorInfo
 from eaglegraph.results.findings import Finding
+from eaglegraph.results.inspect import AuxTapsFacts
 
-
-@dataclass(frozen=True)
-class AuxTaps:
-    """EAGLE-3 aux layer ids as given, and the target layers they tap in each stack.
-
-    Taps are reported as "output of layer k" (0-based; -1 is the embedding output), the one
-    convention in which vLLM's entering-layer ids and SGLang's +1-shifted ids compare directly.
-    """
-
-    layer_ids: list[int] | None
-    source: str
-    vllm_entering_layers: list[int]
-    vllm_taps: list[int]
-    sglang_taps: list[int]
+AuxTaps = AuxTapsFacts  # one record: what inspect reports is what the pair derived
 
 
 @dataclass

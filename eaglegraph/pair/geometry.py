@@ -13,6 +13,7 @@ from typing import Any
 
 from eaglegraph.errors import BadInput
 from eaglegraph.pair.config import Config
+from eaglegraph.results.inspect import RopeFacts
 
 DTYPE_ALIASES = {
     "bfloat16": "bfloat16",
@@ -29,15 +30,7 @@ DTYPE_ALIASES = {
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "float64": 8}
 
 
-@dataclass(frozen=True)
-class Rope:
-    rope_theta: float
-    rope_type: str = "default"
-    factor: float | None = None
-    low_freq_factor: float | None = None
-    high_freq_factor: float | None = None
-    original_max_position_embeddings: int | None = None
-    source: str = "default"
+Rope = RopeFacts  # one record: what inspect reports is what the geometry read
 
 
 @dataclass(frozen=True)

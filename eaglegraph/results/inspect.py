@@ -17,8 +17,10 @@ from eaglegraph.results.prediction import MemoryPrediction
 INSPECT_SCHEMA = "eaglegraph.inspect/1"
 
 
-@dataclass
+@dataclass(frozen=True)
 class RopeFacts:
+    """RoPE as the config gives it; also the pair's own record (`pair.geometry.Rope`)."""
+
     rope_theta: float
     rope_type: str = "default"
     factor: float | None = None
@@ -85,9 +87,14 @@ class SideFacts:
     estimated_parameter_count: int | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class AuxTapsFacts:
-    """EAGLE-3's auxiliary hidden-state layers: as configured, and as each engine taps them."""
+    """EAGLE-3's auxiliary hidden-state layers: as configured, and as each engine taps them.
+
+    Reported as "output of layer k" (0-based; -1 is the embedding output), the one convention
+    in which vLLM's entering-layer ids and SGLang's +1-shifted ids compare directly. Also the
+    pair's own record (`pair.facts.AuxTaps`).
+    """
 
     layer_ids: list[int] | None
     source: str
