@@ -26,7 +26,27 @@ def _preset_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+# The quick loop (`pytest -m fast`, CONTRIBUTING.md): the seams and the layers, engine knowledge,
+# pair reading, plans, triage and saved runs — no model is run through the Triton interpreter.
+FAST = (
+    "test_architecture.py",
+    "known/",
+    "pair/",
+    "triage/",
+    "results/",
+    "rig/test_plan.py",
+    "rig/test_engine_plans.py",
+    "rig/test_step_seams.py",
+    "cli/test_bad_input.py",
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(__file__).parent
+    for item in items:
+        where = item.path.relative_to(root).as_posix()
+        if where.startswith(FAST) and "slow" not in item.keywords:
+            item.add_marker(pytest.mark.fast)
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")

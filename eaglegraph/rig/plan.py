@@ -201,18 +201,17 @@ def _finding(
     *,
     message: str | None = None,
     fix: str | None = "",
-    named: bool = True,
     **where: str,
 ) -> Finding:
-    """A plan finding about hazard `h`: its mechanism unless `message` says more, its PR, its
-    fix text unless `fix` gives another (None: no fix), and its id unless not `named`."""
+    """A plan finding about hazard `h`: its mechanism unless `message` says more, its PR, and
+    its fix text unless `fix` gives another (None: no fix)."""
     return Finding(
         id=h.id,
         severity=severity,
         message=message or h.mechanism,
         ref=h.ref_text,
         fix=h.fix_text if fix == "" else fix,
-        hazard=h.id if named else None,
+        hazard=h.id,
         **where,
     )
 
@@ -229,8 +228,6 @@ def _vllm_hazards(plan: CapturePlan, opts: PlanOptions) -> list[Finding]:
                 message=f"requested {plan.requested_mode.name} runs as "
                 f"{plan.resolved_mode.name} with {opts.attention_backend}: the backend lacks "
                 "uniform-batch FULL graph support for spec decode",
-                fix=None,
-                named=False,
             )
         )
     decode = plan.phase("draft_decode")

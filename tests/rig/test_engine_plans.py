@@ -115,8 +115,8 @@ def test_sglang_plan_matches_engine(
             gpu=gpu,
             attention_backend=backend,
             num_speculative_tokens=3,
-            engine_batch_defaults=True,
-        )
+        ),
+        engine_batch_defaults=True,
     )
     plan = build_plan(opts)
     pairs = {p.phase: [[d.num_tokens, d.num_reqs] for d in p.descriptors] for p in plan.phases}
@@ -208,8 +208,8 @@ def test_sglang_plan_by_requests_and_steps(
     inside), for the batch sizes the server captures with max_running_requests = R."""
     opts = resolve_plan_options(PlanChoices(
         behavior=profile, gpu=gpu, attention_backend=backend, max_num_seqs=r,
-        num_speculative_tokens=k, engine_batch_defaults=True,
-    ))  # fmt: skip
+        num_speculative_tokens=k,
+    ), engine_batch_defaults=True)  # fmt: skip
     plan = build_plan(opts)
     bs = _sglang_spec_bs(min(SGLANG_GPU_MAX_BS[gpu], r))
     pairs = {p.phase: [[d.num_tokens, d.num_reqs] for d in p.descriptors] for p in plan.phases}
