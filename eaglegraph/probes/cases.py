@@ -33,7 +33,7 @@ from eaglegraph.probes.poisoning import (
     table,
     unmapped_buffer,
 )
-from eaglegraph.probes.reference_diff import Divergence, compare_step, reference_for
+from eaglegraph.probes.reference_diff import compare_step, reference_for
 from eaglegraph.probes.spec import RunSpec
 from eaglegraph.results.capture import CaptureEvent
 from eaglegraph.results.codec import decode
@@ -284,7 +284,7 @@ def _execute(case: ProbeCase, built: BuiltRig, start: float) -> CaseResult:
     result.invariants.extend(broken)
     result.graphs = list(graphs)
     if divergence is not None:
-        result.divergence = _typed(divergence)
+        result.divergence = divergence
     outputs: dict[str, dict[str, torch.Tensor | list[Any]]] = {}
     scans: dict[str, list[int]] = {}
     # token rows any step or captured graph of this case touched (see `padding_regions`)
@@ -320,7 +320,7 @@ def _execute(case: ProbeCase, built: BuiltRig, start: float) -> CaseResult:
         if run == "A" and result.divergence is None:
             with timer("reference"):
                 hit = compare_step(2, rig, ref, batch, out, ref_out)
-            result.divergence = _typed(hit) if hit is not None else None
+            result.divergence = hit
         target_layers = rig.models.target.num_layers
         kv = [torch.stack([c[owned] for c in pair]).flatten() for pair in rig.kv_caches]
         outputs[run] = {
@@ -483,7 +483,7 @@ def _lockstep(
     broken: list[InvariantViolation],
     touched: list[int],
     checkpoint: Checkpoint,
-) -> Divergence | None:
+) -> ReferenceDivergence | None:
     """One step of the rig and of the reference over the same requests, compared; the rig's
     metadata invariants are checked around each phase of it too (prefill steps included):
     slot mappings before the phase's kernels run, the rest once it is done."""
@@ -531,7 +531,3 @@ def _case_graphs(rig: Rig, events: list[CaptureEvent]) -> list[CaseGraph]:
         pool = str(e.pool) if e.pool is not None else None
         out.append(CaseGraph(e.index, e.phase, key.label(), pool, label, e.bytes))
     return out
-
-
-def _typed(d: Divergence) -> ReferenceDivergence:
-    return ReferenceDivergence(**d.to_json())

@@ -156,20 +156,21 @@ def _state_rows(v: StepView, bufs: Any) -> Check | None:
     return _eq(rows, v.table_rows())
 
 
-def _pad_slots(v: StepView, bufs: Any) -> Check | None:
-    pad = v.target_padded_tokens()
-    if pad <= v.tb:
+def _padding_slots(bufs: Any, valid: int, pad: int) -> Check | None:
+    """The slot mapping's padding rows [valid, pad) write no KV: each holds -1."""
+    if pad <= valid:
         return None
-    return Check(bufs.slot_mapping[v.tb : pad], pad - v.tb, EQ, (-1,) * (pad - v.tb))
+    return Check(bufs.slot_mapping[valid:pad], pad - valid, EQ, (-1,) * (pad - valid))
+
+
+def _pad_slots(v: StepView, bufs: Any) -> Check | None:
+    return _padding_slots(bufs, v.tb, v.target_padded_tokens())
 
 
 def _decode_pad_slots(v: StepView, bufs: Any) -> Check | None:
     if v.rig.framework == "sglang":
         return None  # SGLang computes a slot for every padded row (its own pad positions)
-    pad = v.decode_padded_tokens()
-    if pad <= v.rb:
-        return None
-    return Check(bufs.slot_mapping[v.rb : pad], pad - v.rb, EQ, (-1,) * (pad - v.rb))
+    return _padding_slots(bufs, v.rb, v.decode_padded_tokens())
 
 
 def _decode_slots(v: StepView, bufs: Any) -> Check | None:

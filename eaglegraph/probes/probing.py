@@ -73,16 +73,8 @@ class ProbeRequest:
         on_plan: Callable[[list[ProbeCase]], None] | None = None,
         on_case: Callable[[str, CaseResult | None], None] | None = None,
     ) -> ProbeRun:
-        return probe(
-            self.spec,
-            modes=self.modes,
-            batches=self.batches,
-            isolate=self.isolate,
-            timeout=self.timeout,
-            workers=self.workers,
-            on_plan=on_plan,
-            on_case=on_case,
-        )
+        # the request's fields are `probe`'s own arguments, by name
+        return probe(**vars(self), on_plan=on_plan, on_case=on_case)
 
 
 def select_modes(modes: Sequence[str], framework: str) -> list[str]:

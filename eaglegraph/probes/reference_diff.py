@@ -12,11 +12,11 @@ the decodes wrote).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
+from eaglegraph.results.probe import ReferenceDivergence as Divergence
 from eaglegraph.rig.driver import StepOutput
 from eaglegraph.rig.reference import ReferenceEngine
 from eaglegraph.rig.speculators import DraftFacts
@@ -24,21 +24,6 @@ from eaglegraph.rig.workload import ScheduledRequest
 
 if TYPE_CHECKING:
     from eaglegraph.rig.step import Rig
-
-
-@dataclass(frozen=True)
-class Divergence:
-    step: int
-    phase: str
-    request: int
-    buffer: str
-    kernel: str
-    index: str
-    got: str
-    want: str
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def reference_for(rig: Rig) -> ReferenceEngine:

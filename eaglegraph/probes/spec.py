@@ -92,39 +92,20 @@ class RunSpec:
         )
 
     def to_json(self) -> dict[str, Any]:
+        """Every field, in order; the options' mode, behavior and GPU by name (`from_json`
+        looks them up again)."""
         o = self.options
-        return {
-            "model": self.model,
-            "path": self.path,
-            "target": self.target,
-            "draft": self.draft,
-            "options": {
-                "framework": o.framework,
-                "max_num_seqs": o.max_num_seqs,
-                "num_speculative_tokens": o.num_speculative_tokens,
-                "max_num_batched_tokens": o.max_num_batched_tokens,
-                "mode": o.mode.name,
-                "attention_backend": o.attention_backend,
-                "behavior": o.behavior.name,
-                "capture_sizes": list(o.capture_sizes) if o.capture_sizes is not None else None,
-                "max_capture_size": o.max_capture_size,
-                "gpu": o.gpu.name,
-                "trtllm_artifacts": o.trtllm_artifacts,
-                "breakable": o.breakable,
-                "compiled": o.compiled,
-                "head_dim": o.head_dim,
-                "defaults": list(o.defaults),
-                "explicit_mode": o.explicit_mode,
-            },
-            "device": self.device,
-            "dtype": self.dtype,
-            "max_model_len": self.max_model_len,
-            "random_weights": self.random_weights,
-            "seed": self.seed,
-            "pool": self.pool,
-            "compile_model": self.compile_model,
-            "full_max_num_seqs": self.full_max_num_seqs,
-        }
+        options = {f.name: getattr(o, f.name) for f in dataclasses.fields(o)}
+        options.update(
+            mode=o.mode.name,
+            behavior=o.behavior.name,
+            capture_sizes=list(o.capture_sizes) if o.capture_sizes is not None else None,
+            gpu=o.gpu.name,
+            defaults=list(o.defaults),
+        )
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data["options"] = options
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunSpec:
