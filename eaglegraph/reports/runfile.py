@@ -25,31 +25,21 @@ from eaglegraph.results.stacks import StacksReport
 from eaglegraph.results.triage import TriageResult
 from eaglegraph.serial import dumps
 
-# every result kind `report` reads back: what each command prints with --json or --save
-SAVED_RUNS = (
-    CaptureRun,
-    MemdiffRun,
-    ProbeRun,
-    InspectReport,
-    TriageResult,
-    EnvReport,
-    StacksReport,
-    ScaffoldResult,
-    PresetList,
-)
-
 # each run type's view, as "module:function" (imported lazily: each pulls in only its own view)
 _VIEWS: dict[type, str] = {
-    InspectReport: "inspect_view:render_inspect",
-    MemdiffRun: "memdiff_view:render_memdiff",
     CaptureRun: "capture_view:render_capture",
+    MemdiffRun: "memdiff_view:render_memdiff",
     ProbeRun: "probe_view:render_probe",
+    InspectReport: "inspect_view:render_inspect",
     TriageResult: "triage_view:render_triage",
     EnvReport: "env_view:render_env",
     StacksReport: "stacks_view:render_stacks",
     ScaffoldResult: "scaffold_view:render_scaffold",
     PresetList: "scaffold_view:render_presets",
 }
+
+# every result kind `report` reads back: what each command prints with --json or --save
+SAVED_RUNS = tuple(_VIEWS)
 
 
 def renderer_for(run: Any) -> Callable[[Any, Console], None]:
