@@ -7,18 +7,10 @@ per-graph — each capture its own private pool (torch's default without `pool=`
 
 from __future__ import annotations
 
-from enum import Enum
+from eaglegraph.known.enums import StrEnum
 
 
-class PoolPolicy(str, Enum):
+class PoolPolicy(StrEnum):
     SHARED = "shared"
     DEDICATED = "dedicated"
     PER_GRAPH = "per-graph"
-
-    def __str__(self) -> str:
-        return self.value
-
-    @classmethod
-    def names(cls) -> list[str]:
-        """The spellings options accept, in the order help texts list them."""
-        return [p.value for p in cls]

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Set
 from dataclasses import dataclass
 
-from eaglegraph.results.triage import Category
+from eaglegraph.known.triage_categories import Category
 
 STALE, OOB, OOM, CAPTURE, MODE, CONFIG, ACCEPT, HANG, OTHER = Category
 

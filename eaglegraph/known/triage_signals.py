@@ -23,8 +23,8 @@ gate the regex (at least one occurs in every line it can match, see `triage.patt
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
+from eaglegraph.known.enums import StrEnum
 from eaglegraph.known.upstream import cite
 
 

@@ -7,29 +7,13 @@ The terminal view and `--json` (schema `eaglegraph.triage/1`) are both made from
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 
+from eaglegraph.known.enums import StrEnum
+from eaglegraph.known.triage_categories import CATEGORIES as CATEGORIES
+from eaglegraph.known.triage_categories import Category as Category
 from eaglegraph.results.findings import Finding
 
 TRIAGE_SCHEMA = "eaglegraph.triage/1"
-
-
-class Category(StrEnum):
-    """The failure classes a verdict names. A `StrEnum`, so the JSON keeps the plain strings;
-    the order is the schema's (scores list them in it, ties go to the earlier one)."""
-
-    STALE = "stale-buffer-read"
-    OOB = "oob-index"
-    OOM = "pool-memory/oom"
-    CAPTURE = "capture-failure"
-    MODE = "mode-incompatibility"
-    CONFIG = "hidden-dim/config-mismatch"
-    ACCEPT = "acceptance-regression"
-    HANG = "hang"
-    OTHER = "other"
-
-
-CATEGORIES: tuple[Category, ...] = tuple(Category)
 
 
 class Role(StrEnum):

@@ -15,7 +15,7 @@ from eaglegraph.known.pool_policies import PoolPolicy
 from eaglegraph.results.pools import PoolId
 from eaglegraph.rig.modes import Mode
 
-POLICIES = tuple(PoolPolicy.names())
+POLICIES = tuple(PoolPolicy.values())
 
 
 @dataclass

@@ -7,10 +7,10 @@ so a style compares and serialises as its plain string.
 
 from __future__ import annotations
 
-from enum import Enum
+from eaglegraph.known.enums import StrEnum
 
 
-class SpeculatorStyle(str, Enum):
+class SpeculatorStyle(StrEnum):
     """EAGLE: a draft-prefill graph, then K-1 draft-decode graphs (EAGLE-1/3, one MTP module
     reused per step). WINDOW: every MTP module over each request's window, in one graph.
     BLOCK: one graph drafts the whole block, no decodes (DFlash)."""
@@ -18,6 +18,3 @@ class SpeculatorStyle(str, Enum):
     EAGLE = "eagle"
     WINDOW = "window"
     BLOCK = "block"
-
-    def __str__(self) -> str:
-        return self.value
