@@ -583,7 +583,7 @@ def test_quick_cpu_plan_only_replaces_defaults() -> None:
     from eaglegraph.rig.options import CPU_CAPTURE_MAX_NUM_SEQS as CPU
 
     assert resolve_run(PRESET, device="cpu", cpu_max_num_seqs=CPU).full_max_num_seqs == 128
-    for plan in ({"max_num_seqs": 16}, {"capture_sizes": "4,8"}):
+    for plan in ({"max_num_seqs": 16}, {"capture_sizes": (4, 8)}):
         spec = resolve_run(PRESET, plan=plan, device="cpu", cpu_max_num_seqs=CPU)
         assert spec.full_max_num_seqs is None
     explicit = resolve_run(PRESET, plan={"max_num_seqs": 16}, device="cpu", cpu_max_num_seqs=CPU)

@@ -80,9 +80,9 @@ def test_current_vllm_is_clean_in_every_mode(backend: str) -> None:
     )
 
 
-@pytest.mark.parametrize(("k", "sizes"), [(1, "2,8"), (5, "6,24")])
+@pytest.mark.parametrize(("k", "sizes"), [(1, (2, 8)), (5, (6, 24))])
 def test_current_vllm_is_clean_at_k_1_and_5_through_every_acceptance_path(
-    k: int, sizes: str
+    k: int, sizes: tuple[int, ...]
 ) -> None:
     run = _probe("vllm-current", "flash_attn", ["FULL_AND_PIECEWISE"], [3],
                  num_speculative_tokens=k, capture_sizes=sizes)  # fmt: skip
