@@ -7,42 +7,13 @@ whether embeddings and lm_head are the draft's own or borrowed from the target.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from eaglegraph.pair.config import Config
-from eaglegraph.pair.drafts.base import DraftKind, FactsInput, KindVerdict
+from eaglegraph.pair.drafts.base import DraftFacts as DraftFacts
+from eaglegraph.pair.drafts.base import FactsInput, KindVerdict
 from eaglegraph.pair.tensors import CheckpointIndex, TensorInfo
-from eaglegraph.results.findings import Finding
 from eaglegraph.results.inspect import AuxTapsFacts
 
 AuxTaps = AuxTapsFacts  # one record: what inspect reports is what the pair derived
-
-
-@dataclass
-class DraftFacts:
-    kind: DraftKind
-    style: str | None
-    evidence: list[str]
-    fc_in_features: int | None
-    fc_in_source: str
-    expected_fc_in: int | None
-    fc_bias_tensor: bool | None
-    config_bias: bool | None
-    target_hidden_size: int | None
-    draft_vocab_size: int | None
-    d2t_shape: list[int] | None
-    t2d_shape: list[int] | None
-    lm_head_rows: int | None
-    aux: AuxTaps | None
-    use_aux_hidden_state: bool | None
-    embed_tokens: str
-    lm_head: str
-    verifier: str | None
-    speculative_tokens: int | None
-    mtp_layers: int | None = None
-    notes: list[str] = field(default_factory=list)
-    kind_facts: list[tuple[str, str]] = field(default_factory=list)  # (label, value) rows
-    kind_findings: list[Finding] = field(default_factory=list)
 
 
 def default_aux_layers(num_layers: int) -> list[int]:

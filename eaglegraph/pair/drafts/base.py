@@ -13,15 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
-from typing import TYPE_CHECKING
 
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.tensors import CheckpointIndex
 from eaglegraph.results.findings import Finding
-
-if TYPE_CHECKING:
-    from eaglegraph.pair.facts import AuxTaps, DraftFacts
+from eaglegraph.results.inspect import AuxTapsFacts as AuxTaps
 
 
 class DraftKind(str, Enum):
@@ -103,6 +100,35 @@ class Recogniser:
 
     priority: int
     rule: Callable[[Evidence], KindVerdict | None]
+
+
+@dataclass
+class DraftFacts:
+    """What the draft consumes and produces, read from config and headers (`pair.facts`)."""
+
+    kind: DraftKind
+    style: str | None
+    evidence: list[str]
+    fc_in_features: int | None
+    fc_in_source: str
+    expected_fc_in: int | None
+    fc_bias_tensor: bool | None
+    config_bias: bool | None
+    target_hidden_size: int | None
+    draft_vocab_size: int | None
+    d2t_shape: list[int] | None
+    t2d_shape: list[int] | None
+    lm_head_rows: int | None
+    aux: AuxTaps | None
+    use_aux_hidden_state: bool | None
+    embed_tokens: str
+    lm_head: str
+    verifier: str | None
+    speculative_tokens: int | None
+    mtp_layers: int | None = None
+    notes: list[str] = field(default_factory=list)
+    kind_facts: list[tuple[str, str]] = field(default_factory=list)  # (label, value) rows
+    kind_findings: list[Finding] = field(default_factory=list)
 
 
 @dataclass
