@@ -10,6 +10,7 @@ import click
 
 from eaglegraph.errors import BadInput
 from eaglegraph.known.choose import profile_for_engine
+from eaglegraph.known.pool_policies import PoolPolicy
 from eaglegraph.results.findings import FAIL_ON_CHOICES
 from eaglegraph.rig.options import (
     ATTENTION_BACKENDS,
@@ -291,11 +292,11 @@ def pair_arguments(func: Callable[..., Any]) -> Callable[..., Any]:
 def pool_option(
     help: str, default: str | None = None, name: str = "--pool"
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """A graph pool policy (--pool, memdiff's --against): the same choices everywhere (the
-    spec's POOLS, spelled here so that listing commands does not import torch)."""
+    """A graph pool policy (--pool, memdiff's --against): the same choices everywhere
+    (`known.pool_policies`, which imports no torch)."""
     return click.option(
         name,
-        type=click.Choice(["shared", "dedicated", "per-graph"]),
+        type=click.Choice(PoolPolicy.values()),
         default=default,
         show_default=default is not None,
         help=help,

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from eaglegraph.errors import BadInput
+from eaglegraph.known.pool_policies import PoolPolicy
 from eaglegraph.known.upstream import upstream
 from eaglegraph.known.versions import VersionRange, between
 
@@ -237,8 +238,8 @@ class Profile:
         return self.engine
 
     @property
-    def default_pool(self) -> str:
-        return "dedicated" if self.dedicated_eagle_pool else "shared"
+    def default_pool(self) -> PoolPolicy:
+        return PoolPolicy.DEDICATED if self.dedicated_eagle_pool else PoolPolicy.SHARED
 
     def flags(self) -> dict[str, bool]:
         return {name: getattr(self, name) for name in FLAGS}

@@ -18,6 +18,7 @@ import torch
 
 from eaglegraph.errors import BadInput
 from eaglegraph.known.compilation import engine_compiles_target
+from eaglegraph.known.pool_policies import PoolPolicy
 from eaglegraph.known.profiles import get_profile
 from eaglegraph.pair import Pair, load_pair
 from eaglegraph.pair.presets import resolve_model_arg
@@ -28,7 +29,7 @@ from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.options import PlanChoices, PlanOptions
 from eaglegraph.rig.options import with_mode as options_with_mode
 
-POOLS = ("shared", "dedicated", "per-graph")
+POOLS = tuple(PoolPolicy.values())
 MAX_SEED = 2**63 - 1  # torch generators take 64-bit seeds; the draft uses seed + 1
 
 
