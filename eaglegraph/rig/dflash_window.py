@@ -14,50 +14,35 @@ step wrote.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from eaglegraph.kernels.dflash import prepare_dflash_block
 from eaglegraph.kernels.gather import gather_rows
-from eaglegraph.kernels.guard import Guard
 from eaglegraph.kernels.kv_cache import write_kv
 from eaglegraph.kernels.sampling import argmax_map_draft
-from eaglegraph.rig.buffers import BufferRegistry
-
-ModelCall = Callable[..., Any]
+from eaglegraph.models.dflash import DFlashDraft
+from eaglegraph.rig.parts import StepParts
 
 
 class DFlashWindow:
     """Buffers and routine of a DFlash draft; `capacity_reqs` is the largest padded batch."""
 
-    def __init__(
-        self,
-        registry: BufferRegistry,
-        bufs: Any,
-        draft: Any,
-        attention: Any,
-        kv_caches: list[tuple[torch.Tensor, torch.Tensor]],
-        guard: Callable[..., Guard | None],
-        *,
-        max_num_seqs: int,
-        capacity_reqs: int,
-        max_tokens: int,
-        num_speculative_tokens: int,
-        unpadded_query_buffers: bool,
-        device: torch.device,
-    ) -> None:
-        self.bufs, self.draft, self.attention, self.kv_caches = bufs, draft, attention, kv_caches
-        self.guard = guard
-        self.k = k = num_speculative_tokens
-        self.max_num_seqs = max_num_seqs
-        self.capacity = cap = max(capacity_reqs, max_num_seqs)
+    def __init__(self, parts: StepParts, capacity_reqs: int, unpadded_query_buffers: bool) -> None:
+        self.parts = parts
+        draft: object = parts.models.draft  # the kind's module, behind the generic Draft
+        assert isinstance(draft, DFlashDraft)
+        self.bufs, self.draft, self.kv_caches = parts.bufs, draft, parts.kv_caches
+        self.guard = parts.guard
+        self.k = k = parts.config.num_speculative_tokens
+        self.capacity = cap = max(capacity_reqs, parts.config.max_num_seqs)
         self.unpadded_query_buffers = unpadded_query_buffers
+        device, max_tokens = parts.config.device, parts.max_tokens
 
         def buf(name: str, shape: tuple[int, ...], dtype: torch.dtype, extent: str) -> Any:
             tensor = torch.zeros(shape, dtype=dtype, device=device)
-            return registry.register(name, "draft_prefill", tensor, extent)
+            return parts.registry.register(name, "draft_prefill", tensor, extent)
 
         self.input_ids = buf("dflash.input_ids", (cap * (k + 1),), torch.int32, "num_tokens")
         self.positions = buf("dflash.positions", (cap * (k + 1),), torch.int64, "num_tokens")
@@ -79,7 +64,7 @@ class DFlashWindow:
         self.context_slots[:num_tokens].copy_(b.slot_mapping[:num_tokens])
         self.context_slots[num_tokens:context_rows].fill_(-1)
 
-    def routine(self, model: ModelCall, num_reqs: int, num_tokens: int) -> None:
+    def routine(self, num_reqs: int, num_tokens: int) -> None:
         """What the DFlash graph records: `num_tokens` context rows, `num_reqs` blocks."""
         b, k, r = self.bufs, self.k, num_reqs
         q_rows = r * (k + 1)
@@ -89,11 +74,12 @@ class DFlashWindow:
             k_cache, v_cache = self.kv_caches[layer]
             write_kv(kk, vv, k_cache, v_cache, self.context_slots, num_tokens, slot_guard)
 
+        assert b.target_aux is not None  # DFlash taps the target's aux layers
         context = self.draft.combine(b.target_aux[:num_tokens])
         self.draft.context_kv(context, b.positions[:num_tokens], write)
-        hidden = model(
+        hidden = self.parts.routines.model_call(
             "draft", self.draft, q_rows, self.input_ids[:q_rows], self.positions[:q_rows],
-            self.attention,
+            self.parts.attention,
         )  # fmt: skip
         rows = torch.empty((r * k, hidden.shape[1]), dtype=hidden.dtype, device=hidden.device)
         guard = self.guard(sample_indices="dflash.sample_indices")

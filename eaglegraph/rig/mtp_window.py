@@ -6,20 +6,16 @@ the last token write no KV) and one attention metadata; the graph part caches th
 tail for the next step's re-prefill, then for each module s samples at the last token,
 recycles the hidden states and shifts the ids left with the sampled token appended.
 
-`bufs` is the rig's buffer holder (the persistent buffers every phase shares); this module
-registers the two caches it adds, `mtp.cached_ids` and `mtp.cached_hidden`, kept per request
+It works over the step's parts (the persistent buffers every phase shares, the draft model,
+attention and guards); this module registers the two caches it adds, `mtp.cached_ids` and `mtp.cached_hidden`, kept per request
 slot across steps (extent "all": they are never padding).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import torch
 
 from eaglegraph.kernels.gather import gather_rows
-from eaglegraph.kernels.guard import Guard
 from eaglegraph.kernels.mtp import (
     cache_mtp_window,
     pad_trailing_slots,
@@ -27,44 +23,32 @@ from eaglegraph.kernels.mtp import (
     shift_mtp_window,
 )
 from eaglegraph.kernels.sampling import argmax_map_draft
-from eaglegraph.rig.buffers import BufferRegistry
-
-ModelCall = Callable[..., Any]
+from eaglegraph.models.mtp import MTPDraft
+from eaglegraph.rig.parts import StepParts
 
 
 class MTPWindow:
     """Buffers and routines of a multi-module MTP draft (K module steps in one graph)."""
 
-    def __init__(
-        self,
-        registry: BufferRegistry,
-        bufs: Any,
-        draft: Any,
-        attention: Any,
-        guard: Callable[..., Guard | None],
-        *,
-        max_num_seqs: int,
-        num_speculative_tokens: int,
-        hidden_size: int,
-        dtype: torch.dtype,
-        device: torch.device,
-    ) -> None:
-        self.bufs = bufs
+    def __init__(self, parts: StepParts) -> None:
+        self.parts = parts
+        self.bufs = b = parts.bufs
+        draft: object = parts.models.draft  # the kind's module, behind the generic Draft
+        assert isinstance(draft, MTPDraft)
         self.draft = draft
-        self.attention = attention
-        self.guard = guard
-        self.k = num_speculative_tokens
-        cache = max(self.k - 1, 0)
-        self.cached_ids = registry.register(
+        self.guard = parts.guard
+        self.k = parts.config.num_speculative_tokens
+        r, cache, hidden = parts.config.max_num_seqs, max(self.k - 1, 0), b.eagle_hidden
+        self.cached_ids = parts.registry.register(
             "mtp.cached_ids",
             "draft_prefill",
-            torch.zeros((max_num_seqs, cache), dtype=torch.int64, device=device),
+            torch.zeros((r, cache), dtype=torch.int64, device=hidden.device),
             "all",
         )
-        self.cached_hidden = registry.register(
+        self.cached_hidden = parts.registry.register(
             "mtp.cached_hidden",
             "draft_prefill",
-            torch.zeros((max_num_seqs, cache, hidden_size), dtype=dtype, device=device),
+            hidden.new_zeros((r, cache, hidden.shape[1])),
             "all",
         )
 
@@ -83,7 +67,7 @@ class MTPWindow:
         b = self.bufs
         pad_trailing_slots(b.slot_mapping, b.eagle_qsl, b.last_token_indices, num_reqs)
 
-    def routine(self, model: ModelCall, num_reqs: int, num_tokens: int) -> None:
+    def routine(self, num_reqs: int, num_tokens: int) -> None:
         """What the speculator graph records: K module steps over the padded window."""
         b, n, r = self.bufs, num_tokens, num_reqs
         dev = b.eagle_hidden.device
@@ -94,15 +78,8 @@ class MTPWindow:
         )  # fmt: skip
         for step in range(self.k):
             self.draft.step = step
-            logit_h, hidden = model(
-                f"draft.module{step % self.draft.num_modules}",
-                self.draft,
-                n,
-                b.eagle_input_ids[:n],
-                b.eagle_positions[:n],
-                b.eagle_hidden[:n],
-                self.attention,
-            )
+            name = f"draft.module{step % self.draft.num_modules}"
+            logit_h, hidden = self.parts.routines.draft_forward(n, b.eagle_positions, name)
             last = torch.empty((r, logit_h.shape[1]), dtype=logit_h.dtype, device=dev)
             gather_rows(logit_h, b.last_token_indices, last, r, n, guard)
             sampled = torch.empty(r, dtype=torch.int64, device=dev)

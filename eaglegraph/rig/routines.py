@@ -48,13 +48,27 @@ class PhaseRoutines:
         # slot mapping of one draft-decode step for (num_reqs, num_tokens); set by the rig
         self.draft_slots: Callable[[int, int], None] | None = None
 
-    def _model(self, name: str, fn: Any, num_tokens: int, *args: Any) -> Any:
+    def model_call(self, name: str, fn: Any, num_tokens: int, *args: Any) -> Any:
+        """Run a model forward, through the capturing graph context's pieces when one is
+        capturing or replaying (PIECEWISE / BREAKABLE)."""
         ctx = self.graph_context
         return fn(*args) if ctx is None else ctx.call_model(name, fn, num_tokens, *args)
 
+    def draft_forward(
+        self, num_tokens: int, positions: torch.Tensor, name: str = "draft"
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The draft over its first `num_tokens` input rows (the EAGLE inputs: ids and hidden
+        states) at `positions`: (rows its logits come from, hidden states it hands on)."""
+        n, b = num_tokens, self.bufs
+        draft = self.models.draft
+        out = self.model_call(
+            name, draft, n, b.eagle_input_ids[:n], positions[:n], b.eagle_hidden[:n], self.attention
+        )
+        return out[0], out[1]
+
     def target(self, num_reqs: int, num_tokens: int) -> None:
         n, m = num_tokens, self.models
-        hidden, aux = self._model(
+        hidden, aux = self.model_call(
             "target",
             self.target_forward,
             n,
@@ -74,15 +88,7 @@ class PhaseRoutines:
         guard = self.guard(last_token_indices="eagle.last_token_indices")
         pos = torch.empty(r, dtype=torch.int64, device=dev)
         gather_rows(self.bufs.eagle_positions, self.bufs.last_token_indices, pos, r, n, guard)
-        logit_h, hidden = self._model(
-            "draft",
-            m.draft,
-            n,
-            self.bufs.eagle_input_ids[:n],
-            self.bufs.eagle_positions[:n],
-            self.bufs.eagle_hidden[:n],
-            self.attention,
-        )
+        logit_h, hidden = self.draft_forward(n, self.bufs.eagle_positions)
         last = torch.empty((r, logit_h.shape[1]), dtype=logit_h.dtype, device=dev)
         gather_rows(logit_h, self.bufs.last_token_indices, last, r, n, guard)
         logits = m.draft.compute_logits(last)
@@ -99,15 +105,7 @@ class PhaseRoutines:
     def decode(self, num_reqs: int, num_tokens: int) -> None:
         """vLLM `generate_draft`: one draft step; a FULL decode graph serves every step."""
         n, r, m = num_tokens, num_reqs, self.models
-        logit_h, hidden = self._model(
-            "draft",
-            m.draft,
-            n,
-            self.bufs.eagle_input_ids[:n],
-            self.bufs.decode_positions[:n],
-            self.bufs.eagle_hidden[:n],
-            self.attention,
-        )
+        logit_h, hidden = self.draft_forward(n, self.bufs.decode_positions)
         logits = m.draft.compute_logits(logit_h[:r])
         if self.widen_draft_logits:
             logits = logits.float()

@@ -30,16 +30,12 @@ class BlockSpeculator(Speculator):
     def __init__(self, parts: StepParts, pair: Pair) -> None:
         super().__init__(parts, pair)
         assert pair.target is not None
-        r = parts.config.max_num_seqs
         descriptors = parts.plan.phase("draft_prefill").descriptors
         self.block = DFlashWindow(
-            parts.registry, parts.bufs, parts.models.draft, parts.attention, parts.kv_caches,
-            parts.guard, max_num_seqs=r,
-            capacity_reqs=max((d.num_reqs or 0 for d in descriptors), default=r),
-            max_tokens=parts.max_tokens, num_speculative_tokens=parts.config.num_speculative_tokens,
+            parts,
+            capacity_reqs=max((d.num_reqs or 0 for d in descriptors), default=0),
             unpadded_query_buffers=not parts.behavior.dflash_padded_query_buffers,
-            device=parts.config.device,
-        )  # fmt: skip
+        )
         target_layers = pair.target.geometry.num_hidden_layers
         parts.attention.non_causal = frozenset(range(target_layers, len(parts.kv_caches)))
 
@@ -48,8 +44,7 @@ class BlockSpeculator(Speculator):
         return dflash_plan(plan)
 
     def prefill_routine(self) -> Routine:
-        routines, block = self.parts.routines, self.block
-        return lambda nr, nt: block.routine(routines._model, nr, nt)
+        return self.block.routine
 
     def _metadata(self, lens: list[int], num_reqs: int) -> Metadata:
         """Metadata over the query blocks: K+1 rows per request, over its own query buffers."""

@@ -29,13 +29,7 @@ class WindowSpeculator(Speculator):
 
     def __init__(self, parts: StepParts, pair: Pair) -> None:
         super().__init__(parts, pair)
-        assert pair.draft is not None
-        self.window = MTPWindow(
-            parts.registry, parts.bufs, parts.models.draft, parts.attention, parts.guard,
-            max_num_seqs=parts.config.max_num_seqs, num_speculative_tokens=parts.config.num_speculative_tokens,
-            hidden_size=pair.draft.geometry.hidden_size, dtype=parts.bufs.eagle_hidden.dtype,
-            device=parts.config.device,
-        )  # fmt: skip
+        self.window = MTPWindow(parts)
 
     @staticmethod
     def plan(pair: Pair, plan: CapturePlan) -> CapturePlan:
@@ -45,8 +39,7 @@ class WindowSpeculator(Speculator):
         return multi_module_plan(plan, modules)
 
     def prefill_routine(self) -> Routine:
-        routines, window = self.parts.routines, self.window
-        return lambda nr, nt: window.routine(routines._model, nr, nt)
+        return self.window.routine
 
     def capture_metadata(
         self, desc: BatchDescriptor, num_reqs: int, num_tokens: int, dummy: DummyBatch
