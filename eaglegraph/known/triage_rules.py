@@ -68,6 +68,41 @@ class Rule(Conditions):
     titled: bool = True
 
 
+def when(facts: str) -> Conditions:
+    """Conditions as one string: `fact` must hold, `?fact` one of these must, `!fact` none may."""
+    fields: dict[str, list[str]] = {"needs": [], "any_of": [], "unless": []}
+    for fact in facts.split():
+        field = {"?": "any_of", "!": "unless"}.get(fact[0], "needs")
+        fields[field].append(fact.lstrip("?!"))
+    return Conditions(**{k: tuple(v) for k, v in fields.items()})
+
+
+def one_of(*facts: str) -> str:
+    return " ".join(f"?{f}" for f in facts)
+
+
+def none_of(*facts: str) -> str:
+    return " ".join(f"!{f}" for f in facts)
+
+
+# A rule that rests on what a report lacks: a statement in the title adds nothing to it.
+UNTITLED = False
+RuleHead = tuple[str, Category, float, str] | tuple[str, Category, float, str, bool]
+
+
+def rule_table(*rows: RuleHead | str) -> tuple[Rule, ...]:
+    """Rules written two entries each: `(id, category, weight, when[, titled])`, then the why.
+
+    `when` lists the facts that must all hold, `?fact` those of which one must, `!fact` those
+    that must not (see `when`)."""
+    out: list[Rule] = []
+    for head, why in zip(rows[::2], rows[1::2], strict=True):
+        assert isinstance(head, tuple) and isinstance(why, str), (head, why)
+        rid, category, weight, facts, *titled = head
+        out.append(Rule(rid, category, weight, why, *titled, **vars(when(facts))))
+    return tuple(out)
+
+
 _FAULT = (
     r"illegal memory access|illegal ?address|cudaErrorIllegal\w*|CUDA_ERROR_ILLEGAL\w*|\bIMA\b|"
     r"segfault|segmentation fault|SIGSEGV|misaligned address|unspecified launch failure"
@@ -293,284 +328,160 @@ STATEMENTS: tuple[Statement, ...] = (
 # Facts a rule may need. `mech.*` and `phase.*` come from the log's first root error; `says.*`
 # from the reporter; `ctx.replay` from padding lines or replay frames; `ctx.log-fault` when the
 # log holds a root error at all.
-RULES: tuple[Rule, ...] = (
+# An asynchronous fault, stated by the reporter or found in the log.
+_ASYNC_FAULT = one_of("says.fault", "mech.async")
+
+RULES: tuple[Rule, ...] = rule_table(
     # -- what the reporter says about the mechanism ------------------------------------------
-    Rule(
-        "stated-oob",
-        OOB,
-        2.5,
-        needs=("says.oob",),
-        unless=("says.garbage-index",),
-        why="the reporter names an index assert or an out-of-bounds index",
-    ),
-    Rule(
-        "stated-memory",
-        OOM,
-        2.5,
-        needs=("says.oom",),
-        unless=("mech.oob", "mech.shape"),
-        why="the reporter ties the failure to memory or to a graph memory pool",
-    ),
-    Rule(
-        "stated-corruption",
-        ACCEPT,
-        2.5,
-        needs=("says.corruption",),
-        unless=("ctx.log-fault",),
-        why="silent wrong output or collapsed acceptance, no crash",
-    ),
-    Rule(
-        "stated-hang",
-        HANG,
-        2.0,
-        needs=("says.hang",),
-        unless=("ctx.log-fault",),
-        why="the reporter describes a step that never returns",
-    ),
-    Rule(
-        "stated-mode",
-        MODE,
-        2.0,
-        needs=("says.mode",),
-        why="the engine changed or refused the graph mode",
-    ),
-    Rule(
+    ("stated-oob", OOB, 2.5, "says.oob !says.garbage-index"),
+    "the reporter names an index assert or an out-of-bounds index",
+    ("stated-memory", OOM, 2.5, "says.oom !mech.oob !mech.shape"),
+    "the reporter ties the failure to memory or to a graph memory pool",
+    ("stated-corruption", ACCEPT, 2.5, "says.corruption !ctx.log-fault"),
+    "silent wrong output or collapsed acceptance, no crash",
+    ("stated-hang", HANG, 2.0, "says.hang !ctx.log-fault"),
+    "the reporter describes a step that never returns",
+    ("stated-mode", MODE, 2.0, "says.mode"),
+    "the engine changed or refused the graph mode",
+    (
         "stated-load-mismatch",
         CONFIG,
         2.5,
-        any_of=("says.load-fails", "says.mismatch"),
-        unless=("says.oom", "says.corruption"),
-        why="the draft does not load or does not fit the target",
+        "?says.load-fails ?says.mismatch !says.oom !says.corruption",
     ),
-    Rule(
-        "stated-load-and-mismatch",
-        CONFIG,
-        1.0,
-        needs=("says.load-fails", "says.mismatch"),
-        why="both: a load failure that names a mismatching size",
-    ),
-    Rule(
+    "the draft does not load or does not fit the target",
+    ("stated-load-and-mismatch", CONFIG, 1.0, "says.load-fails says.mismatch"),
+    "both: a load failure that names a mismatching size",
+    (
         "stated-capture",
         CAPTURE,
         2.5,
-        needs=("says.capture-failed",),
-        unless=("says.oom", "mech.oom", "mech.shape", "says.load-fails", "mech.oob"),
-        why="the reporter puts the failure inside graph capture",
+        "says.capture-failed !says.oom !mech.oom !mech.shape !says.load-fails !mech.oob",
     ),
-    Rule(
+    "the reporter puts the failure inside graph capture",
+    (
         "stated-k-gated",
         MODE,
         2.0,
-        needs=("says.k-gated",),
-        unless=("says.capture-failed", "phase.capture", "mech.oob", "says.oob", "says.oom"),
-        why="works at one number of speculative tokens, fails above it: a kernel or graph "
-        "configuration that does not support that K",
+        "says.k-gated !says.capture-failed !phase.capture !mech.oob !says.oob !says.oom",
     ),
+    "works at one number of speculative tokens, fails above it: a kernel or graph "
+    "configuration that does not support that K",
     # -- an asynchronous fault takes its class from phase and context ------------------------
-    Rule(
-        "stated-shrink",
-        STALE,
-        2.5,
-        needs=("says.shrink",),
-        why="padded replay after the batch shrank: stale padding rows",
-    ),
-    Rule(
+    ("stated-shrink", STALE, 2.5, "says.shrink"),
+    "padded replay after the batch shrank: stale padding rows",
+    (
         "fault-on-replay",
         STALE,
         1.0,
-        needs=("says.replay",),
-        any_of=("says.fault", "mech.async"),
-        unless=("says.capture-failed", "phase.startup"),
-        why="a fault in graph replay during serving is most often a stale padded read",
+        f"says.replay {_ASYNC_FAULT} !says.capture-failed !phase.startup",
     ),
-    Rule(
+    "a fault in graph replay during serving is most often a stale padded read",
+    (
         "fault-gone-without-graphs",
         STALE,
         0.8,
-        any_of=("says.eager-works", "says.nograph-works"),
-        unless=("says.nograph-fails", "says.capture-failed", "phase.capture", "says.k-gated"),
-        why="graphs are involved and the run got past capture: stale replayed buffers",
+        "?says.eager-works ?says.nograph-works !says.nograph-fails !says.capture-failed "
+        "!phase.capture !says.k-gated",
     ),
-    Rule(
-        "fault-stays-without-graphs",
-        OTHER,
-        2.0,
-        needs=("says.nograph-fails",),
-        unless=("mech.oob", "says.oob"),
-        why="the fault stays with graphs off: torch.compile or a kernel, not graphs",
-    ),
-    Rule(
+    "graphs are involved and the run got past capture: stale replayed buffers",
+    ("fault-stays-without-graphs", OTHER, 2.0, "says.nograph-fails !mech.oob !says.oob"),
+    "the fault stays with graphs off: torch.compile or a kernel, not graphs",
+    (
         "fault-with-outside-feature",
         OTHER,
         2.0,
-        needs=("says.outside-feature",),
-        any_of=("says.fault", "mech.async"),
-        unless=("says.shrink", "ctx.replay", "says.oob", "mech.oob", "says.capture-failed"),
-        why="the fault comes with a feature whose own state is the likelier cause",
+        f"says.outside-feature {_ASYNC_FAULT} !says.shrink !ctx.replay !says.oob !mech.oob "
+        "!says.capture-failed",
     ),
-    Rule(
+    "the fault comes with a feature whose own state is the likelier cause",
+    (
         "serving-graph-named",
         STALE,
         1.0,
-        needs=("says.serving-graph",),
-        unless=("says.capture-failed", "phase.capture", "says.oom", "says.mismatch"),
-        why="the reporter names a draft or verify step of serving together with its CUDA "
-        "graph: a replayed graph's buffers",
+        "says.serving-graph !says.capture-failed !phase.capture !says.oom !says.mismatch",
     ),
-    Rule(
+    "the reporter names a draft or verify step of serving together with its CUDA "
+    "graph: a replayed graph's buffers",
+    (
         "fault-without-padding",
         OTHER,
         1.5,
-        needs=("says.no-padding",),
-        any_of=("says.fault", "mech.async"),
-        unless=("phase.capture", "says.capture-failed"),
-        why="no padding rows exist, so a stale padded read cannot be the cause",
+        f"says.no-padding {_ASYNC_FAULT} !phase.capture !says.capture-failed",
     ),
-    Rule(
+    "no padding rows exist, so a stale padded read cannot be the cause",
+    (
         "sync-fault-at-index",
         OOB,
         3.5,
-        needs=("mech.async", "ctx.fault-at-index"),
-        any_of=("ctx.launch-blocking", "says.launch-blocking"),
-        why="with CUDA_LAUNCH_BLOCKING=1 the fault is synchronous, and the faulting line "
-        "indexes a buffer: an index past its end",
+        "mech.async ctx.fault-at-index ?ctx.launch-blocking ?says.launch-blocking",
     ),
-    Rule(
+    "with CUDA_LAUNCH_BLOCKING=1 the fault is synchronous, and the faulting line "
+    "indexes a buffer: an index past its end",
+    (
         "fault-without-spec-decode",
         OTHER,
         1.5,
-        any_of=("says.fault", "mech.async"),
-        unless=(
-            "ctx.spec",
-            "says.eager-works",
-            "says.nograph-works",
-            "ctx.replay",
-            "says.replay",
-            "says.shrink",
-            "phase.capture",
-            "says.capture-failed",
-        ),
-        why="nothing in the report involves speculative decoding or a graph replay: the "
-        "padded-replay hazards do not apply",
-        titled=False,
+        f"{_ASYNC_FAULT} !ctx.spec !says.eager-works !says.nograph-works !ctx.replay "
+        "!says.replay !says.shrink !phase.capture !says.capture-failed",
+        UNTITLED,
     ),
-    Rule(
-        "fault-after-piecewise-downgrade",
-        STALE,
-        1.5,
-        needs=("ctx.mode-downgrade", "mech.async"),
-        unless=("phase.capture",),
-        why="the engine fell back to PIECEWISE for spec decode; PIECEWISE draft decodes pad "
-        "num_tokens but not num_reqs, so FlashInfer-style metadata is read stale",
-    ),
-    Rule(
-        "fault-stated-only",
-        STALE,
-        0.6,
-        needs=("says.fault",),
-        unless=("ctx.log-fault", "says.capture-failed"),
-        why="a named async fault, no log: in spec decode with graphs most are stale reads",
-        titled=False,
-    ),
-    Rule(
-        "fault-stated-only-other",
-        OTHER,
-        0.5,
-        needs=("says.fault",),
-        unless=("ctx.log-fault",),
-        why="a named async fault, no log: the cause may lie outside graphs",
-        titled=False,
-    ),
-    Rule(
+    "nothing in the report involves speculative decoding or a graph replay: the "
+    "padded-replay hazards do not apply",
+    ("fault-after-piecewise-downgrade", STALE, 1.5, "ctx.mode-downgrade mech.async !phase.capture"),
+    "the engine fell back to PIECEWISE for spec decode; PIECEWISE draft decodes pad "
+    "num_tokens but not num_reqs, so FlashInfer-style metadata is read stale",
+    ("fault-stated-only", STALE, 0.6, "says.fault !ctx.log-fault !says.capture-failed", UNTITLED),
+    "a named async fault, no log: in spec decode with graphs most are stale reads",
+    ("fault-stated-only-other", OTHER, 0.5, "says.fault !ctx.log-fault", UNTITLED),
+    "a named async fault, no log: the cause may lie outside graphs",
+    (
         "fault-without-known-replay-hazard",
         OTHER,
         1.5,
-        needs=("fw.trtllm",),
-        any_of=("says.fault", "mech.async"),
-        unless=("phase.capture", "says.capture-failed", "says.shrink", "ctx.replay"),
-        why="no padded-replay hazard is known for this engine: a fault there is not presumed stale",
+        f"fw.trtllm {_ASYNC_FAULT} !phase.capture !says.capture-failed !says.shrink !ctx.replay",
     ),
-    Rule(
+    "no padded-replay hazard is known for this engine: a fault there is not presumed stale",
+    (
         "stated-stale",
         STALE,
         2.5,
-        needs=("says.stale",),
-        unless=("says.corruption", "says.race", "says.capture-failed", "phase.capture"),
-        why="the reporter finds a buffer read with values from an earlier step: a stale read",
+        "says.stale !says.corruption !says.race !says.capture-failed !phase.capture",
     ),
-    Rule(
-        "race-not-padding",
-        OTHER,
-        2.5,
-        needs=("says.race",),
-        unless=("says.shrink", "ctx.replay"),
-        why="a race or missing synchronisation between streams reuses a buffer too early: "
-        "a kernel's ordering bug, not a padded graph replay",
-    ),
-    Rule(
+    "the reporter finds a buffer read with values from an earlier step: a stale read",
+    ("race-not-padding", OTHER, 2.5, "says.race !says.shrink !ctx.replay"),
+    "a race or missing synchronisation between streams reuses a buffer too early: "
+    "a kernel's ordering bug, not a padded graph replay",
+    (
         "oob-from-replayed-buffer",
         STALE,
         3.0,
-        needs=("says.replay", "says.garbage-index"),
-        unless=("says.capture-failed", "phase.capture"),
-        why="the out-of-range indices hold absurd values left in a buffer by a graph replay: "
-        "a stale read, whatever kernel finally trips on it",
+        "says.replay says.garbage-index !says.capture-failed !phase.capture",
     ),
-    Rule(
+    "the out-of-range indices hold absurd values left in a buffer by a graph replay: "
+    "a stale read, whatever kernel finally trips on it",
+    (
         "fault-under-load-with-graphs",
         STALE,
         1.5,
-        needs=("says.under-load",),
-        any_of=("says.fault", "mech.async"),
-        unless=(
-            "phase.capture",
-            "says.capture-failed",
-            "says.no-padding",
-            "says.race",
-            "says.outside-feature",
-            "says.k-gated",
-        ),
-        why="a fault that needs concurrency: varying batch sizes are padded up to captured "
-        "ones, and padded rows are replayed with stale metadata",
+        f"says.under-load {_ASYNC_FAULT} !phase.capture !says.capture-failed "
+        "!says.no-padding !says.race !says.outside-feature !says.k-gated",
     ),
-    Rule(
+    "a fault that needs concurrency: varying batch sizes are padded up to captured "
+    "ones, and padded rows are replayed with stale metadata",
+    (
         "crash-in-outside-feature",
         OTHER,
         1.5,
-        needs=("says.outside-feature",),
-        any_of=("says.crash", "mech.exception"),
-        unless=(
-            "says.replay",
-            "says.shrink",
-            "ctx.replay",
-            "says.capture-failed",
-            "phase.capture",
-            "says.nograph-works",
-            "says.eager-works",
-            "says.mode",
-            "says.oob",
-            "mech.oob",
-            "says.oom",
-            "mech.oom",
-            "says.hang",
-            "says.fault",
-            "mech.async",
-            "says.corruption",
-            "says.mismatch",
-            "mech.shape",
-        ),
-        why="a crash in a feature with its own state (structured output, logprobs, LoRA, PD...) "
-        "and nothing pointing at graphs",
+        "says.outside-feature ?says.crash ?mech.exception !says.replay !says.shrink !ctx.replay "
+        "!says.capture-failed !phase.capture !says.nograph-works !says.eager-works !says.mode "
+        "!says.oob !mech.oob !says.oom !mech.oom !says.hang !says.fault !mech.async "
+        "!says.corruption !says.mismatch !mech.shape",
     ),
-    Rule(
-        "fault-at-startup-replay",
-        OTHER,
-        1.0,
-        needs=("phase.startup",),
-        any_of=("says.replay",),
-        unless=("says.capture-failed",),
-        why="a replay before serving has no stale rows from larger batches to read",
-    ),
+    "a crash in a feature with its own state (structured output, logprobs, LoRA, PD...) "
+    "and nothing pointing at graphs",
+    ("fault-at-startup-replay", OTHER, 1.0, "phase.startup ?says.replay !says.capture-failed"),
+    "a replay before serving has no stale rows from larger batches to read",
 )
 
 # How a ticket names its engine when no log prefix does: command lines, module and class names.
