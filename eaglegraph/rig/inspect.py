@@ -6,6 +6,7 @@ The live objects (pair, plan, estimate) are turned into the plain records of
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,6 @@ from eaglegraph.results.inspect import (
     MLAFacts,
     PhasePlanFacts,
     PlanFacts,
-    RopeFacts,
     SideFacts,
 )
 from eaglegraph.rig.estimate import estimate_memory
@@ -59,44 +59,20 @@ def inspect_pair(pair: Pair, plan_options: Any, dtype: str | None = None) -> Ins
     )
 
 
-def _geometry(g: Geometry) -> GeometryFacts:
-    r = g.rope
-    return GeometryFacts(
-        architecture=g.architecture,
-        model_type=g.model_type,
-        hidden_size=g.hidden_size,
-        intermediate_size=g.intermediate_size,
-        num_hidden_layers=g.num_hidden_layers,
-        num_attention_heads=g.num_attention_heads,
-        num_key_value_heads=g.num_key_value_heads,
-        head_dim=g.head_dim,
-        head_dim_explicit=g.head_dim_explicit,
-        vocab_size=g.vocab_size,
-        max_position_embeddings=g.max_position_embeddings,
-        tie_word_embeddings=g.tie_word_embeddings,
-        dtype=g.dtype,
-        rope=RopeFacts(
-            rope_theta=r.rope_theta,
-            rope_type=r.rope_type,
-            factor=r.factor,
-            low_freq_factor=r.low_freq_factor,
-            high_freq_factor=r.high_freq_factor,
-            original_max_position_embeddings=r.original_max_position_embeddings,
-            source=r.source,
-        ),
-        rms_norm_eps=g.rms_norm_eps,
-        attention_bias=g.attention_bias,
-    )
+def _geometry(g: Geometry, mla: MLAFacts | None) -> GeometryFacts:
+    """The pair's geometry as the report's record: the same fields (the rope record is the
+    pair's own), plus the MLA ranks where the config has them."""
+    own = {f.name: getattr(g, f.name) for f in fields(GeometryFacts) if f.name != "mla"}
+    return GeometryFacts(**own, mla=mla)
 
 
 def _side(side: ModelSide, cls: type[SideFacts]) -> Any:
-    geometry = _geometry(side.geometry)
     mla = mla_dims(side.config)
-    if mla is not None:
-        geometry.mla = MLAFacts(
-            mla.q_lora_rank, mla.kv_lora_rank, mla.qk_nope_head_dim, mla.qk_rope_head_dim,
-            mla.v_head_dim,
-        )  # fmt: skip
+    ranks = None if mla is None else MLAFacts(
+        mla.q_lora_rank, mla.kv_lora_rank, mla.qk_nope_head_dim, mla.qk_rope_head_dim,
+        mla.v_head_dim,
+    )  # fmt: skip
+    geometry = _geometry(side.geometry, ranks)
     return cls(
         role=side.role,
         path=str(side.path),
