@@ -67,6 +67,11 @@ class SignalSpec:
     why: str = ""
 
 
+def alternatives(words: str) -> tuple[str, ...]:
+    """Literal anchors written as one `a|b|c` string, the way the regexes list alternatives."""
+    return tuple(words.split("|"))
+
+
 ERR = ("Error", "ERROR", "CUDA")
 _OK = (
     r"(?:works?|worked|fine|ok|goes away|went away|disappears?|vanish(?:es)?|avoids?|fix(?:es|ed)?|"
@@ -247,22 +252,10 @@ SIGNALS: tuple[SignalSpec, ...] = (
         r"RayTaskError|Child process unexpectedly failed|Received sigquit from a child process|"
         r"(?:Scheduler|TokenizerManager|DataParallelController|Detokenizer\w*) hit an exception|"
         r"\bKilled\b|exit ?code[ =:]+-?\d+|exited with (?:code|status)",
-        anchors=(
-            "EngineDead",
-            "EngineCore encountered",
-            "EngineCore failed",
-            "Engine core",
-            "Engine loop",
-            "Error",
-            "ERROR",
-            "Worker failed",
-            "Worker proc",
-            "WorkerProc",
-            "xception",
-            "Child process",
-            "Killed",
-            "Received sigquit",
-            "Background loop",
+        anchors=alternatives(
+            "EngineDead|EngineCore encountered|EngineCore failed|Engine core|Engine loop|"
+            "Error|ERROR|Worker failed|Worker proc|WorkerProc|xception|Child process|Killed|"
+            "Received sigquit|Background loop"
         ),
         extra=("exit code", "exitcode", "exited with"),
         why="the engine reporting that a worker died; the cause is earlier",
@@ -291,14 +284,8 @@ SIGNALS: tuple[SignalSpec, ...] = (
         r"is not responding|Timeout while waiting|stuck for \d+|No response (?:for|in) \d+|"
         r"Health check failed",
         anchors=("broadcast block", "Error", "RPC call", "Health check"),
-        extra=(
-            "timed out",
-            "Timed out",
-            "Timeout",
-            "No response",
-            "not responding",
-            "stuck for",
-            "did not respond",
+        extra=alternatives(
+            "timed out|Timed out|Timeout|No response|not responding|stuck for|did not respond"
         ),
         why="a process stopped making progress",
     ),
@@ -307,21 +294,9 @@ SIGNALS: tuple[SignalSpec, ...] = (
         NARRATIVE,
         r"(?i)\b(?:hangs?|hanging|hung|stuck|deadlock(?:ed|s)?|freez(?:es|ing)|frozen|no progress|"
         r"never (?:finish|return|complete)s?)\b|(?:100|99)% (?:GPU )?util",
-        extra=(
-            "hang",
-            "Hang",
-            "hung",
-            "stuck",
-            "Stuck",
-            "deadlock",
-            "Deadlock",
-            "freez",
-            "Freez",
-            "frozen",
-            "no progress",
-            "never ",
-            "% util",
-            "% GPU util",
+        extra=alternatives(
+            "hang|Hang|hung|stuck|Stuck|deadlock|Deadlock|freez|Freez|frozen|no progress|"
+            "never |% util|% GPU util"
         ),
     ),
     # --- context that moves the verdict ---------------------------------------------------------
@@ -343,17 +318,9 @@ SIGNALS: tuple[SignalSpec, ...] = (
         r"running (?:batch|requests?)[^\n]{0,30}(?:shrinks?|drops?|decreases?|falls?)|"
         r"requests? (?:finish(?:es|ed)?|complete[sd]?)\b|"
         r"after (?:running )?(?:for )?(?:a (?:long )?(?:while|time)|some time|\d+ ?(?:hours?|minutes?|mins?))",
-        extra=(
-            "shrink",
-            "drops",
-            "decreas",
-            "falls",
-            "request finish",
-            "requests finish",
-            "requests complete",
-            "request complete",
-            "after ",
-            "After ",
+        extra=alternatives(
+            "shrink|drops|decreas|falls|request finish|requests finish|requests complete|"
+            "request complete|after |After "
         ),
     ),
     SignalSpec(
@@ -407,16 +374,7 @@ SIGNALS: tuple[SignalSpec, ...] = (
         r"(?i)gibberish|garbage (?:output|tokens?|text|drafts?)|nonsense (?:output|tokens?)|"
         r"wrong (?:draft )?tokens|accuracy (?:drops?|degrad\w*|collapses?)|gsm8k[^\n]{0,30}\b0\.0\b|"
         r"acceptance (?:rate |length )?(?:drops?|fell|falls|collapses?|goes) (?:to )?(?:zero|0\b|near)",
-        extra=(
-            "gibberish",
-            "Gibberish",
-            "garbage",
-            "nonsense",
-            "wrong ",
-            "accuracy",
-            "gsm8k",
-            "acceptance",
-        ),
+        extra=alternatives("gibberish|Gibberish|garbage|nonsense|wrong |accuracy|gsm8k|acceptance"),
         why="a silent failure: drafts are wrong, nothing crashes",
     ),
 )
