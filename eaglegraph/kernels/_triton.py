@@ -17,9 +17,12 @@ import triton
 import triton.language as tl
 
 __all__ = [
+    "by_backend",
     "check_device",
     "interpreting",
     "next_pow2",
+    "pow2_block",
+    "program_rows",
     "reduce_max",
     "reduce_min",
     "reduce_sum",
@@ -91,6 +94,18 @@ def next_pow2(n: int, minimum: int = 1) -> int:
     return max(triton.next_power_of_2(max(int(n), 1)), minimum)
 
 
+def by_backend(compiled: int, interpreted: int) -> int:
+    """A launch size for compiled kernels, or the (wider) one for the interpreter, where each
+    executed operation costs the same whatever its width."""
+    return interpreted if interpreting() else compiled
+
+
+def pow2_block(n: int, cap: int, interpreted_cap: int) -> int:
+    """A power-of-two block covering ``n`` elements, at most ``cap`` compiled and
+    ``interpreted_cap`` under the interpreter."""
+    return min(next_pow2(n), by_backend(cap, interpreted_cap))
+
+
 def rows_per_program(rows: int, elems_per_row: int, gpu_rows: int = 1) -> int:
     """Rows one program handles: ``gpu_rows`` on a GPU (many programs in flight), as many as
     fit in one ~64K-element block under the CPU interpreter, where each program costs ~0.1 ms
@@ -127,3 +142,10 @@ def splat_mask(cond, like):
     folds away when compiled.
     """
     return (like * 0 + cond.to(tl.int32)) != 0
+
+
+@triton.jit
+def program_rows(n, BLOCK_R: tl.constexpr):
+    """``(rows, rows < n)``: the ``BLOCK_R`` rows this program (id 0) handles, and which exist."""
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    return rows, rows < n

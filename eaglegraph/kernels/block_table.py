@@ -15,16 +15,16 @@ from __future__ import annotations
 import torch
 
 from eaglegraph.kernels._triton import (
+    by_backend,
     check_device,
-    interpreting,
-    next_pow2,
+    pow2_block,
+    program_rows,
     reduce_max,
-    rows_per_program,
     tl,
     triton,
 )
 from eaglegraph.kernels.guard import Guard, check_bounds_pair, guard_args, log_violation
-from eaglegraph.kernels.launch import launch, strides
+from eaglegraph.kernels.launch import launch_rows, strides
 
 __all__ = [
     "compute_slot_mappings",
@@ -59,8 +59,7 @@ def _gather_block_tables_kernel(
     BLOCK: tl.constexpr,
     GUARD: tl.constexpr,
 ):
-    i = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    in_batch = i < num_rows
+    i, in_batch = program_rows(num_rows, BLOCK_R)
     is_req = i < num_reqs
     # Padded rows read nothing: their source index is never loaded.
     src_row = tl.load(idx_mapping_ptr + i, mask=is_req, other=0)
@@ -107,11 +106,11 @@ def gather_block_tables(
         return
     g = guard_args(guard, "gather_block_tables", ("idx_mapping",), idx_mapping)
     n_cols = dst.shape[1]
-    block = min(next_pow2(n_cols), _COL_BLOCK_INTERPRETED if interpreting() else _COL_BLOCK)
-    block_r = rows_per_program(num_reqs_padded, block)
-    launch(
+    block = pow2_block(n_cols, _COL_BLOCK, _COL_BLOCK_INTERPRETED)
+    launch_rows(
         _gather_block_tables_kernel,
-        (triton.cdiv(num_reqs_padded, block_r),),
+        num_reqs_padded,
+        block,
         src,
         idx_mapping,
         dst,
@@ -121,7 +120,6 @@ def gather_block_tables(
         num_reqs,
         num_reqs_padded,
         guard=g,
-        BLOCK_R=block_r,
         BLOCK=block,
     )
 
@@ -176,15 +174,15 @@ def _slots(
 
 
 @triton.jit
-def _compute_slot_mappings_kernel(
+def _slot_mappings_kernel(
     block_table_ptr,
-    qsl_ptr,
+    qsl_ptr,  # unused by PADDED_ROWS
     positions_ptr,
     slot_mapping_ptr,
     bt_stride,
     n_cols,
     num_blocks,
-    num_reqs,
+    num_reqs,  # PADDED_ROWS: the rows of the padded batch
     pad_until,
     max_tokens,
     log_entries_ptr,
@@ -196,12 +194,13 @@ def _compute_slot_mappings_kernel(
     block_table_id,
     PAGE_SIZE: tl.constexpr,
     BLOCK_R: tl.constexpr,
-    BLOCK: tl.constexpr,
+    BLOCK: tl.constexpr,  # PADDED_ROWS: 1
+    PADDED_ROWS: tl.constexpr,  # one token per row, token i of block-table row i
     GUARD: tl.constexpr,
 ):
     pid = tl.program_id(0)
     offs = tl.arange(0, BLOCK)
-    if pid == tl.num_programs(0) - 1:
+    if (not PADDED_ROWS) and (pid == tl.num_programs(0) - 1):
         # Pad program: slot_mapping[qsl[num_reqs]:pad_until] = PAD_SLOT_ID.
         end = tl.load(qsl_ptr + num_reqs)
         if GUARD:
@@ -217,11 +216,14 @@ def _compute_slot_mappings_kernel(
             tl.store(slot_mapping_ptr + t, tl.full([BLOCK], -1, tl.int64), mask=t < pad_until)
     else:
         # Requests [pid * BLOCK_R, (pid + 1) * BLOCK_R), one row of the tile each.
-        r = pid * BLOCK_R + tl.arange(0, BLOCK_R)
-        r_ok = r < num_reqs
-        q_start = tl.load(qsl_ptr + r, mask=r_ok, other=0)
-        q_end = tl.load(qsl_ptr + r + 1, mask=r_ok, other=0)
-        if GUARD:
+        r, r_ok = program_rows(num_reqs, BLOCK_R)
+        if PADDED_ROWS:
+            q_start = r
+            q_end = tl.where(r_ok, r + 1, r)
+        else:
+            q_start = tl.load(qsl_ptr + r, mask=r_ok, other=0)
+            q_end = tl.load(qsl_ptr + r + 1, mask=r_ok, other=0)
+        if GUARD and not PADDED_ROWS:
             bad_start, bad_end = check_bounds_pair(q_start, q_end, max_tokens)
             if reduce_max((bad_start | bad_end).to(tl.int32), 0) > 0:
                 log_violation(
@@ -292,11 +294,11 @@ def compute_slot_mappings(
         query_start_loc,
     )
     # One program per BLOCK_R requests (all of them under the interpreter), then the pad one.
-    block = _TOKEN_BLOCK_INTERPRETED if interpreting() else _TOKEN_BLOCK
-    block_r = rows_per_program(num_reqs, block)
-    launch(
-        _compute_slot_mappings_kernel,
-        (triton.cdiv(num_reqs, block_r) + 1,),
+    block = by_backend(_TOKEN_BLOCK, _TOKEN_BLOCK_INTERPRETED)
+    launch_rows(
+        _slot_mappings_kernel,
+        num_reqs,
+        block,
         block_table,
         query_start_loc,
         positions,
@@ -308,52 +310,11 @@ def compute_slot_mappings(
         pad_until,
         max_tokens,
         guard=g,
+        extra_programs=1,
         PAGE_SIZE=block_size,
-        BLOCK_R=block_r,
         BLOCK=block,
+        PADDED_ROWS=False,
     )
-
-
-@triton.jit
-def _slot_mappings_padded_rows_kernel(
-    block_table_ptr,
-    positions_ptr,
-    slot_mapping_ptr,
-    bt_stride,
-    n_cols,
-    num_blocks,
-    num_rows,
-    log_entries_ptr,
-    log_count_ptr,
-    log_capacity,
-    kernel_id,
-    positions_id,
-    block_table_id,
-    PAGE_SIZE: tl.constexpr,
-    BLOCK: tl.constexpr,
-    GUARD: tl.constexpr,
-):
-    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    row_ok = rows < num_rows
-    slot = _slots(
-        block_table_ptr,
-        rows.to(tl.int64),
-        bt_stride,
-        positions_ptr,
-        rows,
-        row_ok,
-        n_cols,
-        num_blocks,
-        log_entries_ptr,
-        log_count_ptr,
-        log_capacity,
-        kernel_id,
-        positions_id,
-        block_table_id,
-        PAGE_SIZE,
-        GUARD,
-    )
-    tl.store(slot_mapping_ptr + rows, slot, mask=row_ok)
 
 
 def compute_slot_mappings_padded_rows(
@@ -379,22 +340,27 @@ def compute_slot_mappings_padded_rows(
     if num_rows <= 0:
         return
     g = guard_args(
-        guard, "compute_slot_mappings_padded_rows", ("positions", "block_table"), positions
+        guard, "compute_slot_mappings_padded_rows", ("", "positions", "block_table"), positions
     )
-    block = rows_per_program(num_rows, 1, gpu_rows=_TOKEN_BLOCK)
-    launch(
-        _slot_mappings_padded_rows_kernel,
-        (triton.cdiv(num_rows, block),),
+    launch_rows(
+        _slot_mappings_kernel,
+        num_rows,
+        1,
         block_table,
+        positions,  # no query_start_loc: never read
         positions,
         slot_mapping,
         block_table.stride(0),
         block_table.shape[1],
         num_blocks,
         num_rows,
+        num_rows,
+        num_rows,
         guard=g,
+        gpu_rows=_TOKEN_BLOCK,
         PAGE_SIZE=block_size,
-        BLOCK=block,
+        BLOCK=1,
+        PADDED_ROWS=True,
     )
 
 

@@ -15,15 +15,15 @@ import torch
 
 from eaglegraph.kernels._triton import (
     check_device,
-    interpreting,
     next_pow2,
+    pow2_block,
+    program_rows,
     reduce_max,
-    rows_per_program,
     tl,
     triton,
 )
 from eaglegraph.kernels.guard import Guard, check_bounds_pair, guard_args, log_violation
-from eaglegraph.kernels.launch import launch, strides
+from eaglegraph.kernels.launch import launch, launch_rows, strides
 
 __all__ = ["prepare_eagle_decode", "prepare_eagle_inputs", "update_eagle_draft_inputs"]
 
@@ -64,8 +64,7 @@ def _prepare_eagle_inputs_kernel(
     # also writes the padding.
     pid = tl.program_id(0)
     offs = tl.arange(0, BLOCK)
-    r = pid * BLOCK_R + tl.arange(0, BLOCK_R)
-    has_req = r < num_reqs
+    r, has_req = program_rows(num_reqs, BLOCK_R)
     is_req = has_req
     qs = tl.load(target_qsl_ptr + r, mask=has_req, other=0)
     qe = tl.load(target_qsl_ptr + r + 1, mask=has_req, other=0)
@@ -196,10 +195,10 @@ def prepare_eagle_inputs(
         target_query_start_loc,
     )
     # With num_reqs == 0 a single program only pads (it reads target qsl[0]).
-    block_r = rows_per_program(max(num_reqs, 1), _TOKEN_BLOCK)
-    launch(
+    launch_rows(
         _prepare_eagle_inputs_kernel,
-        (triton.cdiv(max(num_reqs, 1), block_r),),
+        max(num_reqs, 1),
+        _TOKEN_BLOCK,
         target_query_start_loc,
         target_seq_lens,
         target_input_ids,
@@ -217,7 +216,6 @@ def prepare_eagle_inputs(
         max_tokens,
         guard=g,
         PAD_LAST_TOKEN_INDICES=pad_last_token_indices,
-        BLOCK_R=block_r,
         BLOCK=_TOKEN_BLOCK,
     )
 
@@ -238,8 +236,7 @@ def _prepare_eagle_decode_kernel(
     BLOCK: tl.constexpr,
 ):
     # Entries [pid * BLOCK, (pid + 1) * BLOCK) of every buffer: requests and padding alike.
-    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    is_req = i < num_reqs
+    i, is_req = program_rows(num_reqs, BLOCK)
     token = tl.load(draft_tokens_ptr + i.to(tl.int64) * draft_tokens_stride, mask=is_req)
     tl.store(input_ids_ptr + i, token.to(input_ids_ptr.dtype.element_ty), mask=is_req)
     pos = tl.load(positions_ptr + i, mask=is_req)
@@ -328,8 +325,7 @@ def _update_eagle_draft_inputs_kernel(
     BLOCK_R: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    r_ok = r < num_reqs
+    r, r_ok = program_rows(num_reqs, BLOCK_R)
     rows = r.to(tl.int64)
     step = tl.load(current_draft_step_ptr)
     sampled = tl.load(sampled_ptr + r, mask=r_ok)
@@ -394,13 +390,11 @@ def update_eagle_draft_inputs(
     if num_reqs <= 0:
         return
     hidden_size = output_hidden.shape[1]
-    block = min(
-        next_pow2(hidden_size), _HIDDEN_BLOCK_INTERPRETED if interpreting() else _HIDDEN_BLOCK
-    )
-    block_r = rows_per_program(num_reqs, block)
-    launch(
+    block = pow2_block(hidden_size, _HIDDEN_BLOCK, _HIDDEN_BLOCK_INTERPRETED)
+    launch_rows(
         _update_eagle_draft_inputs_kernel,
-        (triton.cdiv(num_reqs, block_r),),
+        num_reqs,
+        block,
         sampled,
         output_hidden,
         draft_tokens,
@@ -414,6 +408,5 @@ def update_eagle_draft_inputs(
         num_spec_tokens,
         max_model_len,
         num_reqs,
-        BLOCK_R=block_r,
         BLOCK=block,
     )

@@ -14,8 +14,8 @@ import torch
 
 from eaglegraph.kernels._triton import (
     check_device,
-    interpreting,
-    next_pow2,
+    pow2_block,
+    program_rows,
     reduce_max,
     rows_per_program,
     tl,
@@ -50,9 +50,8 @@ def _gather_rows_kernel(
     IS_FLOAT: tl.constexpr,
     GUARD: tl.constexpr,
 ):
-    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    rows, row_ok = program_rows(num_rows, BLOCK_R)
     cols = tl.program_id(1) * BLOCK_W + tl.arange(0, BLOCK_W)
-    row_ok = rows < num_rows
     idx = tl.load(indices_ptr + rows, mask=row_ok, other=0).to(tl.int64)
     read_ok = row_ok
     if GUARD:
@@ -107,7 +106,7 @@ def gather_rows(
     if num_rows <= 0:
         return
     g = guard_args(guard, "gather_rows", (role,), indices)
-    block_w = min(next_pow2(width), (1 << 16) if interpreting() else _MAX_COLS)
+    block_w = pow2_block(width, _MAX_COLS, 1 << 16)
     block_r = rows_per_program(num_rows, block_w, gpu_rows=max(_MAX_TILE // block_w, 1))
     grid = (triton.cdiv(num_rows, block_r), triton.cdiv(width, block_w))
     launch(

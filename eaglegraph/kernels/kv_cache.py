@@ -10,16 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from eaglegraph.kernels._triton import (
-    check_device,
-    next_pow2,
-    reduce_max,
-    rows_per_program,
-    tl,
-    triton,
-)
+from eaglegraph.kernels._triton import check_device, next_pow2, program_rows, reduce_max, tl, triton
 from eaglegraph.kernels.guard import Guard, guard_args, log_violation
-from eaglegraph.kernels.launch import launch, strides
+from eaglegraph.kernels.launch import launch_rows, strides
 
 __all__ = ["PAD_SLOT_ID", "write_kv"]
 
@@ -53,13 +46,13 @@ def _write_kv_kernel(
     kernel_id,
     slot_mapping_id,
     PAGE_SIZE: tl.constexpr,
-    BLOCK_T: tl.constexpr,
+    BLOCK_R: tl.constexpr,  # tokens per program
     BLOCK_H: tl.constexpr,
     BLOCK_D: tl.constexpr,
     GUARD: tl.constexpr,
 ):
-    t = tl.program_id(0).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T)
-    t_ok = t < num_tokens
+    t, t_ok = program_rows(num_tokens, BLOCK_R)
+    t = t.to(tl.int64)
     slot = tl.load(slot_mapping_ptr + t, mask=t_ok, other=-1).to(tl.int64)
     # vLLM's reshape_and_cache skips every negative slot, not just PAD_SLOT_ID.
     do_write = slot >= 0
@@ -119,12 +112,10 @@ def write_kv(
     block_h, block_d = next_pow2(num_kv_heads), next_pow2(head_dim)
     # Tokens per program: all of them under the interpreter (cost is per operation, not per
     # element); compiled, enough to give each program ~1K elements.
-    block_t = rows_per_program(
-        num_tokens, block_h * block_d, gpu_rows=max(1, 1024 // (block_h * block_d))
-    )
-    launch(
+    launch_rows(
         _write_kv_kernel,
-        (triton.cdiv(num_tokens, block_t),),
+        num_tokens,
+        block_h * block_d,
         k,
         v,
         k_cache,
@@ -136,8 +127,8 @@ def write_kv(
         head_dim,
         *strides(k, v, k_cache, v_cache),
         guard=g,
+        gpu_rows=max(1, 1024 // (block_h * block_d)),
         PAGE_SIZE=block_size,
-        BLOCK_T=block_t,
         BLOCK_H=block_h,
         BLOCK_D=block_d,
     )

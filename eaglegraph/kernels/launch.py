@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from eaglegraph.kernels._triton import rows_per_program, triton
 from eaglegraph.kernels.guard import GuardArgs
 
 # Called with (kernel, guard args) before every launch while set: the probe's host-side
@@ -43,3 +44,20 @@ def launch(
         args = (*args, *guard.kernel_args)
         constexprs["GUARD"] = guard.enabled
     kernel[tuple(grid)](*args, **constexprs)
+
+
+def launch_rows(
+    kernel: Any,
+    rows: int,
+    elems_per_row: int,
+    *args: Any,
+    guard: GuardArgs | None = None,
+    gpu_rows: int = 1,
+    extra_programs: int = 0,
+    **constexprs: Any,
+) -> None:
+    """Launch a kernel whose programs take ``BLOCK_R`` rows each (see ``rows_per_program``):
+    ``cdiv(rows, BLOCK_R)`` programs, then ``extra_programs`` more, on a 1-D grid."""
+    block_r = rows_per_program(rows, elems_per_row, gpu_rows)
+    grid = (triton.cdiv(rows, block_r) + extra_programs,)
+    launch(kernel, grid, *args, guard=guard, BLOCK_R=block_r, **constexprs)

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import torch
 
-from eaglegraph.kernels._triton import check_device, next_pow2, rows_per_program, tl, triton
-from eaglegraph.kernels.launch import launch, strides
+from eaglegraph.kernels._triton import check_device, next_pow2, program_rows, tl, triton
+from eaglegraph.kernels.launch import launch_rows, strides
 
 
 @triton.jit
@@ -65,13 +65,13 @@ def _rope_kernel(
     NUM_Q_HEADS: tl.constexpr,
     NUM_K_HEADS: tl.constexpr,
     HALF: tl.constexpr,
-    BLOCK_T: tl.constexpr,
+    BLOCK_R: tl.constexpr,  # tokens per program
     BLOCK_QH: tl.constexpr,
     BLOCK_KH: tl.constexpr,
     BLOCK_D: tl.constexpr,
 ):
-    rows = tl.program_id(0).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T)
-    row_ok = rows < num_tokens
+    rows, row_ok = program_rows(num_tokens, BLOCK_R)
+    rows = rows.to(tl.int64)
     pos = tl.load(pos_ptr + rows, mask=row_ok, other=0).to(tl.int64)
     valid = (pos >= 0) & (pos < max_pos)
     cols = tl.arange(0, BLOCK_D)[None, :]
@@ -122,10 +122,10 @@ def apply_rotary(
     if num_tokens <= 0:
         return
     half = head_dim // 2
-    block_t = rows_per_program(num_tokens, (q.shape[1] + k.shape[1]) * head_dim)
-    launch(
+    launch_rows(
         _rope_kernel,
-        (triton.cdiv(num_tokens, block_t),),
+        num_tokens,
+        (q.shape[1] + k.shape[1]) * head_dim,
         q,
         k,
         positions,
@@ -136,7 +136,6 @@ def apply_rotary(
         NUM_Q_HEADS=q.shape[1],
         NUM_K_HEADS=k.shape[1],
         HALF=half,
-        BLOCK_T=block_t,
         BLOCK_QH=next_pow2(q.shape[1]),
         BLOCK_KH=next_pow2(k.shape[1]),
         BLOCK_D=next_pow2(half),

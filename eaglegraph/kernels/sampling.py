@@ -12,15 +12,15 @@ import torch
 
 from eaglegraph.kernels._triton import (
     check_device,
-    interpreting,
     next_pow2,
+    pow2_block,
+    program_rows,
     reduce_max,
     reduce_min,
-    rows_per_program,
     tl,
     triton,
 )
-from eaglegraph.kernels.launch import launch
+from eaglegraph.kernels.launch import launch_rows
 
 __all__ = ["argmax_map_draft", "argmax_rows", "greedy_verify"]
 
@@ -40,8 +40,7 @@ def _argmax_kernel(
     BLOCK_R: tl.constexpr,
     BLOCK_V: tl.constexpr,
 ):
-    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    row_ok = rows < num_rows
+    rows, row_ok = program_rows(num_rows, BLOCK_R)
     base = logits_ptr + rows.to(tl.int64)[:, None] * logits_stride
     offs = tl.arange(0, BLOCK_V)[None, :]
     big = vocab + BLOCK_V  # larger than any index
@@ -81,11 +80,11 @@ def _launch_argmax(
     vocab = logits.shape[1]
     # Compiled: one row per program, 4K-wide vocab blocks. Interpreted: as many rows and as
     # wide a block as fit in ~64K elements (each executed operation costs the same).
-    block_v = min(next_pow2(vocab), _VOCAB_BLOCK_INTERPRETED if interpreting() else _VOCAB_BLOCK)
-    block_r = rows_per_program(num_rows, block_v)
-    launch(
+    block_v = pow2_block(vocab, _VOCAB_BLOCK, _VOCAB_BLOCK_INTERPRETED)
+    launch_rows(
         _argmax_kernel,
-        (triton.cdiv(num_rows, block_r),),
+        num_rows,
+        block_v,
         logits,
         logits if d2t is None else d2t,
         out,
@@ -93,7 +92,6 @@ def _launch_argmax(
         vocab,
         num_rows,
         HAS_D2T=d2t is not None,
-        BLOCK_R=block_r,
         BLOCK_V=block_v,
     )
 
@@ -132,8 +130,7 @@ def _greedy_verify_kernel(
     BLOCK_R: tl.constexpr,
     BLOCK_K: tl.constexpr,
 ):
-    r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    r_ok = r < num_reqs
+    r, r_ok = program_rows(num_reqs, BLOCK_R)
     qs = tl.load(qsl_ptr + r, mask=r_ok, other=0)
     qe = tl.load(qsl_ptr + r + 1, mask=r_ok, other=0)
     if PER_REQUEST:
@@ -212,10 +209,10 @@ def greedy_verify(
     if num_reqs <= 0:
         return
     block_k = next_pow2(max_spec + 1)
-    block_r = rows_per_program(num_reqs, block_k)
-    launch(
+    launch_rows(
         _greedy_verify_kernel,
-        (triton.cdiv(num_reqs, block_r),),
+        num_reqs,
+        block_k,
         target_argmax,
         draft_tokens,
         draft_tokens.stride(0),
@@ -229,6 +226,5 @@ def greedy_verify(
         max_spec,
         num_reqs,
         PER_REQUEST=per_request,
-        BLOCK_R=block_r,
         BLOCK_K=block_k,
     )

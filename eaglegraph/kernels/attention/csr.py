@@ -7,14 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from eaglegraph.kernels._triton import (
-    check_device,
-    next_pow2,
-    reduce_max,
-    rows_per_program,
-    tl,
-    triton,
-)
+from eaglegraph.kernels._triton import check_device, next_pow2, program_rows, reduce_max, tl, triton
 from eaglegraph.kernels.attention.paged_prefill import launch_prefill
 from eaglegraph.kernels.attention.request import (
     check_csr,
@@ -38,7 +31,7 @@ from eaglegraph.kernels.guard import (
     log_bounds_pair,
     log_violation,
 )
-from eaglegraph.kernels.launch import launch, strides
+from eaglegraph.kernels.launch import launch, launch_rows, strides
 
 
 @triton.jit
@@ -169,8 +162,7 @@ def _copy_page_indices_kernel(
     BLOCK: tl.constexpr,
     GUARD: tl.constexpr,
 ):
-    r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    r_ok = r < num_reqs
+    r, r_ok = program_rows(num_reqs, BLOCK_R)
     start = tl.load(kv_indptr_ptr + r, mask=r_ok, other=0)
     end = tl.load(kv_indptr_ptr + r + 1, mask=r_ok, other=0)
     n = end - start
@@ -332,10 +324,10 @@ def build_csr_page_indices(
         return
     g = guard_args(guard, "build_csr_page_indices", ("kv_indptr",), kv_indptr)
     block = min(next_pow2(block_table.shape[1]), 1024)
-    block_r = rows_per_program(num_reqs, block)
-    launch(
+    launch_rows(
         _copy_page_indices_kernel,
-        (triton.cdiv(num_reqs, block_r),),
+        num_reqs,
+        block,
         kv_indices,
         block_table,
         kv_indptr,
@@ -344,6 +336,5 @@ def build_csr_page_indices(
         kv_indices.numel(),
         num_reqs,
         guard=g,
-        BLOCK_R=block_r,
         BLOCK=block,
     )
