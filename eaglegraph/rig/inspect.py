@@ -18,7 +18,6 @@ from eaglegraph.pair.mla import mla_dims
 from eaglegraph.pair.model import ModelSide
 from eaglegraph.pair.presets import resolve_model_arg
 from eaglegraph.results.inspect import (
-    AuxTapsFacts,
     DraftFacts,
     GeometryFacts,
     InspectReport,
@@ -84,6 +83,14 @@ def _side(side: ModelSide, cls: type[SideFacts]) -> Any:
     )
 
 
+_SHARED_DRAFT_FIELDS = tuple(
+    sorted(
+        ({f.name for f in fields(DraftFacts)} & {f.name for f in fields(PairDraftFacts)})
+        - {"kind", "kind_facts"}
+    )
+)
+
+
 def _draft(side: ModelSide | None, facts: PairDraftFacts | None) -> DraftFacts | None:
     if side is None and facts is None:
         return None
@@ -94,35 +101,14 @@ def _draft(side: ModelSide | None, facts: PairDraftFacts | None) -> DraftFacts |
     )
     if facts is None:
         return draft
+    # every fact the pair derived is the record's field of the same name; copies, so the
+    # report never aliases the pair's lists
+    for name in _SHARED_DRAFT_FIELDS:
+        value = getattr(facts, name)
+        setattr(draft, name, list(value) if isinstance(value, list) else value)
     aux = facts.aux
     draft.kind = facts.kind.value
     draft.supported = facts.kind.supported
-    draft.style = facts.style
-    draft.evidence = list(facts.evidence)
-    draft.fc_in_features = facts.fc_in_features
-    draft.fc_in_source = facts.fc_in_source
-    draft.expected_fc_in = facts.expected_fc_in
-    draft.fc_bias_tensor = facts.fc_bias_tensor
-    draft.config_bias = facts.config_bias
-    draft.target_hidden_size = facts.target_hidden_size
-    draft.draft_vocab_size = facts.draft_vocab_size
-    draft.d2t_shape = facts.d2t_shape
-    draft.t2d_shape = facts.t2d_shape
-    draft.lm_head_rows = facts.lm_head_rows
-    draft.aux = (
-        AuxTapsFacts(
-            aux.layer_ids, aux.source, aux.vllm_entering_layers, aux.vllm_taps, aux.sglang_taps
-        )
-        if aux is not None
-        else None
-    )
-    draft.use_aux_hidden_state = facts.use_aux_hidden_state
-    draft.embed_tokens = facts.embed_tokens
-    draft.lm_head = facts.lm_head
-    draft.verifier = facts.verifier
-    draft.speculative_tokens = facts.speculative_tokens
-    draft.mtp_layers = facts.mtp_layers
-    draft.notes = list(facts.notes)
     draft.kind_facts = [[label, value] for label, value in facts.kind_facts]
     draft.aux_layer_ids = aux.layer_ids if aux else None
     draft.aux_layer_ids_effective = aux.vllm_entering_layers if aux else None
