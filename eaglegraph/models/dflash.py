@@ -14,26 +14,23 @@ layers non-causal); `context_kv` hands each layer's context K/V to a writer.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from eaglegraph.models import ops
+from eaglegraph.models.drafts.base import BuildArgs, DraftBase
 from eaglegraph.models.layers import (
     AttentionFn,
     DecoderLayer,
-    LayerSpec,
     RMSNorm,
     modules_of,
     new_param,
 )
-from eaglegraph.models.rope import build_cos_sin_cache, cache_length
-from eaglegraph.models.target import TargetModel
-from eaglegraph.pair.geometry import Geometry
+from eaglegraph.models.target import TargetModel, geometry_spec
 
 KVWriter = Callable[[int, torch.Tensor, torch.Tensor], None]
 """`write(layer_index, k [T, nkv, hd], v [T, nkv, hd])`: store context K/V of one layer."""
@@ -53,39 +50,15 @@ class DFlashArch:
         return "dflash"
 
 
-class DFlashDraft(nn.Module):
+class DFlashDraft(DraftBase[DFlashArch, TargetModel]):
     """fc + hidden_norm (context), Qwen3 layers (non-causal), final norm, (shared) head."""
-
-    cos_sin_cache: torch.Tensor  # a registered buffer (nn.Module's __getattr__ types it loosely)
 
     kind = "dflash"
 
-    def __init__(
-        self,
-        geometry: Geometry,
-        arch: DFlashArch,
-        target: TargetModel,
-        *,
-        layer_offset: int,
-        dtype: torch.dtype,
-        device: torch.device | str,
-        max_positions: int | None = None,
-        rope_extras: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__()
-        dev = torch.device(device)
-        g = geometry
-        self.geometry = g
-        self.arch = arch
-        self.layer_offset = layer_offset
-        self.hidden_size = g.hidden_size
-        self.vocab_size = target.vocab_size
-        self.extra_tensors: tuple[str, ...] = ()
-        self._target = (target,)
-        self.spec = LayerSpec(
-            g.hidden_size, g.intermediate_size, g.num_attention_heads, g.num_key_value_heads,
-            g.head_dim, g.rms_norm_eps, qk_norm=True,
-        )  # fmt: skip
+    def __init__(self, arch: DFlashArch, target: TargetModel, args: BuildArgs) -> None:
+        super().__init__(arch, target, args)
+        g, dtype, dev = args.geometry, args.dtype, args.device
+        self.spec = geometry_spec(g, qk_norm=True)
         n_aux = len(arch.aux_layer_ids)
         self.fc_weight = new_param((g.hidden_size, n_aux * arch.target_hidden_size), dtype, dev)
         self.hidden_norm = RMSNorm(g.hidden_size, g.rms_norm_eps, dtype, dev)
@@ -96,15 +69,6 @@ class DFlashDraft(nn.Module):
         self.lm_head = (
             new_param((target.vocab_size, g.hidden_size), dtype, dev) if arch.own_head else None
         )
-        max_pos = max(g.max_position_embeddings, target.geometry.max_position_embeddings)
-        rows = max_positions or max(cache_length(g.rope, max_pos), target.max_positions)
-        cache = build_cos_sin_cache(g.rope, g.head_dim, max_pos, rows, dev, rope_extras)
-        self.register_buffer("cos_sin_cache", cache, persistent=False)
-        self.max_positions = cache.shape[0]
-
-    @property
-    def target(self) -> TargetModel:
-        return self._target[0]
 
     def combine(self, aux: torch.Tensor) -> torch.Tensor:
         """Target states at the tapped layers `[T, n·Ht]` to context features `[T, H]`."""

@@ -20,7 +20,6 @@ and an optional sigmoid output gate.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from eaglegraph.models import ops
+from eaglegraph.models.drafts.base import BuildArgs, DraftBase
 from eaglegraph.models.layers import (
     AttentionFn,
     GatedMLP,
@@ -40,8 +40,7 @@ from eaglegraph.models.layers import (
 )
 from eaglegraph.models.mla import MLADecoderLayer, MLATarget
 from eaglegraph.models.rope import build_cos_sin_cache
-from eaglegraph.models.target import TargetModel
-from eaglegraph.pair.geometry import Geometry
+from eaglegraph.models.target import TargetModel, geometry_spec
 from eaglegraph.pair.mla import MLADims, MoEDims
 
 Target = TargetModel | MLATarget
@@ -182,7 +181,22 @@ class MTPModule(nn.Module):
         self.head = new_param((vocab, hidden), dtype, device) if arch.own_head else None
 
 
-class MTPDraft(nn.Module):
+def _rope_cache(arch: MTPArch, target: Target, args: BuildArgs) -> torch.Tensor:
+    """DeepSeek-style modules share the target's cache; Qwen-style ones rotate `rotary_dim`."""
+    if arch.style == "deepseek":
+        return target.cos_sin_cache
+    g = args.geometry
+    return build_cos_sin_cache(
+        g.rope,
+        arch.rotary_dim or g.head_dim,
+        max(g.max_position_embeddings, target.geometry.max_position_embeddings),
+        args.max_positions or max(target.max_positions, 1),
+        args.device,
+        args.rope_extras,
+    )
+
+
+class MTPDraft(DraftBase[MTPArch, Target]):
     """`num_modules` MTP modules sharing the target's embedding (and head unless own).
 
     The draft interface of the rig: `forward(ids, positions, hidden_in, attention)` returns
@@ -190,74 +204,37 @@ class MTPDraft(nn.Module):
     applies the module's shared-head norm and head. `step` picks the module (k % n).
     """
 
-    cos_sin_cache: torch.Tensor  # a registered buffer (nn.Module's __getattr__ types it loosely)
-
     kind = "mtp"
 
     def __init__(
         self,
-        geometry: Geometry,
         arch: MTPArch,
         target: Target,
+        args: BuildArgs,
         *,
-        layer_offset: int,
-        dtype: torch.dtype,
-        device: torch.device | str,
         mla: MLADims | None = None,
         moe: MoEDims | None = None,
-        max_positions: int | None = None,
-        rope_extras: Mapping[str, Any] | None = None,
     ) -> None:
-        super().__init__()
-        dev = torch.device(device)
-        self.geometry = geometry
-        self.arch = arch
-        self.layer_offset = layer_offset
-        self.hidden_size = geometry.hidden_size
-        self.vocab_size = target.vocab_size
-        self.extra_tensors: tuple[str, ...] = ()
-        self._target = (target,)
+        if arch.style == "deepseek" and mla is None:
+            raise ValueError("a DeepSeek-style MTP draft needs the MLA dims")
+        super().__init__(arch, target, args, _rope_cache(arch, target, args))
+        geometry, dtype, dev = args.geometry, args.dtype, args.device
         self.step = 0
         eps = geometry.rms_norm_eps
         blocks: list[nn.Module] = []
-        if arch.style == "deepseek":
-            if mla is None:
-                raise ValueError("a DeepSeek-style MTP draft needs the MLA dims")
+        if mla is not None and arch.style == "deepseek":
             scale = target.softmax_scale if isinstance(target, MLATarget) else mla.qk_head_dim**-0.5
             for i in range(arch.num_modules):
-                layer_moe = moe if moe is not None and moe.is_moe_layer(layer_offset + i) else None
+                offset = args.layer_offset + i
+                layer_moe = moe if moe is not None and moe.is_moe_layer(offset) else None
                 blocks.append(MLADecoderLayer(geometry, mla, layer_moe, scale, dtype, dev))
-            cache = target.cos_sin_cache
         else:
-            spec = LayerSpec(
-                geometry.hidden_size,
-                geometry.intermediate_size,
-                geometry.num_attention_heads,
-                geometry.num_key_value_heads,
-                geometry.head_dim,
-                eps,
-                qk_norm=True,
-            )
+            spec = geometry_spec(geometry, qk_norm=True)
             blocks = [StandardBlock(spec, arch, dtype, dev) for _ in range(arch.num_modules)]
-            rows = max(target.max_positions, 1)
-            cache = build_cos_sin_cache(
-                geometry.rope,
-                arch.rotary_dim or geometry.head_dim,
-                max(geometry.max_position_embeddings, target.geometry.max_position_embeddings),
-                max_positions or rows,
-                dev,
-                rope_extras,
-            )
         self.modules_ = nn.ModuleList(
             MTPModule(geometry.hidden_size, target.vocab_size, eps, b, arch, dtype, dev)
             for b in blocks
         )
-        self.register_buffer("cos_sin_cache", cache, persistent=False)
-        self.max_positions = cache.shape[0]
-
-    @property
-    def target(self) -> Target:
-        return self._target[0]
 
     @property
     def embed(self) -> VocabEmbedding:

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from eaglegraph.models.drafts.base import BuildArgs
 from eaglegraph.models.init import fill_random, generator
 from eaglegraph.models.layers import GatedMLP, modules_of
 from eaglegraph.models.loading import (
@@ -181,18 +182,10 @@ def load_mtp_draft(
     folder = Path(folder)
     index = open_index(folder)
     plan = Plan(index)
-    draft = MTPDraft(
-        geometry,
-        arch,
-        target,
-        layer_offset=target.num_layers,
-        dtype=resolve_dtype(dtype),
-        device=device,
-        mla=mla,
-        moe=moe,
-        max_positions=max_positions,
-        rope_extras=folder_rope_extras(folder),
-    )
+    dev = torch.device(device)
+    rope = folder_rope_extras(folder)
+    args = BuildArgs(geometry, resolve_dtype(dtype), dev, target.num_layers, max_positions, rope)
+    draft = MTPDraft(arch, target, args, mla=mla, moe=moe)
     shape = (target.vocab_size, geometry.hidden_size)
     for i, module in enumerate(modules_of(draft.modules_, MTPModule)):
         names = mtp_module_names(arch.style, target.num_layers, i)
@@ -209,7 +202,7 @@ def load_mtp_draft(
             _plan_mla_layer(plan, module.block, names["block"])
         else:
             _plan_standard_block(plan, module.block, names["block"])  # type: ignore[arg-type]
-    unused = plan.run(torch.device(device))
+    unused = plan.run(dev)
     if arch.style == "deepseek":
         # the target's own tensors are the target loader's business
         unused = tuple(n for n in unused if _is_mtp_name(n, target.num_layers))

@@ -49,6 +49,19 @@ def target_family(geometry: Geometry) -> str:
     return family
 
 
+def geometry_spec(geometry: Geometry, **switches: bool) -> LayerSpec:
+    """A layer of the config's sizes; `switches` are LayerSpec's bias and norm flags."""
+    return LayerSpec(
+        hidden_size=geometry.hidden_size,
+        intermediate_size=geometry.intermediate_size,
+        num_heads=geometry.num_attention_heads,
+        num_kv_heads=geometry.num_key_value_heads,
+        head_dim=geometry.head_dim,
+        rms_norm_eps=geometry.rms_norm_eps,
+        **switches,
+    )
+
+
 def layer_spec(
     geometry: Geometry,
     family: str,
@@ -66,13 +79,8 @@ def layer_spec(
         o_bias = family in ("llama", "qwen3") and geometry.attention_bias
     if qk_norm is None:
         qk_norm = family == "qwen3"
-    return LayerSpec(
-        hidden_size=geometry.hidden_size,
-        intermediate_size=geometry.intermediate_size,
-        num_heads=geometry.num_attention_heads,
-        num_kv_heads=geometry.num_key_value_heads,
-        head_dim=geometry.head_dim,
-        rms_norm_eps=geometry.rms_norm_eps,
+    return geometry_spec(
+        geometry,
         qkv_bias=qkv_bias,
         o_bias=o_bias,
         qk_norm=qk_norm,

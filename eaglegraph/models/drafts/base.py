@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 import torch
 from torch import nn
 
 from eaglegraph.models.drafts.style import SpeculatorStyle
+from eaglegraph.models.init import fill_random
 from eaglegraph.models.layers import AttentionFn, LayerSpec
+from eaglegraph.models.loading import Plan
 from eaglegraph.models.rope import build_cos_sin_cache, cache_length
-from eaglegraph.models.target import TargetModel, layer_spec
+from eaglegraph.models.target import DecoderStack, TargetModel, layer_spec
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.kinds import DraftKind
 
@@ -86,16 +88,6 @@ class BuildArgs:
     layer_offset: int
     max_positions: int | None
     rope_extras: Mapping[str, Any] | None
-
-    def module_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments every draft module's constructor takes."""
-        return {
-            "layer_offset": self.layer_offset,
-            "dtype": self.dtype,
-            "device": self.device,
-            "max_positions": self.max_positions,
-            "rope_extras": self.rope_extras,
-        }
 
 
 @dataclass(frozen=True)
@@ -205,46 +197,92 @@ def draft_layer_spec(geometry: Geometry) -> LayerSpec:
     return layer_spec(geometry, family)
 
 
-def _rope_cache(
-    geometry: Geometry,
-    target: TargetModel,
-    max_positions: int | None,
-    rope_extras: Mapping[str, Any] | None,
-    device: torch.device,
-) -> torch.Tensor:
+def _rope_cache(target: DecoderStack, args: BuildArgs) -> torch.Tensor:
     # vLLM raises a draft's max_position_embeddings to the target's serving length.
-    max_pos = max(geometry.max_position_embeddings, target.geometry.max_position_embeddings)
-    rows = max_positions or max(cache_length(geometry.rope, max_pos), target.max_positions)
-    return build_cos_sin_cache(geometry.rope, geometry.head_dim, max_pos, rows, device, rope_extras)
+    g = args.geometry
+    max_pos = max(g.max_position_embeddings, target.geometry.max_position_embeddings)
+    rows = args.max_positions or max(cache_length(g.rope, max_pos), target.max_positions)
+    return build_cos_sin_cache(g.rope, g.head_dim, max_pos, rows, args.device, args.rope_extras)
 
 
-class DraftBase(nn.Module):
-    """Shared plumbing: geometry, shared target modules, rope cache, layer offset."""
+ArchT = TypeVar("ArchT")
+TargetT = TypeVar("TargetT", bound=DecoderStack)
+
+
+class DraftBase(nn.Module, Generic[ArchT, TargetT]):
+    """Shared plumbing: geometry, shared target modules, rope cache, layer offset.
+
+    `cache` is the rope cache when the kind builds its own (MTP); by default the draft's
+    geometry at the target's serving length.
+    """
 
     cos_sin_cache: torch.Tensor  # a registered buffer (nn.Module's __getattr__ types it loosely)
 
     def __init__(
-        self,
-        geometry: Geometry,
-        arch: DraftArch,
-        target: TargetModel,
-        layer_offset: int,
-        device: torch.device,
-        max_positions: int | None,
-        rope_extras: Mapping[str, Any] | None,
+        self, arch: ArchT, target: TargetT, args: BuildArgs, cache: torch.Tensor | None = None
     ) -> None:
         super().__init__()
-        self.geometry = geometry
+        self.geometry = args.geometry
         self.arch = arch
-        self.layer_offset = layer_offset
-        self.hidden_size = geometry.hidden_size
+        self.layer_offset = args.layer_offset
+        self.hidden_size = args.geometry.hidden_size
+        self.vocab_size = target.vocab_size
         self.extra_tensors: tuple[str, ...] = ()
         # A plain tuple keeps the target out of this module's parameters and state_dict.
         self._target = (target,)
-        cache = _rope_cache(geometry, target, max_positions, rope_extras, device)
+        cache = _rope_cache(target, args) if cache is None else cache
         self.register_buffer("cos_sin_cache", cache, persistent=False)
         self.max_positions = cache.shape[0]
 
     @property
-    def target(self) -> TargetModel:
+    def target(self) -> TargetT:
         return self._target[0]
+
+
+ModuleT = TypeVar("ModuleT", bound=DraftBase[Any, Any])
+
+
+class BuildDefaults(Generic[ArchT, TargetT, ModuleT]):
+    """What a kind's `BUILD` does unless it says otherwise: no aux taps, one KV layer per
+    draft decoder layer, seeded weights over the module `fresh` builds, loading by `planned`,
+    EAGLE-style drafting. A kind overrides only where it differs."""
+
+    mla_target = False
+    extra_lookahead_slots = 0
+
+    def aux_layer_ids(self, pair: Pair, framework: str) -> tuple[int, ...]:
+        return ()
+
+    def kv_layers(self, pair: Pair, framework: str) -> list[tuple[int, int]]:
+        return stacked_kv_layers(pair)
+
+    def fresh(self, arch: ArchT, target: TargetT, args: BuildArgs) -> ModuleT:
+        """The module with config defaults (its weights uninitialised)."""
+        raise NotImplementedError
+
+    def planned(self, plan: Plan, arch: ArchT, target: TargetT, args: BuildArgs) -> ModuleT:
+        """The module as the checkpoint shapes it, its weights added to `plan`."""
+        raise NotImplementedError
+
+    def random(
+        self, arch: ArchT, target: TargetT, args: BuildArgs, gen: torch.Generator
+    ) -> ModuleT:
+        draft = self.fresh(arch, target, args)
+        fill_random(draft, gen)
+        return draft
+
+    def load(
+        self, index: CheckpointIndex, arch: ArchT, target: TargetT, args: BuildArgs
+    ) -> ModuleT:
+        plan = Plan(index)
+        draft = self.planned(plan, arch, target, args)
+        draft.extra_tensors = plan.run(args.device)
+        return draft
+
+    def speculator(
+        self, pair: Pair, num_speculative_tokens: int, framework: str
+    ) -> SpeculatorStyle:
+        return SpeculatorStyle.EAGLE
+
+    def dense_drafts(self, draft: ModuleT, verified: Verified) -> list[int]:
+        return autoregressive_drafts(cast(Draft, draft), verified)

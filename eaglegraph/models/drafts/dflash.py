@@ -13,16 +13,14 @@ import torch.nn.functional as F
 
 from eaglegraph.errors import BadInput
 from eaglegraph.models.dflash import DFlashArch, DFlashDraft
-from eaglegraph.models.drafts.base import BuildArgs, Verified, positions_of, stacked_kv_layers
+from eaglegraph.models.drafts.base import BuildArgs, BuildDefaults, Verified, positions_of
 from eaglegraph.models.drafts.style import SpeculatorStyle
-from eaglegraph.models.init import fill_random
 from eaglegraph.models.layers import DecoderLayer, modules_of
 from eaglegraph.models.loading import Plan, plan_layer
 from eaglegraph.models.target import TargetModel
 from eaglegraph.pair.kinds import DraftKind
 from eaglegraph.pair.model import Pair
 from eaglegraph.pair.mtp_layout import dflash_layout
-from eaglegraph.pair.tensors import CheckpointIndex
 
 
 def full_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -34,15 +32,8 @@ def full_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.T
     return out.transpose(0, 1)
 
 
-def _check_target(target: TargetModel) -> None:
-    if not isinstance(target, TargetModel):
-        raise BadInput("a DFlash draft over an MLA target is not supported by the rig")
-
-
-class DFlashBuild:
+class DFlashBuild(BuildDefaults[DFlashArch, TargetModel, DFlashDraft]):
     kind = DraftKind.DFLASH
-    module = DFlashDraft
-    mla_target = False
     # the block is the bonus token plus K mask rows: vLLM reserves K+1 lookahead slots
     extra_lookahead_slots = 1
 
@@ -67,23 +58,15 @@ class DFlashBuild:
     def aux_layer_ids(self, pair: Pair, framework: str) -> tuple[int, ...]:
         return self.arch(pair, framework).aux_layer_ids
 
-    def kv_layers(self, pair: Pair, framework: str) -> list[tuple[int, int]]:
-        return stacked_kv_layers(pair)
+    def fresh(self, arch: DFlashArch, target: TargetModel, args: BuildArgs) -> DFlashDraft:
+        if not isinstance(target, TargetModel):
+            raise BadInput("a DFlash draft over an MLA target is not supported by the rig")
+        return DFlashDraft(arch, target, args)
 
-    def random(
-        self, arch: DFlashArch, target: TargetModel, args: BuildArgs, gen: torch.Generator
+    def planned(
+        self, plan: Plan, arch: DFlashArch, target: TargetModel, args: BuildArgs
     ) -> DFlashDraft:
-        _check_target(target)
-        draft = DFlashDraft(args.geometry, arch, target, **args.module_kwargs())
-        fill_random(draft, gen)
-        return draft
-
-    def load(
-        self, index: CheckpointIndex, arch: DFlashArch, target: TargetModel, args: BuildArgs
-    ) -> DFlashDraft:
-        _check_target(target)
-        draft = DFlashDraft(args.geometry, arch, target, **args.module_kwargs())
-        plan = Plan(index)
+        draft = self.fresh(arch, target, args)
         plan.add(draft.fc_weight, ["fc.weight"])
         plan.add(draft.hidden_norm.weight, ["hidden_norm.weight"])
         for i, layer in enumerate(modules_of(draft.layers, DecoderLayer)):
@@ -92,7 +75,6 @@ class DFlashBuild:
         if draft.lm_head is not None:
             plan.add(draft.lm_head, ["lm_head.weight"])
         plan.note(["embed_tokens.weight"], (target.vocab_size, args.geometry.hidden_size))
-        draft.extra_tensors = plan.run(args.device)
         return draft
 
     def speculator(

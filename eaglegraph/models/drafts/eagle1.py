@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -12,26 +9,19 @@ from torch import nn
 from eaglegraph.errors import BadInput
 from eaglegraph.models.drafts.base import (
     BuildArgs,
-    Draft,
+    BuildDefaults,
     DraftArch,
     DraftBase,
-    Verified,
-    autoregressive_drafts,
     draft_layer_spec,
-    stacked_kv_layers,
 )
-from eaglegraph.models.drafts.style import SpeculatorStyle
-from eaglegraph.models.init import fill_random
 from eaglegraph.models.layers import AttentionFn, DecoderLayer, LayerSpec, modules_of, new_param
 from eaglegraph.models.loading import Plan, detect_layer_spec, plan_layer
 from eaglegraph.models.target import TargetModel
-from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.kinds import DraftKind
 from eaglegraph.pair.model import Pair
-from eaglegraph.pair.tensors import CheckpointIndex
 
 
-class Eagle1Draft(DraftBase):
+class Eagle1Draft(DraftBase[DraftArch, TargetModel]):
     """fc over concat(embedding, target final-normed hidden), decoder layer(s), no final norm.
 
     Layer 0 has no input norm; logits come from the target's lm_head; the embedding is the
@@ -40,20 +30,15 @@ class Eagle1Draft(DraftBase):
 
     def __init__(
         self,
-        geometry: Geometry,
         arch: DraftArch,
         target: TargetModel,
+        args: BuildArgs,
         *,
-        layer_offset: int,
-        dtype: torch.dtype,
-        device: torch.device | str,
         spec: LayerSpec | None = None,
         fc_bias: bool | None = None,
-        max_positions: int | None = None,
-        rope_extras: Mapping[str, Any] | None = None,
     ) -> None:
-        dev = torch.device(device)
-        super().__init__(geometry, arch, target, layer_offset, dev, max_positions, rope_extras)
+        super().__init__(arch, target, args)
+        geometry, dtype, dev = args.geometry, args.dtype, args.device
         hidden = geometry.hidden_size
         if target.hidden_size != hidden:
             raise BadInput(
@@ -67,7 +52,6 @@ class Eagle1Draft(DraftBase):
             DecoderLayer(self.spec, dtype, dev, input_norm=i > 0)
             for i in range(geometry.num_hidden_layers)
         )
-        self.vocab_size = target.vocab_size
 
     def forward(
         self,
@@ -95,11 +79,8 @@ class Eagle1Draft(DraftBase):
         return hidden
 
 
-class Eagle1Build:
+class Eagle1Build(BuildDefaults[DraftArch, TargetModel, Eagle1Draft]):
     kind = DraftKind.EAGLE1
-    module = Eagle1Draft
-    mla_target = False
-    extra_lookahead_slots = 0
 
     def arch(self, pair: Pair, framework: str) -> DraftArch:
         facts, target = pair.draft_facts, pair.target
@@ -107,33 +88,16 @@ class Eagle1Build:
         bias = facts.fc_bias_tensor if facts.fc_bias_tensor is not None else bool(facts.config_bias)
         return DraftArch(DraftKind.EAGLE1, target.geometry.hidden_size, fc_bias=bias)
 
-    def aux_layer_ids(self, pair: Pair, framework: str) -> tuple[int, ...]:
-        return ()
+    def fresh(self, arch: DraftArch, target: TargetModel, args: BuildArgs) -> Eagle1Draft:
+        return Eagle1Draft(arch, target, args)
 
-    def kv_layers(self, pair: Pair, framework: str) -> list[tuple[int, int]]:
-        return stacked_kv_layers(pair)
-
-    def random(
-        self, arch: DraftArch, target: TargetModel, args: BuildArgs, gen: torch.Generator
+    def planned(
+        self, plan: Plan, arch: DraftArch, target: TargetModel, args: BuildArgs
     ) -> Eagle1Draft:
         draft = Eagle1Draft(
-            args.geometry,
             arch,
             target,
-            **args.module_kwargs(),
-        )
-        fill_random(draft, gen)
-        return draft
-
-    def load(
-        self, index: CheckpointIndex, arch: DraftArch, target: TargetModel, args: BuildArgs
-    ) -> Eagle1Draft:
-        plan = Plan(index)
-        draft = Eagle1Draft(
-            args.geometry,
-            arch,
-            target,
-            **args.module_kwargs(),
+            args,
             spec=detect_layer_spec(draft_layer_spec(args.geometry), plan, ["layers.0."]),
             fc_bias=plan.has(["fc.bias"]),
         )
@@ -144,16 +108,7 @@ class Eagle1Build:
             plan_layer(plan, layer, [f"layers.{i}."])
         # vLLM shares the target embedding for EAGLE-1 and skips a stored copy.
         plan.note(["embed_tokens.weight"], (target.vocab_size, args.geometry.hidden_size))
-        draft.extra_tensors = plan.run(args.device)
         return draft
-
-    def speculator(
-        self, pair: Pair, num_speculative_tokens: int, framework: str
-    ) -> SpeculatorStyle:
-        return SpeculatorStyle.EAGLE
-
-    def dense_drafts(self, draft: Draft, verified: Verified) -> list[int]:
-        return autoregressive_drafts(draft, verified)
 
 
 BUILD = Eagle1Build()

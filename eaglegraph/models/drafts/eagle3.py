@@ -6,9 +6,7 @@ concatenated), which the draft's fc folds to its own width.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -17,16 +15,11 @@ from torch import nn
 from eaglegraph.errors import BadInput
 from eaglegraph.models.drafts.base import (
     BuildArgs,
-    Draft,
+    BuildDefaults,
     DraftArch,
     DraftBase,
-    Verified,
-    autoregressive_drafts,
     draft_layer_spec,
-    stacked_kv_layers,
 )
-from eaglegraph.models.drafts.style import SpeculatorStyle
-from eaglegraph.models.init import fill_random
 from eaglegraph.models.layers import (
     Attention,
     AttentionFn,
@@ -41,7 +34,6 @@ from eaglegraph.models.layers import (
 from eaglegraph.models.loading import Plan, detect_layer_spec, plan_layer
 from eaglegraph.models.target import TargetModel
 from eaglegraph.pair.facts import default_aux_layers
-from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.kinds import DraftKind
 from eaglegraph.pair.model import Pair
 from eaglegraph.pair.tensors import CheckpointIndex
@@ -82,7 +74,7 @@ class Eagle3MidLayer(nn.Module):
         return h + self.mlp(self.post_attention_layernorm(h))
 
 
-class Eagle3Draft(DraftBase):
+class Eagle3Draft(DraftBase[DraftArch, TargetModel]):
     """EAGLE-3 head: fc over aux states (prefill), midlayer, extra layers, final norm, own head.
 
     Decode steps feed the draft's own previous `hidden_out` (width H), prefill the target's
@@ -93,24 +85,18 @@ class Eagle3Draft(DraftBase):
 
     def __init__(
         self,
-        geometry: Geometry,
         arch: DraftArch,
         target: TargetModel,
+        args: BuildArgs,
         *,
-        layer_offset: int,
-        dtype: torch.dtype,
-        device: torch.device | str,
         spec: LayerSpec | None = None,
         fc_bias: bool | None = None,
         own_embed: bool = False,
         own_lm_head: bool = True,
-        max_positions: int | None = None,
-        rope_extras: Mapping[str, Any] | None = None,
     ) -> None:
-        dev = torch.device(device)
-        super().__init__(geometry, arch, target, layer_offset, dev, max_positions, rope_extras)
+        super().__init__(arch, target, args)
+        geometry, dtype, dev = args.geometry, args.dtype, args.device
         hidden, eps = geometry.hidden_size, geometry.rms_norm_eps
-        self.vocab_size = target.vocab_size
         self.draft_vocab_size = arch.draft_vocab_size or target.vocab_size
         if not own_embed and target.hidden_size != hidden:
             raise BadInput(
@@ -202,11 +188,8 @@ class Eagle3Draft(DraftBase):
         return self.combine(aux)
 
 
-class Eagle3Build:
+class Eagle3Build(BuildDefaults[DraftArch, TargetModel, Eagle3Draft]):
     kind = DraftKind.EAGLE3
-    module = Eagle3Draft
-    mla_target = False
-    extra_lookahead_slots = 0
 
     def arch(self, pair: Pair, framework: str) -> DraftArch:
         facts, draft, target = pair.draft_facts, pair.draft, pair.target
@@ -237,39 +220,30 @@ class Eagle3Build:
             return tuple(i + 1 for i in ids)
         return tuple(ids)
 
-    def kv_layers(self, pair: Pair, framework: str) -> list[tuple[int, int]]:
-        return stacked_kv_layers(pair)
+    def fresh(self, arch: DraftArch, target: TargetModel, args: BuildArgs) -> Eagle3Draft:
+        return Eagle3Draft(arch, target, args, own_lm_head=True)
 
     def random(
         self, arch: DraftArch, target: TargetModel, args: BuildArgs, gen: torch.Generator
     ) -> Eagle3Draft:
         """d2t maps the draft vocabulary onto a sorted random subset of the target's, as a
         real frequency-ranked table would (non-decreasing offsets, all ids valid)."""
-        draft = Eagle3Draft(
-            args.geometry,
-            arch,
-            target,
-            **args.module_kwargs(),
-            own_lm_head=True,
-        )
-        fill_random(draft, gen)
+        draft = super().random(arch, target, args, gen)
         vocab, vocab_draft, dev = target.vocab_size, draft.draft_vocab_size, args.device
         if vocab_draft < vocab:
             chosen = torch.randperm(vocab, generator=gen, device=dev)[:vocab_draft].sort().values
             draft.d2t.copy_(chosen - torch.arange(vocab_draft, device=dev))
         return draft
 
-    def load(
-        self, index: CheckpointIndex, arch: DraftArch, target: TargetModel, args: BuildArgs
+    def planned(
+        self, plan: Plan, arch: DraftArch, target: TargetModel, args: BuildArgs
     ) -> Eagle3Draft:
-        plan = Plan(index)
         mid = ["layers.0.", "midlayer."]
         vocab_draft = arch.draft_vocab_size or target.vocab_size
         draft = Eagle3Draft(
-            args.geometry,
             arch,
             target,
-            **args.module_kwargs(),
+            args,
             spec=detect_layer_spec(draft_layer_spec(args.geometry), plan, mid),
             fc_bias=plan.has(["fc.bias"]),
             own_embed=plan.has(["embed_tokens.weight"]),
@@ -295,17 +269,14 @@ class Eagle3Build:
         # d2t may be absent only when the draft vocabulary is the target's (identity map).
         plan.add(draft.d2t, ["d2t"], required=vocab_draft != target.vocab_size)
         plan.note(["t2d"], (target.vocab_size,))
-        draft.extra_tensors = plan.run(args.device)
-        _check_d2t(draft, index.folder)
         return draft
 
-    def speculator(
-        self, pair: Pair, num_speculative_tokens: int, framework: str
-    ) -> SpeculatorStyle:
-        return SpeculatorStyle.EAGLE
-
-    def dense_drafts(self, draft: Draft, verified: Verified) -> list[int]:
-        return autoregressive_drafts(draft, verified)
+    def load(
+        self, index: CheckpointIndex, arch: DraftArch, target: TargetModel, args: BuildArgs
+    ) -> Eagle3Draft:
+        draft = super().load(index, arch, target, args)
+        _check_d2t(draft, index.folder)
+        return draft
 
 
 BUILD = Eagle3Build()

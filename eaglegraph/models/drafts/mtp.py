@@ -8,18 +8,14 @@ EAGLE-1 does, or with several modules and K > 1 every module over each request's
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from eaglegraph.errors import BadInput
 from eaglegraph.known import mtp as known_mtp
-from eaglegraph.models.drafts.base import (
-    BuildArgs,
-    Verified,
-    autoregressive_drafts,
-    positions_of,
-)
+from eaglegraph.models.drafts.base import BuildArgs, BuildDefaults, Verified, positions_of
 from eaglegraph.models.drafts.style import SpeculatorStyle
-from eaglegraph.models.init import fill_random
 from eaglegraph.models.mtp import GemmaRMSNorm, MTPArch, MTPDraft, Target
 from eaglegraph.models.mtp_loading import load_mtp_draft
 from eaglegraph.models.rope import rope_extras_from_config
@@ -117,11 +113,9 @@ def window_drafts(draft: MTPDraft, v: Verified) -> list[int]:
     return out
 
 
-class MTPBuild:
+class MTPBuild(BuildDefaults[MTPArch, Target, MTPDraft]):
     kind = DraftKind.MTP
-    module = MTPDraft
     mla_target = True
-    extra_lookahead_slots = 0
 
     def arch(self, pair: Pair, framework: str) -> MTPArch:
         assert pair.draft is not None and pair.target is not None
@@ -134,9 +128,6 @@ class MTPBuild:
             raise BadInput("a Qwen-style MTP draft over an MLA target is not supported")
         return _qwen_arch(pair, layout, modules)
 
-    def aux_layer_ids(self, pair: Pair, framework: str) -> tuple[int, ...]:
-        return ()  # MTP reads the target's final hidden state only
-
     def kv_layers(self, pair: Pair, framework: str) -> list[tuple[int, int]]:
         """One KV layer per module the engine runs: a latent row for MLA modules, k/v heads
         otherwise."""
@@ -148,17 +139,16 @@ class MTPBuild:
         g = pair.draft.geometry
         return [(g.num_key_value_heads, g.head_dim)] * count
 
-    def _module(self, arch: MTPArch, target: Target, args: BuildArgs) -> MTPDraft:
-        kwargs = args.module_kwargs()
-        kwargs["rope_extras"] = dict(arch.rope_extras) if arch.rope_extras else args.rope_extras
-        return MTPDraft(args.geometry, arch, target, mla=arch.mla, moe=arch.moe, **kwargs)
+    def fresh(self, arch: MTPArch, target: Target, args: BuildArgs) -> MTPDraft:
+        if arch.rope_extras:
+            args = replace(args, rope_extras=dict(arch.rope_extras))
+        return MTPDraft(arch, target, args, mla=arch.mla, moe=arch.moe)
 
     def random(
         self, arch: MTPArch, target: Target, args: BuildArgs, gen: torch.Generator
     ) -> MTPDraft:
         """Seeded modules; Gemma-style norms at their identity (0)."""
-        draft = self._module(arch, target, args)
-        fill_random(draft, gen)
+        draft = super().random(arch, target, args, gen)
         with torch.no_grad():
             for sub in draft.modules():
                 if isinstance(sub, GemmaRMSNorm):
@@ -186,7 +176,7 @@ class MTPBuild:
     def dense_drafts(self, draft: MTPDraft, verified: Verified) -> list[int]:
         if min(draft.num_modules, verified.num_speculative_tokens) > 1:
             return window_drafts(draft, verified)
-        return autoregressive_drafts(draft, verified)  # type: ignore[arg-type]
+        return super().dense_drafts(draft, verified)
 
 
 BUILD = MTPBuild()
