@@ -26,6 +26,7 @@ __all__ = [
     "reduce_max",
     "reduce_min",
     "reduce_sum",
+    "row_extents",
     "rows_per_program",
     "splat_mask",
     "tl",
@@ -149,3 +150,12 @@ def program_rows(n, BLOCK_R: tl.constexpr):
     """``(rows, rows < n)``: the ``BLOCK_R`` rows this program (id 0) handles, and which exist."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     return rows, rows < n
+
+
+@triton.jit
+def row_extents(indptr_ptr, r, r_ok):
+    """``(indptr[r], indptr[r + 1])`` for the rows ``r`` where ``r_ok`` (0 elsewhere): each
+    row's span in a cumulative index array."""
+    start = tl.load(indptr_ptr + r, mask=r_ok, other=0)
+    end = tl.load(indptr_ptr + r + 1, mask=r_ok, other=0)
+    return start, end

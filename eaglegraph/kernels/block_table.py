@@ -20,6 +20,7 @@ from eaglegraph.kernels._triton import (
     pow2_block,
     program_rows,
     reduce_max,
+    row_extents,
     tl,
     triton,
 )
@@ -102,8 +103,6 @@ def gather_block_tables(
         raise ValueError("block tables must be row-major")
     if not 0 <= num_reqs <= num_reqs_padded <= dst.shape[0] or idx_mapping.numel() < num_reqs:
         raise ValueError(f"need 0 <= num_reqs {num_reqs} <= num_reqs_padded {num_reqs_padded}")
-    if num_reqs_padded == 0:
-        return
     g = guard_args(guard, "gather_block_tables", ("idx_mapping",), idx_mapping)
     n_cols = dst.shape[1]
     block = pow2_block(n_cols, _COL_BLOCK, _COL_BLOCK_INTERPRETED)
@@ -122,55 +121,6 @@ def gather_block_tables(
         guard=g,
         BLOCK=block,
     )
-
-
-@triton.jit
-def _slots(
-    block_table_ptr,
-    bt_row,
-    bt_stride,
-    positions_ptr,
-    tok,
-    tok_ok,
-    n_cols,
-    num_blocks,
-    log_entries_ptr,
-    log_count_ptr,
-    log_capacity,
-    kernel_id,
-    positions_id,
-    block_table_id,
-    PAGE_SIZE: tl.constexpr,
-    GUARD: tl.constexpr,
-):
-    """Slots of tokens ``tok`` (block) of block-table row ``bt_row``; -1 where not valid."""
-    pos = tl.load(positions_ptr + tok, mask=tok_ok, other=0).to(tl.int64)
-    col = pos // PAGE_SIZE
-    ok = tok_ok
-    if GUARD:
-        bad_pos = tok_ok & ((pos < 0) | (pos >= n_cols * PAGE_SIZE))
-        if reduce_max(bad_pos.to(tl.int32), None) > 0:  # no logger call when all are valid
-            log_violation(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, positions_id, tok, pos,
-                bad_pos,
-            )  # fmt: skip
-        ok = ok & ~bad_pos
-    block = tl.load(block_table_ptr + bt_row * bt_stride + col, mask=ok, other=0).to(tl.int64)
-    if GUARD:
-        bad_block = ok & ((block < 0) | (block >= num_blocks))
-        if reduce_max(bad_block.to(tl.int32), None) > 0:
-            log_violation(
-                log_entries_ptr,
-                log_count_ptr,
-                log_capacity,
-                kernel_id,
-                block_table_id,
-                bt_row * n_cols + col,
-                block,
-                bad_block,
-            )
-        ok = ok & ~bad_block
-    return tl.where(ok, block * PAGE_SIZE + pos % PAGE_SIZE, -1)
 
 
 @triton.jit
@@ -221,8 +171,7 @@ def _slot_mappings_kernel(
             q_start = r
             q_end = tl.where(r_ok, r + 1, r)
         else:
-            q_start = tl.load(qsl_ptr + r, mask=r_ok, other=0)
-            q_end = tl.load(qsl_ptr + r + 1, mask=r_ok, other=0)
+            q_start, q_end = row_extents(qsl_ptr, r, r_ok)
         if GUARD and not PADDED_ROWS:
             bad_start, bad_end = check_bounds_pair(q_start, q_end, max_tokens)
             if reduce_max((bad_start | bad_end).to(tl.int32), 0) > 0:
@@ -240,24 +189,30 @@ def _slot_mappings_kernel(
             j = t0 + offs[None, :]
             t = q_start[:, None] + j
             t_ok = j < n
-            slot = _slots(
-                block_table_ptr,
-                r.to(tl.int64)[:, None],
-                bt_stride,
-                positions_ptr,
-                t,
-                t_ok,
-                n_cols,
-                num_blocks,
-                log_entries_ptr,
-                log_count_ptr,
-                log_capacity,
-                kernel_id,
-                positions_id,
-                block_table_id,
-                PAGE_SIZE,
-                GUARD,
-            )
+            # Slot of token t of block-table row r; -1 where not valid.
+            pos = tl.load(positions_ptr + t, mask=t_ok, other=0).to(tl.int64)
+            col = pos // PAGE_SIZE
+            ok = t_ok
+            if GUARD:
+                bad_pos = t_ok & ((pos < 0) | (pos >= n_cols * PAGE_SIZE))
+                if reduce_max(bad_pos.to(tl.int32), None) > 0:  # no logger call when all valid
+                    log_violation(
+                        log_entries_ptr, log_count_ptr, log_capacity, kernel_id, positions_id, t,
+                        pos, bad_pos,
+                    )  # fmt: skip
+                ok = ok & ~bad_pos
+            bt_row = r.to(tl.int64)[:, None]
+            block = tl.load(block_table_ptr + bt_row * bt_stride + col, mask=ok, other=0)
+            block = block.to(tl.int64)
+            if GUARD:
+                bad_block = ok & ((block < 0) | (block >= num_blocks))
+                if reduce_max(bad_block.to(tl.int32), None) > 0:
+                    log_violation(
+                        log_entries_ptr, log_count_ptr, log_capacity, kernel_id, block_table_id,
+                        bt_row * n_cols + col, block, bad_block,
+                    )  # fmt: skip
+                ok = ok & ~bad_block
+            slot = tl.where(ok, block * PAGE_SIZE + pos % PAGE_SIZE, -1)
             tl.store(slot_mapping_ptr + t, slot, mask=t_ok)
 
 
@@ -337,8 +292,6 @@ def compute_slot_mappings_padded_rows(
     _check_table(block_table, num_rows)
     if num_rows > min(positions.numel(), slot_mapping.numel()):
         raise ValueError(f"num_rows {num_rows} exceeds positions/slot_mapping")
-    if num_rows <= 0:
-        return
     g = guard_args(
         guard, "compute_slot_mappings_padded_rows", ("", "positions", "block_table"), positions
     )

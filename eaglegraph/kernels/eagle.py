@@ -19,6 +19,7 @@ from eaglegraph.kernels._triton import (
     pow2_block,
     program_rows,
     reduce_max,
+    row_extents,
     tl,
     triton,
 )
@@ -66,8 +67,7 @@ def _prepare_eagle_inputs_kernel(
     offs = tl.arange(0, BLOCK)
     r, has_req = program_rows(num_reqs, BLOCK_R)
     is_req = has_req
-    qs = tl.load(target_qsl_ptr + r, mask=has_req, other=0)
-    qe = tl.load(target_qsl_ptr + r + 1, mask=has_req, other=0)
+    qs, qe = row_extents(target_qsl_ptr, r, has_req)
     num_rej = tl.load(num_rejected_ptr + r, mask=has_req, other=0)
     query_len = qe - qs - num_rej
     if GUARD:
@@ -158,7 +158,7 @@ def prepare_eagle_inputs(
     Guard roles: ``"target_query_start_loc"`` (monotone, within the token buffers) and
     ``"num_rejected"`` (``0 <= num_rejected < target q_len``); a bad request writes nothing.
     """
-    check_device(
+    tensors = (
         target_query_start_loc,
         target_seq_lens,
         target_input_ids,
@@ -171,7 +171,8 @@ def prepare_eagle_inputs(
         eagle_seq_lens,
         last_token_indices,
         current_draft_step,
-    )
+    )  # the kernel's pointer arguments, in order
+    check_device(*tensors)
     if not 0 <= num_reqs <= max_num_reqs:
         raise ValueError(f"need 0 <= num_reqs {num_reqs} <= max_num_reqs {max_num_reqs}")
     if eagle_query_start_loc.numel() < max_num_reqs + 1 or target_query_start_loc.numel() < (
@@ -199,18 +200,7 @@ def prepare_eagle_inputs(
         _prepare_eagle_inputs_kernel,
         max(num_reqs, 1),
         _TOKEN_BLOCK,
-        target_query_start_loc,
-        target_seq_lens,
-        target_input_ids,
-        target_positions,
-        num_rejected,
-        next_tokens,
-        eagle_input_ids,
-        eagle_positions,
-        eagle_query_start_loc,
-        eagle_seq_lens,
-        last_token_indices,
-        current_draft_step,
+        *tensors,
         num_reqs,
         max_num_reqs,
         max_tokens,
@@ -223,13 +213,13 @@ def prepare_eagle_inputs(
 @triton.jit
 def _prepare_eagle_decode_kernel(
     draft_tokens_ptr,
-    draft_tokens_stride,
     target_seq_lens_ptr,
     num_rejected_ptr,
     input_ids_ptr,
     positions_ptr,
     qsl_ptr,
     seq_lens_ptr,
+    draft_tokens_stride,
     num_reqs,
     max_num_reqs,
     max_model_len,
@@ -271,7 +261,7 @@ def prepare_eagle_decode(
     ``query_start_loc[i] = min(i, num_reqs)`` for ``i <= max_num_reqs``,
     ``seq_lens[num_reqs:max_num_reqs] = 0``.
     """
-    check_device(
+    tensors = (
         draft_tokens,
         target_seq_lens,
         num_rejected,
@@ -279,7 +269,8 @@ def prepare_eagle_decode(
         eagle_positions,
         eagle_query_start_loc,
         eagle_seq_lens,
-    )
+    )  # the kernel's pointer arguments, in order
+    check_device(*tensors)
     if not 0 <= num_reqs <= max_num_reqs:
         raise ValueError(f"need 0 <= num_reqs {num_reqs} <= max_num_reqs {max_num_reqs}")
     if eagle_query_start_loc.numel() < max_num_reqs + 1 or eagle_seq_lens.numel() < max_num_reqs:
@@ -290,14 +281,8 @@ def prepare_eagle_decode(
     launch(
         _prepare_eagle_decode_kernel,
         (triton.cdiv(max_num_reqs + 1, block),),
-        draft_tokens,
+        *tensors,
         draft_tokens.stride(0),
-        target_seq_lens,
-        num_rejected,
-        eagle_input_ids,
-        eagle_positions,
-        eagle_query_start_loc,
-        eagle_seq_lens,
         num_reqs,
         max_num_reqs,
         max_model_len,
@@ -367,7 +352,7 @@ def update_eagle_draft_inputs(
     ``hidden_states[r] = output_hidden[r]``, ``positions[r] += 1`` (clamped to
     ``max_model_len - 1``), ``seq_lens[r] += 1`` (clamped to ``max_model_len``).
     """
-    check_device(
+    tensors = (
         sampled,
         output_hidden,
         draft_tokens,
@@ -376,7 +361,8 @@ def update_eagle_draft_inputs(
         eagle_positions,
         eagle_seq_lens,
         current_draft_step,
-    )
+    )  # the kernel's pointer arguments, in order
+    check_device(*tensors)
     if output_hidden.dim() != 2 or eagle_hidden_states.dim() != 2:
         raise ValueError("output_hidden and eagle_hidden_states must be [rows, hidden]")
     if output_hidden.shape[1] != eagle_hidden_states.shape[1]:
@@ -387,22 +373,13 @@ def update_eagle_draft_inputs(
         raise ValueError("draft_tokens must be a row-major [R, K] tensor")
     if current_draft_step.numel() != 1:
         raise ValueError("current_draft_step must be a one-element tensor")
-    if num_reqs <= 0:
-        return
     hidden_size = output_hidden.shape[1]
     block = pow2_block(hidden_size, _HIDDEN_BLOCK, _HIDDEN_BLOCK_INTERPRETED)
     launch_rows(
         _update_eagle_draft_inputs_kernel,
         num_reqs,
         block,
-        sampled,
-        output_hidden,
-        draft_tokens,
-        eagle_input_ids,
-        eagle_hidden_states,
-        eagle_positions,
-        eagle_seq_lens,
-        current_draft_step,
+        *tensors,
         *strides(output_hidden, eagle_hidden_states, draft_tokens, dims=1),
         hidden_size,
         num_spec_tokens,

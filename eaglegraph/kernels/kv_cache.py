@@ -106,8 +106,6 @@ def write_kv(
     for t in (k, v, k_cache, v_cache):
         if t.stride(-1) != 1:
             raise ValueError("k, v and the caches need a contiguous last dimension")
-    if num_tokens <= 0:
-        return
     g = guard_args(guard, "write_kv", ("slot_mapping",), slot_mapping)
     block_h, block_d = next_pow2(num_kv_heads), next_pow2(head_dim)
     # Tokens per program: all of them under the interpreter (cost is per operation, not per

@@ -57,7 +57,10 @@ def launch_rows(
     **constexprs: Any,
 ) -> None:
     """Launch a kernel whose programs take ``BLOCK_R`` rows each (see ``rows_per_program``):
-    ``cdiv(rows, BLOCK_R)`` programs, then ``extra_programs`` more, on a 1-D grid."""
+    ``cdiv(rows, BLOCK_R)`` programs, then ``extra_programs`` more, on a 1-D grid; nothing
+    when that is no program."""
     block_r = rows_per_program(rows, elems_per_row, gpu_rows)
-    grid = (triton.cdiv(rows, block_r) + extra_programs,)
+    grid = (max(triton.cdiv(rows, block_r), 0) + extra_programs,)
+    if grid[0] <= 0:
+        return
     launch(kernel, grid, *args, guard=guard, BLOCK_R=block_r, **constexprs)

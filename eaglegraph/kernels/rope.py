@@ -119,8 +119,6 @@ def apply_rotary(
     if num_tokens > min(q.shape[0], k.shape[0], positions.shape[0]):
         raise ValueError(f"apply_rotary: num_tokens {num_tokens} exceeds the buffers")
     check_device(q, k, positions, cos_sin_cache)
-    if num_tokens <= 0:
-        return
     half = head_dim // 2
     launch_rows(
         _rope_kernel,

@@ -17,6 +17,7 @@ from eaglegraph.kernels._triton import (
     program_rows,
     reduce_max,
     reduce_min,
+    row_extents,
     tl,
     triton,
 )
@@ -75,8 +76,6 @@ def _launch_argmax(
         raise ValueError(f"num_rows {num_rows} exceeds logits rows or out")
     if d2t is not None and d2t.numel() < logits.shape[1]:
         raise ValueError(f"d2t has {d2t.numel()} entries for a vocab of {logits.shape[1]}")
-    if num_rows <= 0:
-        return
     vocab = logits.shape[1]
     # Compiled: one row per program, 4K-wide vocab blocks. Interpreted: as many rows and as
     # wide a block as fit in ~64K elements (each executed operation costs the same).
@@ -131,8 +130,7 @@ def _greedy_verify_kernel(
     BLOCK_K: tl.constexpr,
 ):
     r, r_ok = program_rows(num_reqs, BLOCK_R)
-    qs = tl.load(qsl_ptr + r, mask=r_ok, other=0)
-    qe = tl.load(qsl_ptr + r + 1, mask=r_ok, other=0)
+    qs, qe = row_extents(qsl_ptr, r, r_ok)
     if PER_REQUEST:
         # Clamped so a bad count cannot read past the request's draft row.
         k_r = tl.load(num_spec_ptr + r, mask=r_ok, other=0).to(tl.int32)
@@ -206,8 +204,6 @@ def greedy_verify(
         raise ValueError(f"out_accepted_tokens must be [R, >= {max_spec + 1}]")
     if out_accepted_tokens.stride(1) != 1 or query_start_loc.numel() < num_reqs + 1:
         raise ValueError("out_accepted_tokens must be row-major; qsl needs num_reqs + 1")
-    if num_reqs <= 0:
-        return
     block_k = next_pow2(max_spec + 1)
     launch_rows(
         _greedy_verify_kernel,

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import torch
 
-from eaglegraph.kernels._triton import check_device, next_pow2, program_rows, reduce_max, tl, triton
+from eaglegraph.kernels._triton import (
+    check_device,
+    next_pow2,
+    program_rows,
+    reduce_max,
+    row_extents,
+    tl,
+    triton,
+)
 from eaglegraph.kernels.attention.paged_prefill import launch_prefill
 from eaglegraph.kernels.attention.request import (
     check_csr,
@@ -163,8 +171,7 @@ def _copy_page_indices_kernel(
     GUARD: tl.constexpr,
 ):
     r, r_ok = program_rows(num_reqs, BLOCK_R)
-    start = tl.load(kv_indptr_ptr + r, mask=r_ok, other=0)
-    end = tl.load(kv_indptr_ptr + r + 1, mask=r_ok, other=0)
+    start, end = row_extents(kv_indptr_ptr, r, r_ok)
     n = end - start
     if GUARD:
         bad_start, bad_end = check_bounds_pair(start, end, num_indices)
@@ -320,8 +327,6 @@ def build_csr_page_indices(
         raise ValueError("block_table must be a row-major [>= num_reqs, n_cols] tensor")
     if kv_indptr.numel() < num_reqs + 1 or kv_indices.dim() != 1:
         raise ValueError("kv_indptr needs num_reqs + 1 entries; kv_indices must be 1-D")
-    if num_reqs <= 0:
-        return
     g = guard_args(guard, "build_csr_page_indices", ("kv_indptr",), kv_indptr)
     block = min(next_pow2(block_table.shape[1]), 1024)
     launch_rows(
