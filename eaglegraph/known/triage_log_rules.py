@@ -171,12 +171,8 @@ LOG_RULES: tuple[Rule, ...] = rule_table(
     # -- modes -------------------------------------------------------------------------------
     ("log-mode-downgrade", MODE, 1.2, "log.mode-downgrade !log.error"),
     "the engine downgraded the requested CUDA-graph mode for spec decode",
-    (
-        "log-mode-downgrade-beside-error",
-        MODE,
-        0.6,
-        "log.mode-downgrade log.error",
-    ),  # beside a crash, a downgrade is context
+    # beside a crash, a downgrade is context
+    ("log-mode-downgrade-beside-error", MODE, 0.6, "log.mode-downgrade log.error"),
     "the engine downgraded the requested CUDA-graph mode for spec decode",
     ("log-mode-override", MODE, 1.0, "log.mode-override"),
     "cudagraph_mode overridden",

@@ -114,6 +114,11 @@ def _apply_compilation(state: ScanState, text: str, requested: bool = True) -> N
                 cfg.cudagraph_mode_requested = "FULL" if full else "PIECEWISE"
 
 
+@PATTERNS.on(
+    "cfg.vllm-engine",
+    r"LLM engine \(v(?P<ver>[^)\s]+)\) with config: (?P<body>.*)",
+    anchors=("LLM engine",),
+)
 def _vllm_engine(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
     cfg = state.config
     vote(state, "vllm", 5)
@@ -137,14 +142,6 @@ def _vllm_engine(state: ScanState, line: int, text: str, m: re.Match[str], prefi
         cfg.runner = "v1"
     elif "an LLM engine" in text and cfg.runner is None:
         cfg.runner = "v0"
-
-
-PATTERNS.register(
-    "cfg.vllm-engine",
-    r"LLM engine \(v(?P<ver>[^)\s]+)\) with config: (?P<body>.*)",
-    _vllm_engine,
-    anchors=("LLM engine",),
-)
 
 
 def _version(framework: str):
@@ -230,18 +227,16 @@ def _apply_sglang(state: ScanState, pairs: dict[str, str]) -> None:
         set_missing(cfg, "cudagraph_mode_requested", "FULL")
 
 
+@PATTERNS.on(
+    "cfg.sglang-args",
+    r"ServerArgs\((?P<body>.*)",
+    anchors=("ServerArgs(",),
+)
 def _sglang_args(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
     vote(state, "sglang", 5)
     pairs = {km.group("k"): km.group("v").strip("'\"") for km in _S_KV.finditer(m.group("body"))}
     _apply_sglang(state, pairs)
 
-
-PATTERNS.register(
-    "cfg.sglang-args",
-    r"ServerArgs\((?P<body>.*)",
-    _sglang_args,
-    anchors=("ServerArgs(",),
-)
 
 _FLAG = re.compile(
     r"(?:^|\s)(?P<flag>--[\w.-]+|-tp|-dp|-O)(?:[= ]+(?P<v>'[^']*'|\"[^\"]*\"|\{[^}]*\}|[^\s-][^\s]*))?"
@@ -272,6 +267,14 @@ _SGLANG_FLAGS = {
 }
 
 
+@PATTERNS.on(
+    "cfg.cli",
+    r"(?:^|\s)--(?:speculative[\w-]*|compilation[-_]config[\w.-]*|num-speculative-tokens|"
+    r"tensor-parallel-size|tp-size|tp|dp-size|data-parallel-size|attention-backend|"
+    r"cuda-graph-max-bs|disable-cuda-graph|enforce-eager|max-num-seqs|max-running-requests|"
+    r"kv-cache-dtype|gpu-memory-utilization|mem-fraction-static|enable-dp-attention)\b",
+    extra=("--",),
+)
 def _cli_flags(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
     """`vllm serve ... --flag value` and `python -m sglang.launch_server --flag value`."""
     cfg = state.config
@@ -317,16 +320,6 @@ def _cli_flags(state: ScanState, line: int, text: str, m: re.Match[str], prefix:
                 set_missing(cfg, key, sglang_pairs.get(key))
 
 
-PATTERNS.register(
-    "cfg.cli",
-    r"(?:^|\s)--(?:speculative[\w-]*|compilation[-_]config[\w.-]*|num-speculative-tokens|"
-    r"tensor-parallel-size|tp-size|tp|dp-size|data-parallel-size|attention-backend|"
-    r"cuda-graph-max-bs|disable-cuda-graph|enforce-eager|max-num-seqs|max-running-requests|"
-    r"kv-cache-dtype|gpu-memory-utilization|mem-fraction-static|enable-dp-attention)\b",
-    _cli_flags,
-    extra=("--",),
-)
-
 # --- mode resolution -------------------------------------------------------------------------
 
 
@@ -343,6 +336,12 @@ def _mode_change(state: ScanState, line: int, frm: str | None, to: str | None, w
         cfg.cudagraph_mode_resolved = to
 
 
+@PATTERNS.on(
+    "mode.downgrade",
+    r"CUDAGraphMode\.(?P<from>[A-Z_]+) is not supported with (?:spec-decode|speculative decoding)"
+    r"(?: for attention backend (?P<backend>\w+))?(?:[^\n]{0,400}?setting cudagraph_mode=(?P<to>[A-Z_]+))?",
+    anchors=("CUDAGraphMode",),
+)
 def _downgrade(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
     vote(state, "vllm", 2)
     backend = m.group("backend")
@@ -353,15 +352,14 @@ def _downgrade(state: ScanState, line: int, text: str, m: re.Match[str], prefix:
     state.add(line, text.strip(), "mode.downgrade", SignalKind.CONTEXT, m.groupdict())
 
 
-PATTERNS.register(
-    "mode.downgrade",
-    r"CUDAGraphMode\.(?P<from>[A-Z_]+) is not supported with (?:spec-decode|speculative decoding)"
-    r"(?: for attention backend (?P<backend>\w+))?(?:[^\n]{0,400}?setting cudagraph_mode=(?P<to>[A-Z_]+))?",
-    _downgrade,
-    anchors=("CUDAGraphMode",),
+@PATTERNS.on(
+    "mode.override",
+    r"Overriding cudagraph_mode (?:from (?P<from>\w+) )?to (?P<to>\w+)|"
+    r"[Ss]etting cudagraph_mode=(?P<to2>[A-Z_]+)|"
+    r"cudagraph_mode (?:is |was )?(?:set|changed|forced|downgraded|overridden) "
+    r"(?:from (?P<from2>\w+) )?to (?P<to3>[A-Z_]+)",
+    extra=("_mode", "Overriding"),
 )
-
-
 def _override(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
     if "is not supported with" in text:
         return  # the downgrade handler owns this line
@@ -371,38 +369,19 @@ def _override(state: ScanState, line: int, text: str, m: re.Match[str], prefix: 
     state.add(line, text.strip(), "mode.override", SignalKind.CONTEXT, {"from": frm, "to": to})
 
 
-PATTERNS.register(
-    "mode.override",
-    r"Overriding cudagraph_mode (?:from (?P<from>\w+) )?to (?P<to>\w+)|"
-    r"[Ss]etting cudagraph_mode=(?P<to2>[A-Z_]+)|"
-    r"cudagraph_mode (?:is |was )?(?:set|changed|forced|downgraded|overridden) "
-    r"(?:from (?P<from2>\w+) )?to (?P<to3>[A-Z_]+)",
-    _override,
-    extra=("_mode", "Overriding"),
+@PATTERNS.on(
+    "mode.skip-capture",
+    r"Skipping CUDA graph capture",
+    anchors=("CUDA",),
 )
-
-
 def _skip_capture(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
     _mode_change(state, line, None, "NONE", text.strip())
 
 
-PATTERNS.register(
-    "mode.skip-capture",
-    r"Skipping CUDA graph capture",
-    _skip_capture,
-    anchors=("CUDA",),
-)
-
 # --- attention backend and GPU ---------------------------------------------------------------
 
 
-def _backend(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
-    raw = next(v for v in m.groups() if v)
-    state.config.attention_backend_raw = raw
-    state.config.attention_backend = normalize_backend(raw)
-
-
-PATTERNS.register(
+@PATTERNS.on(
     "cfg.attention-backend",
     r"Using (?:AttentionBackendEnum\.)?(\w+) attention backend|"
     r"Using AttentionBackendEnum\.(\w+) backend|"
@@ -410,11 +389,19 @@ PATTERNS.register(
     r"CUTLASS_MLA|FLASH_ATTN|FLASHINFER|TRITON_ATTN)(?: [Bb]ackend)?\b|"
     r"Attention backend not specified\. Use (\w+) backend by default|"
     r"VLLM_ATTENTION_BACKEND=(\w+)|attention_backend['\"]?\s*[:=]\s*['\"]?(\w+)",
-    _backend,
     anchors=("backend", "Backend", "BACKEND"),
 )
+def _backend(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
+    raw = next(v for v in m.groups() if v)
+    state.config.attention_backend_raw = raw
+    state.config.attention_backend = normalize_backend(raw)
 
 
+@PATTERNS.on(
+    "cfg.flashinfer-resolved",
+    r"FlashInfer resolved query dtypes:(?:.*?decode_backend=(?P<db>\w+))?(?:.*?arch=(?P<arch>sm_?\d+\w*))?",
+    anchors=("FlashInfer resolved",),
+)
 def _flashinfer(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
     cfg = state.config
     set_missing(cfg, "decode_backend", m.group("db"))
@@ -423,14 +410,18 @@ def _flashinfer(state: ScanState, line: int, text: str, m: re.Match[str], prefix
         cfg.attention_backend, cfg.attention_backend_raw = "flashinfer", "FlashInfer"
 
 
-PATTERNS.register(
-    "cfg.flashinfer-resolved",
-    r"FlashInfer resolved query dtypes:(?:.*?decode_backend=(?P<db>\w+))?(?:.*?arch=(?P<arch>sm_?\d+\w*))?",
-    _flashinfer,
-    anchors=("FlashInfer resolved",),
+@PATTERNS.on(
+    "cfg.gpu",
+    r"GPU \d+(?:,\s?\d+)*: (?P<name>(?:NVIDIA|Tesla|Quadro|AMD|Instinct|Radeon|GeForce|RTX|[HABL]\d{2,3}|"
+    r"GB\d{3}|MI\d{3})[^(\n:]*?)\s*(?:\(UUID[^)]*\))?\s*$|"
+    r"device_name=(?P<dn>[A-Za-z0-9_-]+)|"
+    r"GPU \d+ has a total capacity of (?P<cap>[\d.]+) ?GiB|"
+    r"Compute Capability:?\s*(?P<cc>\d+\.\d+)|"
+    r"^\|\s+\d+\s+(?P<smi>NVIDIA [\w .-]+?)\s{2,}",
+    anchors=("Capability", "VIDIA"),
+    extra=("_name=",),
+    anchor_res=(r"GPU \d",),
 )
-
-
 def _gpu(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
     cfg = state.config
     name = m.group("name") or m.group("smi")
@@ -447,23 +438,27 @@ def _gpu(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefi
         cfg.gpu_arch = "sm" + cc.replace(".", "")
 
 
-PATTERNS.register(
-    "cfg.gpu",
-    r"GPU \d+(?:,\s?\d+)*: (?P<name>(?:NVIDIA|Tesla|Quadro|AMD|Instinct|Radeon|GeForce|RTX|[HABL]\d{2,3}|"
-    r"GB\d{3}|MI\d{3})[^(\n:]*?)\s*(?:\(UUID[^)]*\))?\s*$|"
-    r"device_name=(?P<dn>[A-Za-z0-9_-]+)|"
-    r"GPU \d+ has a total capacity of (?P<cap>[\d.]+) ?GiB|"
-    r"Compute Capability:?\s*(?P<cc>\d+\.\d+)|"
-    r"^\|\s+\d+\s+(?P<smi>NVIDIA [\w .-]+?)\s{2,}",
-    _gpu,
-    anchors=("Capability", "VIDIA"),
-    extra=("_name=",),
-    anchor_res=(r"GPU \d",),
-)
-
 # --- TensorRT-LLM YAML (extra_llm_api_options) and draft architecture -------------------------
 
 
+@PATTERNS.on(
+    "cfg.yaml",
+    r"^\s*(?P<k>decoding_type|max_draft_len|num_nextn_predict_layers|speculative_model_dir|"
+    r"speculative_model|enable_attention_dp|tensor_parallel_size|batch_sizes|max_batch_size|"
+    r"cuda_graph_config|dtype)\s*:\s*(?P<v>.*)$",
+    extra=(
+        "decoding_type",
+        "max_draft_len",
+        "num_nextn",
+        "speculative_model",
+        "enable_attention_dp",
+        "tensor_parallel_size",
+        "batch_sizes",
+        "max_batch_size",
+        "cuda_graph_config",
+        "dtype",
+    ),
+)
 def _yaml(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
     cfg = state.config
     key, val = m.group("k"), m.group("v").strip().strip("'\"")
@@ -490,27 +485,11 @@ def _yaml(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Pref
         set_missing(cfg, "kv_cache_dtype", val)
 
 
-PATTERNS.register(
-    "cfg.yaml",
-    r"^\s*(?P<k>decoding_type|max_draft_len|num_nextn_predict_layers|speculative_model_dir|"
-    r"speculative_model|enable_attention_dp|tensor_parallel_size|batch_sizes|max_batch_size|"
-    r"cuda_graph_config|dtype)\s*:\s*(?P<v>.*)$",
-    _yaml,
-    extra=(
-        "decoding_type",
-        "max_draft_len",
-        "num_nextn",
-        "speculative_model",
-        "enable_attention_dp",
-        "tensor_parallel_size",
-        "batch_sizes",
-        "max_batch_size",
-        "cuda_graph_config",
-        "dtype",
-    ),
+@PATTERNS.on(
+    "cfg.draft-arch",
+    r"Load weight end\. type=(?P<arch>\w+)",
+    anchors=("Load weight",),
 )
-
-
 def _draft_arch(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
     arch = m.group("arch")
     if "Eagle3" in arch or "EAGLE3" in arch:
@@ -521,21 +500,10 @@ def _draft_arch(state: ScanState, line: int, text: str, m: re.Match[str], prefix
         set_missing(state.config, "spec_method", "mtp")
 
 
-PATTERNS.register(
-    "cfg.draft-arch",
-    r"Load weight end\. type=(?P<arch>\w+)",
-    _draft_arch,
-    anchors=("Load weight",),
-)
-
-
-def _mrv2(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
-    state.config.runner = "mrv2"
-
-
-PATTERNS.register(
+@PATTERNS.on(
     "cfg.mrv2",
     r"VLLM_USE_V2_MODEL_RUNNER['\"]?\s*[=:]\s*['\"]?1",
-    _mrv2,
     extra=("_MODEL_RUNNER",),
 )
+def _mrv2(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
+    state.config.runner = "mrv2"

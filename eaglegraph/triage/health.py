@@ -23,6 +23,18 @@ PATTERNS = PatternGroup()
 # --- memory ----------------------------------------------------------------------------------
 
 
+@PATTERNS.on(
+    "cfg.memory",
+    r"Available KV cache memory: (?P<kv>-?[\d.]+) ?GiB|"
+    r"GPU KV cache size: (?P<tok>[\d,]+) tokens|"
+    r"KV Cache is allocated\. #tokens: (?P<tok2>\d+)|"
+    r"Maximum concurrency for [\d,]+ tokens per request: (?P<conc>[\d.]+)x|"
+    r"Estimated CUDA graph memory: (?P<est>-?[\d.]+) ?GiB|"
+    r"total_gpu_memory \((?P<total>[\d.]+) ?GiB\) x gpu_memory_utilization \((?P<util>[\d.]+)\)|"
+    r"gpu_memory_utilization['\"]?[=:]\s*(?P<util2>[\d.]+)",
+    anchors=("KV cache memory", "KV cache size", "KV Cache is", "Maximum concurrency", "CUDA"),
+    extra=("_gpu_memory", "_memory_utilization"),
+)
 def _memory(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
     mem = state.config.memory
     g = m.groupdict()
@@ -39,20 +51,6 @@ def _memory(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Pr
     if g.get("total") is not None and state.config.gpu_memory_gib is None:
         state.config.gpu_memory_gib = to_float(g["total"])
 
-
-PATTERNS.register(
-    "cfg.memory",
-    r"Available KV cache memory: (?P<kv>-?[\d.]+) ?GiB|"
-    r"GPU KV cache size: (?P<tok>[\d,]+) tokens|"
-    r"KV Cache is allocated\. #tokens: (?P<tok2>\d+)|"
-    r"Maximum concurrency for [\d,]+ tokens per request: (?P<conc>[\d.]+)x|"
-    r"Estimated CUDA graph memory: (?P<est>-?[\d.]+) ?GiB|"
-    r"total_gpu_memory \((?P<total>[\d.]+) ?GiB\) x gpu_memory_utilization \((?P<util>[\d.]+)\)|"
-    r"gpu_memory_utilization['\"]?[=:]\s*(?P<util2>[\d.]+)",
-    _memory,
-    anchors=("KV cache memory", "KV cache size", "KV Cache is", "Maximum concurrency", "CUDA"),
-    extra=("_gpu_memory", "_memory_utilization"),
-)
 
 # --- speculative-decoding health ---------------------------------------------------------------
 
@@ -86,6 +84,12 @@ _M_RATE = re.compile(
 _M_POS = re.compile(r"Per-position acceptance rate: (?P<pos>[\d., ]+)")
 
 
+@PATTERNS.on(
+    "health.acceptance",
+    r"[Mm]ean acceptance length:?\s*[\d.]+|Draft acceptance rate: [\d.]+|accept len: [\d.]+|"
+    r"accept rate: [\d.]+",
+    extra=("cceptance", "accept len"),
+)
 def _metrics(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
     """One metrics line carries several numbers; read each, not just the first alternative."""
     lm = _M_LENGTH.search(text)
@@ -107,18 +111,24 @@ def _metrics(state: ScanState, line: int, text: str, m: re.Match[str], prefix: P
     state.serving(line)
 
 
-PATTERNS.register(
-    "health.acceptance",
-    r"[Mm]ean acceptance length:?\s*[\d.]+|Draft acceptance rate: [\d.]+|accept len: [\d.]+|"
-    r"accept rate: [\d.]+",
-    _metrics,
-    extra=("cceptance", "accept len"),
-)
-
-
 _ACCEPT_MACHINE = re.compile(r"[Mm]ean acceptance length|Draft acceptance rate|accept len:")
 
 
+@PATTERNS.on(
+    "health.acceptance-prose",
+    r"(?i)(?<![\w-])accept(?:ance|ed)?(?: rate| length| len)?\b[^\n\d%|]{0,30}?(?<![\w.])"
+    r"(?P<v>\d{1,6}(?:\.\d{1,4})?)\s*(?P<pct>%)?|(?<![\d.])(?P<v2>\d{1,3}(?:\.\d{1,4})?)\s*%\s*"
+    r"(?:spec(?:-decode|ulative)? )?"
+    r"acceptance",
+    extra=("accept", "Accept"),
+    unless=(
+        "SpecDecoding metrics",
+        "accept len:",
+        "Mean acceptance length",
+        "Draft acceptance rate",
+        "mean acceptance length",
+    ),
+)
 def _accept_prose(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
     if _ACCEPT_MACHINE.search(text):
         return  # a metrics line, already read by health.acceptance
@@ -133,24 +143,11 @@ def _accept_prose(state: ScanState, line: int, text: str, m: re.Match[str], pref
     state.add(line, text.strip(), "health.acceptance-prose", SignalKind.NARRATIVE, {})
 
 
-PATTERNS.register(
-    "health.acceptance-prose",
-    r"(?i)(?<![\w-])accept(?:ance|ed)?(?: rate| length| len)?\b[^\n\d%|]{0,30}?(?<![\w.])"
-    r"(?P<v>\d{1,6}(?:\.\d{1,4})?)\s*(?P<pct>%)?|(?<![\d.])(?P<v2>\d{1,3}(?:\.\d{1,4})?)\s*%\s*"
-    r"(?:spec(?:-decode|ulative)? )?"
-    r"acceptance",
-    _accept_prose,
-    extra=("accept", "Accept"),
-    unless=(
-        "SpecDecoding metrics",
-        "accept len:",
-        "Mean acceptance length",
-        "Draft acceptance rate",
-        "mean acceptance length",
-    ),
+@PATTERNS.on(
+    "health.table-row",
+    r"^\s*\|(?P<cells>.*)\|\s*$",
+    extra=("|",),
 )
-
-
 def _table(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
     """Markdown tables: find an 'acceptance' column, then read each row's value in it."""
     cells = [c.strip().strip("*`").strip() for c in m.group("cells").split("|")]
@@ -180,14 +177,11 @@ def _table(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Pre
     )
 
 
-PATTERNS.register(
-    "health.table-row",
-    r"^\s*\|(?P<cells>.*)\|\s*$",
-    _table,
-    extra=("|",),
+@PATTERNS.on(
+    "health.running",
+    r"#running-req: (?P<n>\d+)|Running: (?P<n2>\d+) reqs",
+    extra=("#running-req", "Running: "),
 )
-
-
 def _running(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
     n = to_int(m.group("n") or m.group("n2"))
     if n is not None:
@@ -195,26 +189,10 @@ def _running(state: ScanState, line: int, text: str, m: re.Match[str], prefix: P
     state.serving(line)
 
 
-PATTERNS.register(
-    "health.running",
-    r"#running-req: (?P<n>\d+)|Running: (?P<n2>\d+) reqs",
-    _running,
-    extra=("#running-req", "Running: "),
-)
-
-
-def _serving_marker(
-    state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix
-) -> None:
-    state.serving(line)
-    state.add(line, text.strip(), "context.serving", SignalKind.CONTEXT, {})
-
-
-PATTERNS.register(
+@PATTERNS.on(
     "health.serving",
     r"Application startup complete|Uvicorn running|The server is fired up|Starting vLLM API server|"
     r"Avg prompt throughput|Decode batch\.|Prefill batch\.|\"POST /|Received request",
-    _serving_marker,
     extra=(
         "Application startup",
         "Uvicorn running",
@@ -227,3 +205,8 @@ PATTERNS.register(
         "Received request",
     ),
 )
+def _serving_marker(
+    state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix
+) -> None:
+    state.serving(line)
+    state.add(line, text.strip(), "context.serving", SignalKind.CONTEXT, {})

@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from eaglegraph.triage.prefixes import Prefix
 from eaglegraph.triage.state import ScanState
@@ -82,6 +83,15 @@ class PatternGroup(list[LinePattern]):
         )
         self.append(pattern)
         return pattern
+
+    def on(self, id: str, regex: str, **options: Any) -> Callable[[Handler], Handler]:
+        """`register` as a decorator: the handler below handles the pattern's matches."""
+
+        def decorate(handler: Handler) -> Handler:
+            self.register(id, regex, handler, **options)
+            return handler
+
+        return decorate
 
 
 def _first_char(source: str) -> tuple[str, str]:

@@ -42,6 +42,13 @@ def _progress(ph: CapturePhase, line: int, done: str | None, total: str | None) 
             ph.end_line = line
 
 
+@PATTERNS.on(
+    "capture.vllm-bar",
+    r"Capturing (?:(?P<who>[\w<>-]+) )?CUDA graphs? \((?:(?P<batch>[\w -]+?), )?(?P<mode>[A-Z_]+)\)"
+    r"(?::\s*(?:(?P<pct>\d+)%\|[^|]*\|\s*)?(?P<i>\d+)/(?P<n>\d+))?",
+    anchors=("Capturing",),
+    last=True,
+)
 def _vllm_bar(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
     who = (m.group("who") or "").strip("<>").lower()
     runner = {"drafter": "draft", "prefill": "draft prefill"}.get(who, who or "target")
@@ -53,31 +60,23 @@ def _vllm_bar(state: ScanState, line: int, text: str, m: re.Match[str], prefix: 
     vote(state, "vllm")
 
 
-PATTERNS.register(
-    "capture.vllm-bar",
-    r"Capturing (?:(?P<who>[\w<>-]+) )?CUDA graphs? \((?:(?P<batch>[\w -]+?), )?(?P<mode>[A-Z_]+)\)"
-    r"(?::\s*(?:(?P<pct>\d+)%\|[^|]*\|\s*)?(?P<i>\d+)/(?P<n>\d+))?",
-    _vllm_bar,
+@PATTERNS.on(
+    "capture.vllm-v0",
+    r"Capturing (?:the model for CUDA graphs|cudagraphs for decoding)|"
+    r"Capturing CUDA graph shapes:\s*(?:\d+%\|[^|]*\|\s*)?(?P<i>\d+)/(?P<n>\d+)",
     anchors=("Capturing",),
     last=True,
 )
-
-
 def _vllm_v0(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
     ph = _phase(state, "target", None, line)
     _progress(ph, line, m.group("i"), m.group("n"))
 
 
-PATTERNS.register(
-    "capture.vllm-v0",
-    r"Capturing (?:the model for CUDA graphs|cudagraphs for decoding)|"
-    r"Capturing CUDA graph shapes:\s*(?:\d+%\|[^|]*\|\s*)?(?P<i>\d+)/(?P<n>\d+)",
-    _vllm_v0,
-    anchors=("Capturing",),
-    last=True,
+@PATTERNS.on(
+    "capture.vllm-finished",
+    r"Graph capturing finished in (?P<secs>[\d.]+) secs?(?:, took (?P<gib>-?[\d.]+) ?GiB)?",
+    anchors=("Graph capturing",),
 )
-
-
 def _vllm_done(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
     state.captures_finished_line = line
     state.config.memory.graph_taken_gib = to_float(m.group("gib"))
@@ -87,13 +86,6 @@ def _vllm_done(state: ScanState, line: int, text: str, m: re.Match[str], prefix:
             ph.end_line = line
     vote(state, "vllm")
 
-
-PATTERNS.register(
-    "capture.vllm-finished",
-    r"Graph capturing finished in (?P<secs>[\d.]+) secs?(?:, took (?P<gib>-?[\d.]+) ?GiB)?",
-    _vllm_done,
-    anchors=("Graph capturing",),
-)
 
 _SG_NAMES = {
     "": "target verify",
@@ -111,6 +103,12 @@ _SG_REST = re.compile(
 )
 
 
+@PATTERNS.on(
+    "capture.sglang",
+    r"Capture (?P<what>(?:target (?:verify|prefill) |draft extend |draft |piecewise |breakable |"
+    r"prefill )?)(?:cuda|CUDA) graph (?P<ev>begin|end)\b\.?(?P<rest>.*)",
+    anchors=("Capture",),
+)
 def _sglang_capture(
     state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix
 ) -> None:
@@ -152,15 +150,13 @@ def _sglang_capture(
         )
 
 
-PATTERNS.register(
-    "capture.sglang",
-    r"Capture (?P<what>(?:target (?:verify|prefill) |draft extend |draft |piecewise |breakable |"
-    r"prefill )?)(?:cuda|CUDA) graph (?P<ev>begin|end)\b\.?(?P<rest>.*)",
-    _sglang_capture,
-    anchors=("Capture",),
+@PATTERNS.on(
+    "capture.sglang-bar",
+    r"Capturing batches \((?:bs|num_tokens)=(?P<bs>\d+) avail_mem=(?P<mem>[\d.]+) ?GB\)"
+    r"(?::\s*(?:\d+%\|[^|]*\|\s*)?(?P<i>\d+)/(?P<n>\d+))?",
+    anchors=("Capturing",),
+    last=True,
 )
-
-
 def _sglang_bar(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
     open_phases = [ph for ph in state.captures if not ph.finished]
     ph = open_phases[-1] if open_phases else _phase(state, "target", "FULL", line)
@@ -171,28 +167,21 @@ def _sglang_bar(state: ScanState, line: int, text: str, m: re.Match[str], prefix
         ph.done, ph.total = int(m.group("i")), int(m.group("n"))
 
 
-PATTERNS.register(
-    "capture.sglang-bar",
-    r"Capturing batches \((?:bs|num_tokens)=(?P<bs>\d+) avail_mem=(?P<mem>[\d.]+) ?GB\)"
-    r"(?::\s*(?:\d+%\|[^|]*\|\s*)?(?P<i>\d+)/(?P<n>\d+))?",
-    _sglang_bar,
-    anchors=("Capturing",),
-    last=True,
+@PATTERNS.on(
+    "cfg.sglang-capture-bs",
+    r"Capture cuda graph bs \[(?P<bs>[\d, ]*)\]",
+    anchors=("Capture",),
 )
-
-
 def _sglang_sizes(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
     set_missing(state.config, "capture_sizes", sorted(set(to_ints(m.group("bs")))))
 
 
-PATTERNS.register(
-    "cfg.sglang-capture-bs",
-    r"Capture cuda graph bs \[(?P<bs>[\d, ]*)\]",
-    _sglang_sizes,
-    anchors=("Capture",),
+@PATTERNS.on(
+    "capture.trtllm",
+    r"Creating CUDA graph instances for (?P<n>\d+) batch sizes|"
+    r"Run generation only CUDA graph warmup for batch size=(?P<bs>\d+)",
+    anchors=("CUDA",),
 )
-
-
 def _trt_capture(state: ScanState, line: int, text: str, m: re.Match[str], prefix: Prefix) -> None:
     vote(state, "trtllm")
     set_missing(state.config, "cudagraph_mode_requested", "FULL")
@@ -209,12 +198,3 @@ def _trt_capture(state: ScanState, line: int, text: str, m: re.Match[str], prefi
     ph.last_line = line
     if ph.total and ph.done >= ph.total:
         ph.finished, ph.end_line = True, line
-
-
-PATTERNS.register(
-    "capture.trtllm",
-    r"Creating CUDA graph instances for (?P<n>\d+) batch sizes|"
-    r"Run generation only CUDA graph warmup for batch size=(?P<bs>\d+)",
-    _trt_capture,
-    anchors=("CUDA",),
-)
