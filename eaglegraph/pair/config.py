@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,19 @@ from eaglegraph.errors import BadInput
 from eaglegraph.serial import read_json_file
 
 _REQUIRED = object()
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# the scalar readers: what each names in its error, and which JSON values it accepts
+_SCALARS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "int": ("an integer", _is_number),
+    "float": ("a number", _is_number),
+    "bool": ("true or false", lambda v: isinstance(v, bool)),
+    "str": ("a string", lambda v: isinstance(v, str)),
+}
 
 
 class Config:
@@ -51,14 +64,23 @@ class Config:
     def _missing(self, key: str) -> BadInput:
         return BadInput(f"{self.source}: missing key '{key}'")
 
-    def int(self, key: str, default: Any = _REQUIRED, minimum: int | None = 0) -> Any:
+    def _scalar(self, key: str, default: Any, kind: builtins.str) -> tuple[Any, builtins.bool]:
+        """(value, True) when `key` holds a value `kind` accepts (`_SCALARS`), (default, False)
+        when it holds none; BadInput when it is required and absent, or of another type."""
         value = self.data.get(key)
         if value is None:
             if default is _REQUIRED:
                 raise self._missing(key)
-            return default
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise BadInput(f"{self.source}: '{key}' must be an integer, found {value!r:.60}")
+            return default, False
+        what, accepts = _SCALARS[kind]
+        if not accepts(value):
+            raise BadInput(f"{self.source}: '{key}' must be {what}, found {value!r:.60}")
+        return value, True
+
+    def int(self, key: str, default: Any = _REQUIRED, minimum: int | None = 0) -> Any:
+        value, found = self._scalar(key, default, "int")
+        if not found:
+            return value
         if isinstance(value, float):
             if not value.is_integer():
                 raise BadInput(f"{self.source}: '{key}' must be an integer, found {value!r}")
@@ -68,36 +90,18 @@ class Config:
         return value
 
     def float(self, key: str, default: Any = _REQUIRED) -> Any:
-        value = self.data.get(key)
-        if value is None:
-            if default is _REQUIRED:
-                raise self._missing(key)
-            return default
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise BadInput(f"{self.source}: '{key}' must be a number, found {value!r:.60}")
+        value, found = self._scalar(key, default, "float")
+        if not found:
+            return value
         if not math.isfinite(value):
             raise BadInput(f"{self.source}: '{key}' must be a finite number, found {value}")
         return float(value)
 
     def bool(self, key: str, default: Any = _REQUIRED) -> Any:
-        value = self.data.get(key)
-        if value is None:
-            if default is _REQUIRED:
-                raise self._missing(key)
-            return default
-        if not isinstance(value, bool):
-            raise BadInput(f"{self.source}: '{key}' must be true or false, found {value!r:.60}")
-        return value
+        return self._scalar(key, default, "bool")[0]
 
     def str(self, key: str, default: Any = _REQUIRED) -> Any:
-        value = self.data.get(key)
-        if value is None:
-            if default is _REQUIRED:
-                raise self._missing(key)
-            return default
-        if not isinstance(value, str):
-            raise BadInput(f"{self.source}: '{key}' must be a string, found {value!r:.60}")
-        return value
+        return self._scalar(key, default, "str")[0]
 
     def str_list(self, key: builtins.str) -> list[builtins.str]:
         value = self.data.get(key)

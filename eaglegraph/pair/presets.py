@@ -11,7 +11,6 @@ GPU runs.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import shutil
@@ -73,12 +72,7 @@ def _llama_target(**over: Any) -> dict[str, Any]:
 
 
 def _eagle1_draft(target: dict[str, Any]) -> dict[str, Any]:
-    keys = (
-        "hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
-        "vocab_size", "max_position_embeddings", "rms_norm_eps", "rope_theta", "rope_scaling",
-        "torch_dtype", "dtype", "hidden_act", "bos_token_id", "eos_token_id",
-    )  # fmt: skip
-    cfg = {k: copy.deepcopy(target[k]) for k in keys if k in target}
+    cfg = presets_mtp.inherited(target, without=("head_dim",))
     cfg.update(
         architectures=["LlamaForCausalLM"],
         model_type="llama",
@@ -139,50 +133,36 @@ _QWEN3_8B = {
     "bos_token_id": 151643,
     "eos_token_id": 151645,
 }
+
+
 # Draft configs of real public checkpoints (shared/fixtures/configs, see tests/fixtures).
-_SPECFORGE_LLAMA31_EAGLE3 = {
-    "architectures": ["LlamaForCausalLMEagle3"],
-    "bos_token_id": 128000,
-    "eos_token_id": 128001,
-    "hidden_act": "silu",
-    "hidden_size": 4096,
-    "initializer_range": 0.02,
-    "intermediate_size": 14336,
-    "max_position_embeddings": 2048,
-    "model_type": "llama",
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "num_hidden_layers": 1,
-    "pad_token_id": 0,
-    "rms_norm_eps": 1e-05,
-    "tie_word_embeddings": False,
-    "torch_dtype": "float16",
-    "use_cache": True,
-    "vocab_size": 128256,
-    "draft_vocab_size": 32000,
-}
-_EAGLE1_LLAMA3_8B = {
-    "architectures": ["LlamaForCausalLM"],
-    "bos_token_id": 128000,
-    "eos_token_id": 128001,
-    "hidden_act": "silu",
-    "hidden_size": 4096,
-    "initializer_range": 0.02,
-    "intermediate_size": 14336,
-    "max_position_embeddings": 2048,
-    "model_type": "llama",
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "num_hidden_layers": 1,
-    "pad_token_id": 0,
-    "rms_norm_eps": 1e-05,
-    "tie_word_embeddings": False,
-    "torch_dtype": "float16",
-    "use_cache": True,
-    "vocab_size": 128256,
-    "rope_theta": 500000.0,
-    "bias": False,
-}
+def _llama3_8b_draft(architecture: str, **rest: Any) -> dict[str, Any]:
+    """What the public Llama-3(.1)-8B draft configs share (SpecForge EAGLE-3 and EAGLE-1)."""
+    return {
+        "architectures": [architecture],
+        "bos_token_id": 128000,
+        "eos_token_id": 128001,
+        "hidden_act": "silu",
+        "hidden_size": 4096,
+        "initializer_range": 0.02,
+        "intermediate_size": 14336,
+        "max_position_embeddings": 2048,
+        "model_type": "llama",
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 1,
+        "pad_token_id": 0,
+        "rms_norm_eps": 1e-05,
+        "tie_word_embeddings": False,
+        "torch_dtype": "float16",
+        "use_cache": True,
+        "vocab_size": 128256,
+        **rest,
+    }
+
+
+_SPECFORGE_LLAMA31_EAGLE3 = _llama3_8b_draft("LlamaForCausalLMEagle3", draft_vocab_size=32000)
+_EAGLE1_LLAMA3_8B = _llama3_8b_draft("LlamaForCausalLM", rope_theta=500000.0, bias=False)
 _SPECFORGE_QWEN3_8B_EAGLE3 = {
     "architectures": ["LlamaForCausalLMEagle3"],
     "attention_bias": False,

@@ -109,14 +109,22 @@ TINY_DEEPSEEK: dict[str, Any] = dict(
 )
 
 
+# the target keys a tiny draft config repeats, in the order the drafts write them
+_INHERITED = (
+    "hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
+    "head_dim", "vocab_size", "max_position_embeddings", "rms_norm_eps", "rope_theta",
+    "rope_scaling", "torch_dtype", "dtype", "hidden_act", "bos_token_id", "eos_token_id",
+)  # fmt: skip
+
+
+def inherited(target: dict[str, Any], without: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Deep copies of the `_INHERITED` keys the target has, less `without`."""
+    return {k: copy.deepcopy(target[k]) for k in _INHERITED if k in target and k not in without}
+
+
 def qwen_mtp_draft(target: dict[str, Any], **over: Any) -> dict[str, Any]:
     """A SpecForge `Qwen3_5MTPDraftModel` config for a Qwen3 target (one layer, shared head)."""
-    keys = (
-        "hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
-        "head_dim", "vocab_size", "max_position_embeddings", "rms_norm_eps", "rope_theta",
-        "rope_scaling", "torch_dtype", "dtype", "hidden_act", "bos_token_id", "eos_token_id",
-    )  # fmt: skip
-    cfg = {k: copy.deepcopy(target[k]) for k in keys if k in target}
+    cfg = inherited(target)
     cfg.update(
         architectures=["Qwen3_5MTPDraftModel"],
         model_type="qwen3",
@@ -246,12 +254,8 @@ def qwen_mtp_draft_weights(
 
 def dflash_draft(target: dict[str, Any], **over: Any) -> dict[str, Any]:
     """A SpecForge `DFlashDraftModel` config (two Qwen3 layers, three target taps)."""
-    keys = (
-        "hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
-        "head_dim", "vocab_size", "max_position_embeddings", "rope_theta", "rope_scaling",
-        "torch_dtype", "dtype", "hidden_act", "bos_token_id", "eos_token_id",
-    )  # fmt: skip
-    cfg = {k: copy.deepcopy(target[k]) for k in keys if k in target}
+    # its own eps (below), set where the config writes it
+    cfg = inherited(target, without=("rms_norm_eps",))
     layers = target["num_hidden_layers"]
     cfg.update(
         architectures=["DFlashDraftModel"],
