@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU checks, run on the H100/H200 machine from the repository root (nothing installs there:
-# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|cuda-rig|cuda-probes|capture|memdiff|memdiff3|probe|bench|memory|memory-tables|memory-tests|memory-8b|memory-compiled|memory-refusal|memdiff-mtp|bench-capture|mtp|mtp-probes|sanitizer|badinput|views|engines|all]...
-# (probe-profiles runs only when named)
+# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|cuda-rig|cuda-probes|capture|memdiff|memdiff3|probe|bench|memory|memory-tables|memory-tests|memory-8b|memory-compiled|memory-refusal|memdiff-mtp|bench-capture|mtp|mtp-probes|sanitizer|badinput|views|engines|seams|all]...
+# (probe-profiles and seams run only when named)
 # Every stage logs to $OUT (default /tmp/eaglegraph-gpu) and the script keeps going after a
 # failing stage, so one run reports everything.
 set -u
@@ -180,6 +180,22 @@ if want mtp-probes; then
   # expected: stale dflash.sample_indices / dflash.seq_lens reads (vllm#50065), exit 1
   TAIL=40 run probe-dflash-pre50065 $EG probe tiny-qwen3-dflash --behavior vllm-pre-50065 \
     --max-num-seqs 4 -K 3 --capture-sizes 4,8,16 --mode FULL_AND_PIECEWISE --batches 3 --no-color
+fi
+if named seams; then
+  # issue 23: the speculator strategies, the one padding rule and the hook handles on CUDA —
+  # one capture with replay per style (EAGLE, multi-module MTP window, DFlash block), the seed
+  # bugs under their old profiles, and a clean probe of every mode under current semantics
+  TAIL=12 run seams-capture-eagle $EG capture tiny-llama-eagle3 --max-num-seqs 8 --replay --no-color
+  TAIL=12 run seams-capture-window $EG capture tiny-deepseek-mtp2 -K 2 --max-num-seqs 8 --replay --no-color
+  TAIL=12 run seams-capture-block $EG capture tiny-qwen3-dflash --max-num-seqs 8 --replay --no-color
+  TAIL=14 run seams-probe-pre39773 $EG probe tiny-llama-eagle3 --behavior vllm-pre-39773 \
+    --attention-backend flashinfer --mode PIECEWISE --no-color --fail-on never
+  TAIL=14 run seams-probe-sglang-pre10892 $EG probe tiny-llama-eagle3 --behavior sglang-pre-10892 \
+    --mode FULL --no-color --fail-on never
+  TAIL=14 run seams-probe-dflash-pre50065 $EG probe tiny-qwen3-dflash --behavior vllm-pre-50065 \
+    --mode FULL_AND_PIECEWISE --no-color --fail-on never
+  TAIL=14 run seams-probe-current $EG probe tiny-llama-eagle3 --mode all --no-color
+  TAIL=14 run seams-probe-window-current $EG probe tiny-deepseek-mtp2 -K 2 --mode all --no-color
 fi
 if want engines; then
   # issue 11: every profile's graph replays give the eager tokens and its probe is clean on real
