@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -107,7 +107,44 @@ class GatedMLP(nn.Module):
         return F.linear(F.silu(gate) * up, self.down_weight, self.down_bias)
 
 
-class Attention(nn.Module):
+class AttentionCall(NamedTuple):
+    """One call of the attention callable: q and k normed and roped, the `out` it writes, and
+    what the projection back needs besides (a sigmoid gate)."""
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    out: torch.Tensor
+    gate: torch.Tensor | None = None
+
+
+class AttentionModule(nn.Module):
+    """The forward every attention module shares: its `operands` (projections, norms, RoPE in
+    place), the external attention call, its `output` projection. Standard, gated and latent
+    attention differ only in those two."""
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        cos_sin_cache: torch.Tensor,
+        attention: AttentionFn,
+        layer_index: int,
+    ) -> torch.Tensor:
+        call = self.operands(x, positions, cos_sin_cache)
+        attention(layer_index, call.q, call.k, call.v, call.out)
+        return self.output(call)
+
+    def operands(
+        self, x: torch.Tensor, positions: torch.Tensor, cos_sin_cache: torch.Tensor
+    ) -> AttentionCall:
+        raise NotImplementedError
+
+    def output(self, call: AttentionCall) -> torch.Tensor:
+        raise NotImplementedError
+
+
+class Attention(AttentionModule):
     """q/k/v (one fused GEMM, GQA), optional per-head q/k norm, RoPE, external attention, o_proj.
 
     `input_size` is the width fed to qkv: the hidden size, or 2H for an EAGLE-3 midlayer.
@@ -130,14 +167,9 @@ class Attention(nn.Module):
             RMSNorm(spec.head_dim, spec.rms_norm_eps, dtype, device) if spec.qk_norm else None
         )
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        positions: torch.Tensor,
-        cos_sin_cache: torch.Tensor,
-        attention: AttentionFn,
-        layer_index: int,
-    ) -> torch.Tensor:
+    def operands(
+        self, x: torch.Tensor, positions: torch.Tensor, cos_sin_cache: torch.Tensor
+    ) -> AttentionCall:
         s = self.spec
         tokens = x.shape[0]
         qkv = F.linear(x, self.qkv_weight, self.qkv_bias)
@@ -150,8 +182,11 @@ class Attention(nn.Module):
             k = self.k_norm(k)
         ops.rotary(q, k, positions, cos_sin_cache)
         out = torch.empty((tokens, s.num_heads, s.head_dim), dtype=q.dtype, device=q.device)
-        attention(layer_index, q, k, v, out)
-        return F.linear(out.view(tokens, s.q_width), self.o_weight, self.o_bias)
+        return AttentionCall(q, k, v, out)
+
+    def output(self, call: AttentionCall) -> torch.Tensor:
+        out = call.out.view(call.out.shape[0], self.spec.q_width)
+        return F.linear(out, self.o_weight, self.o_bias)
 
 
 class PreNormBlock(nn.Module):

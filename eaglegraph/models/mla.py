@@ -27,7 +27,9 @@ from torch import nn
 
 from eaglegraph.models import ops
 from eaglegraph.models.layers import (
+    AttentionCall,
     AttentionFn,
+    AttentionModule,
     GatedMLP,
     LayerSpec,
     PreNormBlock,
@@ -54,7 +56,7 @@ def mla_softmax_scale(geometry: Geometry, mla: MLADims, extras: Mapping[str, Any
     return scale
 
 
-class MLAAttention(nn.Module):
+class MLAAttention(AttentionModule):
     """Latent attention: (q_a → norm → q_b | q_proj), kv_a → (norm, rope), absorbed kv_b."""
 
     def __init__(
@@ -91,14 +93,9 @@ class MLAAttention(nn.Module):
         # callbacks scale by 1/sqrt(L+R): fold the model's scale into q
         self.q_scale = softmax_scale * math.sqrt(latent + rope)
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        positions: torch.Tensor,
-        cos_sin_cache: torch.Tensor,
-        attention: AttentionFn,
-        layer_index: int,
-    ) -> torch.Tensor:
+    def operands(
+        self, x: torch.Tensor, positions: torch.Tensor, cos_sin_cache: torch.Tensor
+    ) -> AttentionCall:
         m, nh, t = self.mla, self.num_heads, x.shape[0]
         latent, nope = m.kv_lora_rank, m.qk_nope_head_dim
         if self.q_a_weight is not None and self.q_a_norm is not None:
@@ -114,8 +111,10 @@ class MLAAttention(nn.Module):
         ops.rotary(q[:, :, nope:], row[:, :, latent:], positions, cos_sin_cache)
         q.mul_(self.q_scale)  # before the up-projection: the same product, one pass fewer
         out = torch.empty((t, nh * m.v_head_dim), dtype=x.dtype, device=x.device)
-        attention(layer_index, q, row, self.kv_b_weight, out)
-        return F.linear(out, self.o_weight)
+        return AttentionCall(q, row, self.kv_b_weight, out)
+
+    def output(self, call: AttentionCall) -> torch.Tensor:
+        return F.linear(call.out, self.o_weight)
 
 
 def is_latent_call(v: torch.Tensor) -> bool:

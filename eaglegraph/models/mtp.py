@@ -30,7 +30,9 @@ from torch import nn
 from eaglegraph.models import ops
 from eaglegraph.models.drafts.base import BuildArgs, DraftBase
 from eaglegraph.models.layers import (
+    AttentionCall,
     AttentionFn,
+    AttentionModule,
     GatedMLP,
     LayerSpec,
     PreNormBlock,
@@ -94,7 +96,7 @@ def _norm(gemma: bool, size: int, eps: float, dtype: torch.dtype, dev: torch.dev
     return norm
 
 
-class GatedAttention(nn.Module):
+class GatedAttention(AttentionModule):
     """q/k/v with per-head q/k norm, partial RoPE and an optional sigmoid output gate."""
 
     def __init__(
@@ -111,14 +113,9 @@ class GatedAttention(nn.Module):
         self.k_norm = _norm(arch.gemma_norm, spec.head_dim, eps, dtype, device)
         self.rotary_dim = arch.rotary_dim or spec.head_dim
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        positions: torch.Tensor,
-        cos_sin_cache: torch.Tensor,
-        attention: AttentionFn,
-        layer_index: int,
-    ) -> torch.Tensor:
+    def operands(
+        self, x: torch.Tensor, positions: torch.Tensor, cos_sin_cache: torch.Tensor
+    ) -> AttentionCall:
         s, t = self.spec, x.shape[0]
         q_rows = s.q_width * (2 if self.gate else 1)
         qkv = F.linear(x, self.qkv_weight)
@@ -133,10 +130,12 @@ class GatedAttention(nn.Module):
         rot = self.rotary_dim
         ops.rotary(q[..., :rot], k[..., :rot], positions, cos_sin_cache)
         out = torch.empty((t, s.num_heads, s.head_dim), dtype=x.dtype, device=x.device)
-        attention(layer_index, q, k, v.reshape(t, s.num_kv_heads, s.head_dim), out)
-        o = out.view(t, s.q_width)
-        if gate is not None:
-            o = o * torch.sigmoid(gate)
+        return AttentionCall(q, k, v.reshape(t, s.num_kv_heads, s.head_dim), out, gate)
+
+    def output(self, call: AttentionCall) -> torch.Tensor:
+        o = call.out.view(call.out.shape[0], self.spec.q_width)
+        if call.gate is not None:
+            o = o * torch.sigmoid(call.gate)
         return F.linear(o, self.o_weight)
 
 

@@ -197,6 +197,22 @@ def draft_layer_spec(geometry: Geometry) -> LayerSpec:
     return layer_spec(geometry, family)
 
 
+@dataclass(frozen=True)
+class HeadParts:
+    """What a loaded checkpoint says of an EAGLE head's parts; None: what the config says."""
+
+    spec: LayerSpec | None = None
+    fc_bias: bool | None = None
+    own_embed: bool = False
+    own_lm_head: bool = True
+
+    def layer_spec(self, geometry: Geometry) -> LayerSpec:
+        return self.spec or draft_layer_spec(geometry)
+
+    def has_fc_bias(self, arch: DraftArch) -> bool:
+        return arch.fc_bias if self.fc_bias is None else self.fc_bias
+
+
 def _rope_cache(target: DecoderStack, args: BuildArgs) -> torch.Tensor:
     # vLLM raises a draft's max_position_embeddings to the target's serving length.
     g = args.geometry

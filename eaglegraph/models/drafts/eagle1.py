@@ -12,9 +12,10 @@ from eaglegraph.models.drafts.base import (
     BuildDefaults,
     DraftArch,
     DraftBase,
+    HeadParts,
     draft_layer_spec,
 )
-from eaglegraph.models.layers import AttentionFn, DecoderLayer, LayerSpec, modules_of, new_param
+from eaglegraph.models.layers import AttentionFn, DecoderLayer, modules_of, new_param
 from eaglegraph.models.loading import Plan, detect_layer_spec, plan_layer
 from eaglegraph.models.target import TargetModel
 from eaglegraph.pair.kinds import DraftKind
@@ -29,13 +30,7 @@ class Eagle1Draft(DraftBase[DraftArch, TargetModel]):
     """
 
     def __init__(
-        self,
-        arch: DraftArch,
-        target: TargetModel,
-        args: BuildArgs,
-        *,
-        spec: LayerSpec | None = None,
-        fc_bias: bool | None = None,
+        self, arch: DraftArch, target: TargetModel, args: BuildArgs, parts: HeadParts | None = None
     ) -> None:
         super().__init__(arch, target, args)
         geometry, dtype, dev = args.geometry, args.dtype, args.device
@@ -44,8 +39,9 @@ class Eagle1Draft(DraftBase[DraftArch, TargetModel]):
             raise BadInput(
                 f"EAGLE-1 draft hidden_size {hidden} differs from the target's {target.hidden_size}"
             )
-        self.spec = spec or draft_layer_spec(geometry)
-        use_bias = arch.fc_bias if fc_bias is None else fc_bias
+        parts = parts or HeadParts()
+        self.spec = parts.layer_spec(geometry)
+        use_bias = parts.has_fc_bias(arch)
         self.fc_weight = new_param((hidden, 2 * hidden), dtype, dev)
         self.fc_bias = new_param((hidden,), dtype, dev) if use_bias else None
         self.layers = nn.ModuleList(
@@ -94,13 +90,8 @@ class Eagle1Build(BuildDefaults[DraftArch, TargetModel, Eagle1Draft]):
     def planned(
         self, plan: Plan, arch: DraftArch, target: TargetModel, args: BuildArgs
     ) -> Eagle1Draft:
-        draft = Eagle1Draft(
-            arch,
-            target,
-            args,
-            spec=detect_layer_spec(draft_layer_spec(args.geometry), plan, ["layers.0."]),
-            fc_bias=plan.has(["fc.bias"]),
-        )
+        spec = detect_layer_spec(draft_layer_spec(args.geometry), plan, ["layers.0."])
+        draft = Eagle1Draft(arch, target, args, HeadParts(spec, plan.has(["fc.bias"])))
         plan.add(draft.fc_weight, ["fc.weight"])
         if draft.fc_bias is not None:
             plan.add(draft.fc_bias, ["fc.bias"])

@@ -18,6 +18,7 @@ from eaglegraph.models.drafts.base import (
     BuildDefaults,
     DraftArch,
     DraftBase,
+    HeadParts,
     draft_layer_spec,
 )
 from eaglegraph.models.layers import (
@@ -84,19 +85,13 @@ class Eagle3Draft(DraftBase[DraftArch, TargetModel]):
     d2t: torch.Tensor  # a registered buffer (nn.Module's __getattr__ types it loosely)
 
     def __init__(
-        self,
-        arch: DraftArch,
-        target: TargetModel,
-        args: BuildArgs,
-        *,
-        spec: LayerSpec | None = None,
-        fc_bias: bool | None = None,
-        own_embed: bool = False,
-        own_lm_head: bool = True,
+        self, arch: DraftArch, target: TargetModel, args: BuildArgs, parts: HeadParts | None = None
     ) -> None:
         super().__init__(arch, target, args)
         geometry, dtype, dev = args.geometry, args.dtype, args.device
         hidden, eps = geometry.hidden_size, geometry.rms_norm_eps
+        parts = parts or HeadParts()
+        own_embed, own_lm_head = parts.own_embed, parts.own_lm_head
         self.draft_vocab_size = arch.draft_vocab_size or target.vocab_size
         if not own_embed and target.hidden_size != hidden:
             raise BadInput(
@@ -108,12 +103,12 @@ class Eagle3Draft(DraftBase[DraftArch, TargetModel]):
                 f"EAGLE-3 draft has no lm_head but a draft vocab of {self.draft_vocab_size} "
                 f"(target vocab {target.vocab_size})"
             )
-        self.spec = spec or draft_layer_spec(geometry)
+        self.spec = parts.layer_spec(geometry)
         self.embed_tokens = (
             VocabEmbedding(target.vocab_size, hidden, dtype, dev) if own_embed else None
         )
         fc_in = arch.num_aux * arch.target_hidden_size
-        use_bias = arch.fc_bias if fc_bias is None else fc_bias
+        use_bias = parts.has_fc_bias(arch)
         self.fc_weight = new_param((hidden, fc_in), dtype, dev) if arch.num_aux else None
         self.fc_bias = new_param((hidden,), dtype, dev) if arch.num_aux and use_bias else None
         self.fc_norm = (
@@ -221,7 +216,7 @@ class Eagle3Build(BuildDefaults[DraftArch, TargetModel, Eagle3Draft]):
         return tuple(ids)
 
     def fresh(self, arch: DraftArch, target: TargetModel, args: BuildArgs) -> Eagle3Draft:
-        return Eagle3Draft(arch, target, args, own_lm_head=True)
+        return Eagle3Draft(arch, target, args, HeadParts(own_lm_head=True))
 
     def random(
         self, arch: DraftArch, target: TargetModel, args: BuildArgs, gen: torch.Generator
@@ -240,15 +235,13 @@ class Eagle3Build(BuildDefaults[DraftArch, TargetModel, Eagle3Draft]):
     ) -> Eagle3Draft:
         mid = ["layers.0.", "midlayer."]
         vocab_draft = arch.draft_vocab_size or target.vocab_size
-        draft = Eagle3Draft(
-            arch,
-            target,
-            args,
+        parts = HeadParts(
             spec=detect_layer_spec(draft_layer_spec(args.geometry), plan, mid),
             fc_bias=plan.has(["fc.bias"]),
             own_embed=plan.has(["embed_tokens.weight"]),
             own_lm_head=plan.has(["lm_head.weight"]) or vocab_draft != target.vocab_size,
         )
+        draft = Eagle3Draft(arch, target, args, parts)
         if draft.embed_tokens is not None:
             plan.add(draft.embed_tokens.weight, ["embed_tokens.weight"])
         if draft.fc_weight is not None:

@@ -17,7 +17,7 @@ from functools import cache
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.tensors import CheckpointIndex
-from eaglegraph.results.findings import Finding
+from eaglegraph.results.findings import Finding, Severity
 from eaglegraph.results.inspect import AuxTapsFacts as AuxTaps
 
 
@@ -204,6 +204,13 @@ class KindSpec:
     def in_target(self, cfg: Config, index: CheckpointIndex) -> InTarget | None:
         """A draft of this kind that lives inside a target folder (MTP layers), else None."""
         return None
+
+
+def width_mismatch(draft: int, target: int, message: str, **more: str | None) -> list[Finding]:
+    """`hidden-mismatch` (an error) when what the draft consumes is not the target's width."""
+    if draft == target:
+        return []
+    return [Finding(id="hidden-mismatch", severity=Severity.ERROR, message=message, **more)]
 
 
 @dataclass

@@ -13,6 +13,7 @@ from eaglegraph.pair.drafts.base import (
     KindVerdict,
     Recogniser,
     ShapeFacts,
+    width_mismatch,
 )
 from eaglegraph.pair.facts import DraftFacts
 from eaglegraph.pair.geometry import Geometry, layer_params
@@ -79,18 +80,14 @@ class Eagle1Spec(KindSpec):
         return _bias_findings(facts)
 
     def target_width_findings(self, facts: DraftFacts, g: Geometry, t: Geometry) -> list[Finding]:
-        if g.hidden_size == t.hidden_size:
-            return []
-        return [
-            Finding(
-                id="hidden-mismatch",
-                severity=E,
-                message=f"EAGLE-1 draft hidden_size {g.hidden_size} ≠ target {t.hidden_size}; "
-                "fc consumes [embedding, target hidden] of the draft's width",
-                ref=hazard("hidden-mismatch").ref_text,
-                hazard="hidden-mismatch",
-            )
-        ]
+        return width_mismatch(
+            g.hidden_size,
+            t.hidden_size,
+            f"EAGLE-1 draft hidden_size {g.hidden_size} ≠ target {t.hidden_size}; "
+            "fc consumes [embedding, target hidden] of the draft's width",
+            ref=hazard("hidden-mismatch").ref_text,
+            hazard="hidden-mismatch",
+        )
 
     def expected_fc_from_target(self, facts: DraftFacts, t: Geometry) -> int | None:
         return 2 * t.hidden_size
@@ -106,51 +103,47 @@ SPEC = Eagle1Spec()
 
 
 def _bias_findings(facts: DraftFacts) -> list[Finding]:
-    refs = hazard("eagle1-fc-bias").ref_text
+    problem = _bias_problem(facts)
+    if problem is None:
+        return []
+    severity, message = problem
+    return [
+        Finding(
+            id="eagle1-fc-bias",
+            severity=severity,
+            message=message,
+            ref=hazard("eagle1-fc-bias").ref_text,
+            hazard="eagle1-fc-bias",
+        )
+    ]
+
+
+def _bias_problem(facts: DraftFacts) -> tuple[Severity, str] | None:
+    """How the checkpoint's fc.bias and the config's `bias` key disagree, if they do."""
     if facts.fc_bias_tensor is None:
         if facts.config_bias is None:
-            return [
-                Finding(
-                    id="eagle1-fc-bias",
-                    severity=INFO,
-                    message="EAGLE-1 config has no 'bias' key: SafeAILab's loader then expects "
-                    "fc.bias (default true); without weights this cannot be confirmed",
-                    ref=refs,
-                    hazard="eagle1-fc-bias",
-                )
-            ]
-        return []
+            return (
+                INFO,
+                "EAGLE-1 config has no 'bias' key: SafeAILab's loader then expects "
+                "fc.bias (default true); without weights this cannot be confirmed",
+            )
+        return None
     if facts.fc_bias_tensor and facts.config_bias is False:
-        return [
-            Finding(
-                id="eagle1-fc-bias",
-                severity=E,
-                message='checkpoint has fc.bias but config says "bias": false; loaders that '
-                "trust the config drop the bias and acceptance falls",
-                ref=refs,
-                hazard="eagle1-fc-bias",
-            )
-        ]
+        return (
+            E,
+            'checkpoint has fc.bias but config says "bias": false; loaders that '
+            "trust the config drop the bias and acceptance falls",
+        )
     if facts.fc_bias_tensor and facts.config_bias is None:
-        return [
-            Finding(
-                id="eagle1-fc-bias",
-                severity=W,
-                message="checkpoint has fc.bias and no 'bias' key in config: vLLM versions whose "
-                "llama_eagle fc has bias=False silently skip it (lower acceptance)",
-                ref=refs,
-                hazard="eagle1-fc-bias",
-            )
-        ]
+        return (
+            W,
+            "checkpoint has fc.bias and no 'bias' key in config: vLLM versions whose "
+            "llama_eagle fc has bias=False silently skip it (lower acceptance)",
+        )
     if not facts.fc_bias_tensor and facts.config_bias is not False:
-        return [
-            Finding(
-                id="eagle1-fc-bias",
-                severity=W,
-                message='no fc.bias in the checkpoint, but config does not say "bias": false; '
-                "SGLang's LlamaForCausalLMEagle always builds a bias and SafeAILab defaults to one",
-                ref=refs,
-                hazard="eagle1-fc-bias",
-            )
-        ]
-    return []
+        return (
+            W,
+            'no fc.bias in the checkpoint, but config does not say "bias": false; '
+            "SGLang's LlamaForCausalLMEagle always builds a bias and SafeAILab defaults to one",
+        )
+    return None

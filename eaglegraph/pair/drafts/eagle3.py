@@ -12,6 +12,7 @@ from eaglegraph.pair.drafts.base import (
     KindVerdict,
     Recogniser,
     ShapeFacts,
+    width_mismatch,
 )
 from eaglegraph.pair.facts import DraftFacts, aux_taps
 from eaglegraph.pair.geometry import Geometry, layer_params
@@ -112,24 +113,20 @@ class Eagle3Spec(KindSpec):
 
     def target_width_findings(self, facts: DraftFacts, g: Geometry, t: Geometry) -> list[Finding]:
         declared = facts.target_hidden_size or g.hidden_size
-        if declared == t.hidden_size:
-            return []
         key = (
             "target_hidden_size"
             if facts.target_hidden_size
             else "hidden_size (no target_hidden_size)"
         )
-        return [
-            Finding(
-                id="hidden-mismatch",
-                severity=E,
-                message=f"draft {key} {declared} ≠ target hidden_size {t.hidden_size}; the aux "
-                "states the target emits do not fit the draft",
-                ref=hazard("hidden-mismatch").ref_text,
-                hazard="hidden-mismatch",
-                fix="set target_hidden_size in the draft config to the target's hidden_size",
-            )
-        ]
+        return width_mismatch(
+            declared,
+            t.hidden_size,
+            f"draft {key} {declared} ≠ target hidden_size {t.hidden_size}; the aux "
+            "states the target emits do not fit the draft",
+            ref=hazard("hidden-mismatch").ref_text,
+            hazard="hidden-mismatch",
+            fix="set target_hidden_size in the draft config to the target's hidden_size",
+        )
 
     def expected_fc_from_target(self, facts: DraftFacts, t: Geometry) -> int | None:
         if facts.use_aux_hidden_state is False:

@@ -19,6 +19,7 @@ from eaglegraph.pair.drafts.base import (
     KindVerdict,
     Recogniser,
     ShapeFacts,
+    width_mismatch,
 )
 from eaglegraph.pair.geometry import Geometry, layer_params
 from eaglegraph.pair.mla import mla_mtp_parameters, mtp_module_params
@@ -30,7 +31,7 @@ from eaglegraph.pair.mtp_layout import (
     separate_mtp_draft,
 )
 from eaglegraph.pair.tensors import CheckpointIndex
-from eaglegraph.results.findings import Finding, Severity
+from eaglegraph.results.findings import Finding
 
 if TYPE_CHECKING:
     from eaglegraph.pair.facts import DraftFacts
@@ -94,16 +95,12 @@ class MTPSpec(KindSpec):
 
     def target_width_findings(self, facts: DraftFacts, g: Geometry, t: Geometry) -> list[Finding]:
         """The module fuses the target's embedding with its hidden state: widths must agree."""
-        if g.hidden_size == t.hidden_size:
-            return []
-        return [
-            Finding(
-                id="hidden-mismatch",
-                severity=Severity.ERROR,
-                message=f"MTP draft hidden_size {g.hidden_size} ≠ target hidden_size "
-                f"{t.hidden_size}: eh_proj/fc fuses the target's embedding and hidden state",
-            )
-        ]
+        return width_mismatch(
+            g.hidden_size,
+            t.hidden_size,
+            f"MTP draft hidden_size {g.hidden_size} ≠ target hidden_size "
+            f"{t.hidden_size}: eh_proj/fc fuses the target's embedding and hidden state",
+        )
 
     def estimate_parameters(self, g: Geometry, facts: DraftFacts, cfg: Config) -> int | None:
         """MTP modules without the embedding and head they share with the target: MLA
