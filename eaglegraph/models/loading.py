@@ -227,6 +227,13 @@ class PlannedLayer(Protocol):
     def mlp(self) -> GatedMLP: ...
 
 
+def plan_head(plan: Plan, norm: RMSNorm, lm_head: torch.Tensor | None, prefix: str = "") -> None:
+    """The final norm (`{prefix}norm.weight`) and the lm_head where the model has its own."""
+    plan.add(norm.weight, [f"{prefix}norm.weight"])
+    if lm_head is not None:
+        plan.add(lm_head, ["lm_head.weight"])
+
+
 def plan_layer(plan: Plan, layer: PlannedLayer, prefixes: Sequence[str]) -> None:
     if layer.input_layernorm is not None:
         plan.add(layer.input_layernorm.weight, [p + "input_layernorm.weight" for p in prefixes])
@@ -270,10 +277,8 @@ def load_target(
     plan.add(model.embed_tokens.weight, ["model.embed_tokens.weight"])
     for i, layer in enumerate(modules_of(model.layers, DecoderLayer)):
         plan_layer(plan, layer, [f"model.layers.{i}."])
-    plan.add(model.norm.weight, ["model.norm.weight"])
-    if model.lm_head is not None:
-        plan.add(model.lm_head, ["lm_head.weight"])
-    else:
+    plan_head(plan, model.norm, model.lm_head, "model.")
+    if model.lm_head is None:
         # Tied: vLLM skips a stored lm_head copy and uses the embedding.
         plan.note(["lm_head.weight"], shape)
     model.extra_tensors = plan.run(dev)

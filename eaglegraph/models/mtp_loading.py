@@ -27,6 +27,7 @@ from eaglegraph.models.loading import (
     _plan_mlp,
     folder_rope_extras,
     open_index,
+    plan_head,
     resolve_dtype,
 )
 from eaglegraph.models.mla import MLAAttention, MLADecoderLayer, MLATarget
@@ -115,9 +116,7 @@ def load_mla_target(
     plan.add(model.embed_tokens.weight, ["model.embed_tokens.weight"])
     for i, layer in enumerate(model.layers):
         _plan_mla_layer(plan, layer, f"model.layers.{i}.")  # type: ignore[arg-type]
-    plan.add(model.norm.weight, ["model.norm.weight"])
-    if model.lm_head is not None:
-        plan.add(model.lm_head, ["lm_head.weight"])
+    plan_head(plan, model.norm, model.lm_head, "model.")
     model.extra_tensors = plan.run(torch.device(device))
     if rope_interleave:
         for layer in model.layers:

@@ -16,7 +16,7 @@ from eaglegraph.models.dflash import DFlashArch, DFlashDraft
 from eaglegraph.models.drafts.base import BuildArgs, BuildDefaults, Verified, positions_of
 from eaglegraph.models.drafts.style import SpeculatorStyle
 from eaglegraph.models.layers import DecoderLayer, modules_of
-from eaglegraph.models.loading import Plan, plan_layer
+from eaglegraph.models.loading import Plan, plan_head, plan_layer
 from eaglegraph.models.target import TargetModel
 from eaglegraph.pair.kinds import DraftKind
 from eaglegraph.pair.model import Pair
@@ -71,9 +71,7 @@ class DFlashBuild(BuildDefaults[DFlashArch, TargetModel, DFlashDraft]):
         plan.add(draft.hidden_norm.weight, ["hidden_norm.weight"])
         for i, layer in enumerate(modules_of(draft.layers, DecoderLayer)):
             plan_layer(plan, layer, [f"layers.{i}."])
-        plan.add(draft.norm.weight, ["norm.weight"])
-        if draft.lm_head is not None:
-            plan.add(draft.lm_head, ["lm_head.weight"])
+        plan_head(plan, draft.norm, draft.lm_head)
         plan.note(["embed_tokens.weight"], (target.vocab_size, args.geometry.hidden_size))
         return draft
 

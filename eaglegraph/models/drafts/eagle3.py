@@ -32,7 +32,7 @@ from eaglegraph.models.layers import (
     modules_of,
     new_param,
 )
-from eaglegraph.models.loading import Plan, detect_layer_spec, plan_layer
+from eaglegraph.models.loading import Plan, detect_layer_spec, plan_head, plan_layer
 from eaglegraph.models.target import TargetModel
 from eaglegraph.pair.facts import default_aux_layers
 from eaglegraph.pair.kinds import DraftKind
@@ -256,9 +256,7 @@ class Eagle3Build(BuildDefaults[DraftArch, TargetModel, Eagle3Draft]):
         plan_layer(plan, draft.midlayer, mid)
         for i, layer in enumerate(modules_of(draft.layers, DecoderLayer), start=1):
             plan_layer(plan, layer, [f"layers.{i}."])
-        plan.add(draft.norm.weight, ["norm.weight"])
-        if draft.lm_head is not None:
-            plan.add(draft.lm_head, ["lm_head.weight"])
+        plan_head(plan, draft.norm, draft.lm_head)
         # d2t may be absent only when the draft vocabulary is the target's (identity map).
         plan.add(draft.d2t, ["d2t"], required=vocab_draft != target.vocab_size)
         plan.note(["t2d"], (target.vocab_size,))
