@@ -168,14 +168,10 @@ def _pad_slots(v: StepView, bufs: Any) -> Check | None:
 
 
 def _decode_pad_slots(v: StepView, bufs: Any) -> Check | None:
-    if v.rig.framework == "sglang":
-        return None  # SGLang computes a slot for every padded row (its own pad positions)
     return _padding_slots(bufs, v.rb, v.decode_padded_tokens())
 
 
 def _decode_slots(v: StepView, bufs: Any) -> Check | None:
-    if v.rig.framework == "sglang":
-        return None  # SGLang's draft rows take their slots from its own padded positions
     slots = v.decode_slots()
     return None if slots is None else _eq(bufs.slot_mapping, slots)
 
@@ -243,9 +239,10 @@ INVARIANTS: tuple[Invariant, ...] = (
               "seq_lens = position + 1 for decode rows"),
     Invariant("decode-slots", "draft_decode", "slot_mapping", "compute_slot_mappings",
               _decode_slots, "each draft row writes its own request's next position",
-              DraftFacts.DECODES, at="launch"),
+              DraftFacts.DECODE_SLOTS_BY_QUERY, at="launch"),
     Invariant("decode-pad-slots", "draft_decode", "slot_mapping", "compute_slot_mappings",
-              _decode_pad_slots, "padded decode rows' slots are the pad slot", at="launch"),
+              _decode_pad_slots, "padded decode rows' slots are the pad slot",
+              DraftFacts.DECODE_SLOTS_BY_QUERY, at="launch"),
     Invariant("decode-csr-offsets", "draft_decode", "draft.kv_indptr", "build_csr_page_indices",
               _csr("draft", 0), "kv_indptr = prefix sums of the pages each request owns"),
     Invariant("decode-csr-last-page", "draft_decode", "draft.last_page_len",

@@ -18,8 +18,15 @@ from eaglegraph.rig.descriptors import BatchDescriptor, Dispatcher, build_descri
 from eaglegraph.rig.hooks import StepHooks
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.options import PlanChoices, resolve_plan_options
-from eaglegraph.rig.speculators import SPECULATORS, DraftFacts, speculator_plan
+from eaglegraph.rig.speculators import (
+    ENGINE_SPECULATORS,
+    SPECULATORS,
+    DraftFacts,
+    speculator_plan,
+    strategy_for,
+)
 from eaglegraph.rig.speculators.base import Speculator
+from eaglegraph.rig.speculators.sglang_eagle import SGLangEagleSpeculator
 from eaglegraph.rig.step import Rig
 
 
@@ -88,6 +95,16 @@ def test_every_style_has_a_strategy() -> None:
     for style in (SpeculatorStyle.WINDOW, SpeculatorStyle.BLOCK):
         assert DraftFacts.DECODES not in SPECULATORS[style].facts
         assert DraftFacts.REFERENCE_KV not in SPECULATORS[style].facts
+    # an engine's own runner: SGLang drafts EAGLE with its own padded decode rows, whose slots
+    # do not follow the query layout; every other fact is EAGLE's
+    for (framework, style), strategy in ENGINE_SPECULATORS.items():
+        assert strategy.style is style and strategy_for(style, framework) is strategy
+    sglang = strategy_for(SpeculatorStyle.EAGLE, "sglang")
+    assert sglang is SGLangEagleSpeculator
+    assert strategy_for(SpeculatorStyle.EAGLE, "vllm") is SPECULATORS[SpeculatorStyle.EAGLE]
+    assert sglang.facts == SPECULATORS[SpeculatorStyle.EAGLE].facts & ~(
+        DraftFacts.DECODE_SLOTS_BY_QUERY
+    )
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ BLOCK (DFlash: one graph drafts the whole block). The plan's draft phases follow
 the rig and `inspect` both take the plan from here.
 
 A new style is one module here with its `Speculator` subclass, a line in `SPECULATORS`, and
-its member of `SpeculatorStyle`.
+its member of `SpeculatorStyle`; an engine runner that drafts a style its own way is one
+module and a line in `ENGINE_SPECULATORS` (SGLang's EAGLE worker: `sglang_eagle.py`).
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from eaglegraph.rig.plan import CapturePlan
 from eaglegraph.rig.speculators.base import DraftFacts, Speculator, VerifiedStep
 from eaglegraph.rig.speculators.block import BlockSpeculator
 from eaglegraph.rig.speculators.eagle import EagleSpeculator
+from eaglegraph.rig.speculators.sglang_eagle import SGLangEagleSpeculator
 from eaglegraph.rig.speculators.window import WindowSpeculator
 
 __all__ = [
+    "ENGINE_SPECULATORS",
     "SPECULATORS",
     "DraftFacts",
     "Speculator",
@@ -35,13 +38,24 @@ __all__ = [
     "VerifiedStep",
     "speculator_of",
     "speculator_plan",
+    "strategy_for",
 ]
 
+# each style's strategy as the reference runner (vLLM Model Runner V2) drafts it
 SPECULATORS: dict[SpeculatorStyle, type[Speculator]] = {
     SpeculatorStyle.EAGLE: EagleSpeculator,
     SpeculatorStyle.WINDOW: WindowSpeculator,
     SpeculatorStyle.BLOCK: BlockSpeculator,
 }
+# where an engine's own runner drafts a style differently: (framework, style) → strategy
+ENGINE_SPECULATORS: dict[tuple[str, SpeculatorStyle], type[Speculator]] = {
+    ("sglang", SpeculatorStyle.EAGLE): SGLangEagleSpeculator,
+}
+
+
+def strategy_for(style: SpeculatorStyle, framework: str) -> type[Speculator]:
+    """The strategy that drafts `style` as `framework`'s runner does."""
+    return ENGINE_SPECULATORS.get((framework, style), SPECULATORS[style])
 
 
 def speculator_of(pair: Pair, num_speculative_tokens: int, framework: str) -> SpeculatorStyle:
@@ -86,7 +100,8 @@ def module_findings(pair: Pair, plan: CapturePlan) -> list[Finding]:
 def speculator_plan(pair: Pair, plan: CapturePlan) -> tuple[type[Speculator], CapturePlan]:
     """The pair's speculator and `plan` with its draft phases; a reduced real-geometry
     model's finding rides on the plan, so every run on it (capture, memdiff, probe) says so."""
-    speculator = SPECULATORS[speculator_of(pair, plan.num_speculative_tokens, plan.framework)]
+    style = speculator_of(pair, plan.num_speculative_tokens, plan.framework)
+    speculator = strategy_for(style, plan.framework)
     extra = (
         reduced_geometry_findings(pair) + refusal_findings(pair, plan) + module_findings(pair, plan)
     )

@@ -37,6 +37,9 @@ class DraftFacts(Flag):
     DECODES = auto()
     # the draft KV it writes is exactly the dense reference's (prefill and decode rows)
     REFERENCE_KV = auto()
+    # draft-decode slots follow the query layout: each real row its request's next position,
+    # padded rows the pad slot (SGLang computes a slot for every padded row instead)
+    DECODE_SLOTS_BY_QUERY = auto()
 
 
 @dataclass(frozen=True)

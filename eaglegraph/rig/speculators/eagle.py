@@ -6,7 +6,8 @@ EAGLE-3's aux layers) as its feature, ids shifted left with the bonus token at e
 last valid slot, and samples at `last_token_indices`; each decode feeds the sampled token and
 hidden row back. vLLM may fuse the K-1 decodes into one graph; SGLang pads decode rows with its
 own positions. EAGLE-1, EAGLE-3 and an MTP checkpoint whose one module is reused per step all
-draft this way.
+draft this way. SGLang's EAGLE worker pads its draft-decode rows its own way
+(`sglang_eagle.py`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from eaglegraph.rig.descriptors import (
 from eaglegraph.rig.graphs import PhaseRunner, Routine
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.parts import StepParts
-from eaglegraph.rig.sglang_padding import PADDED_SEQ_LEN, pad_draft_rows, padded_slot_mapping
 from eaglegraph.rig.speculators.base import DraftFacts, DummyBatch, Speculator, VerifiedStep
 
 
@@ -38,6 +38,7 @@ class EagleSpeculator(Speculator):
         | DraftFacts.ACCEPTED_LAST_TOKEN
         | DraftFacts.DECODES
         | DraftFacts.REFERENCE_KV
+        | DraftFacts.DECODE_SLOTS_BY_QUERY
     )
 
     def __init__(self, parts: StepParts, pair: Pair) -> None:
@@ -153,6 +154,15 @@ class EagleSpeculator(Speculator):
             p.guard(query_start_loc="eagle.query_start_loc", positions="eagle.positions", block_table="block_table"),
         )  # fmt: skip
 
+    def _pad_decode_rows(self, batch: PaddedBatch) -> int:
+        """Fill the padded rows of a draft-decode replay before its steps; the KV length each
+        padded row is given (vLLM: 0, so they attend to nothing)."""
+        return 0
+
+    def _decode_slots(self, batch: PaddedBatch) -> None:
+        """One draft-decode step's slot mapping: the real rows' (padded ones stay PAD)."""
+        self._draft_slots(batch.real_reqs, batch.num_tokens)
+
     def _draft_decodes(self, step: VerifiedStep, descriptors: dict[str, str]) -> None:
         p = self.parts
         bufs, hooks, mml = p.bufs, p.hooks, p.config.max_model_len
@@ -167,12 +177,9 @@ class EagleSpeculator(Speculator):
         r_pad = batch.num_reqs
         if bufs.decode_positions is not bufs.eagle_positions:
             bufs.decode_positions[:rb].copy_(bufs.eagle_positions[:rb])
-        sglang = p.config.options.framework == "sglang" and batch.full
-        if sglang:
-            pad_draft_rows(bufs, rb, r_pad, p.behavior.reset_positions_on_padded_replay)
+        pad_len = self._pad_decode_rows(batch)
         rejected = [b.num_drafts - a for b, a in zip(step.batch, step.accepted, strict=True)]
         base = [min(s - rej, mml) for s, rej in zip(step.seq_lens, rejected, strict=True)]
-        pad_len = PADDED_SEQ_LEN if sglang else 0
 
         def metadata(draft_step: int) -> Metadata:
             lens = [min(b + draft_step, mml) for b in base] + [pad_len] * (r_pad - rb)
@@ -187,13 +194,7 @@ class EagleSpeculator(Speculator):
             return
         for draft_step in range(1, k):
             hooks.mark("draft_decode", draft_step, "prepare")
-            if sglang:
-                padded_slot_mapping(
-                    bufs, r_pad, p.config.block_size, p.allocator.num_blocks,
-                    p.guard(positions="sglang.draft_positions", block_table="block_table"),
-                )  # fmt: skip
-            else:
-                self._draft_slots(rb, batch.num_tokens)
+            self._decode_slots(batch)
             md = metadata(draft_step)
             bufs.current_draft_step.fill_(draft_step)
             hooks.mark("draft_decode", draft_step, "launch")
