@@ -6,9 +6,10 @@ The live objects (pair, plan, estimate) are turned into the plain records of
 
 from __future__ import annotations
 
+from copy import copy
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from eaglegraph.known.profiles import get_profile
 from eaglegraph.pair import Pair, load_pair
@@ -29,6 +30,8 @@ from eaglegraph.results.inspect import (
 from eaglegraph.rig.estimate import estimate_memory
 from eaglegraph.rig.plan import CapturePlan, build_plan
 from eaglegraph.rig.speculators import speculator_plan
+
+R = TypeVar("R")
 
 
 def open_pair(
@@ -61,8 +64,7 @@ def inspect_pair(pair: Pair, plan_options: Any, dtype: str | None = None) -> Ins
 def _geometry(g: Geometry, mla: MLAFacts | None) -> GeometryFacts:
     """The pair's geometry as the report's record: the same fields (the rope record is the
     pair's own), plus the MLA ranks where the config has them."""
-    own = {f.name: getattr(g, f.name) for f in fields(GeometryFacts) if f.name != "mla"}
-    return GeometryFacts(**own, mla=mla)
+    return _record(GeometryFacts, g, mla=mla)
 
 
 def _side(side: ModelSide, cls: type[SideFacts]) -> Any:
@@ -117,43 +119,36 @@ def _draft(side: ModelSide | None, facts: PairDraftFacts | None) -> DraftFacts |
 
 def plan_facts(plan: CapturePlan) -> PlanFacts:
     """The plan as plain data: mode names instead of enums, descriptors as records."""
-    return PlanFacts(
-        framework=plan.framework,
-        behavior=plan.behavior,
-        attention_backend=plan.attention_backend,
-        num_speculative_tokens=plan.num_speculative_tokens,
-        max_num_seqs=plan.max_num_seqs,
-        max_num_batched_tokens=plan.max_num_batched_tokens,
+    phases = [
+        _record(
+            PhasePlanFacts,
+            p,
+            mode=p.mode.name,
+            descriptors=[[d.num_tokens, d.num_reqs] for d in p.descriptors],
+            descriptor_modes=[d.mode.name for d in p.descriptors],
+            uniform_token_counts=[d.uniform_token_count for d in p.descriptors],
+        )
+        for p in plan.phases
+    ]
+    return _record(
+        PlanFacts,
+        plan,
         requested_mode=plan.requested_mode.name,
         resolved_mode=plan.resolved_mode.name,
-        downgrades=list(plan.downgrades),
-        capture_sizes=list(plan.capture_sizes),
-        capture_sizes_before_rounding=list(plan.capture_sizes_before_rounding),
-        phases=[
-            PhasePlanFacts(
-                phase=p.phase,
-                mode=p.mode.name,
-                decode_query_len=p.decode_query_len,
-                descriptor_count=p.descriptor_count,
-                descriptors=[[d.num_tokens, d.num_reqs] for d in p.descriptors],
-                padding_rule=p.padding_rule,
-                notes=list(p.notes),
-                descriptor_modes=[d.mode.name for d in p.descriptors],
-                uniform_token_counts=[d.uniform_token_count for d in p.descriptors],
-                graph_count=p.graph_count,
-                fused_steps=p.fused_steps,
-            )
-            for p in plan.phases
-        ],
-        findings=list(plan.findings),
-        gpu=dict(plan.gpu),
-        attention_support=dict(plan.attention_support),
-        breakable=plan.breakable,
-        trtllm_artifacts=plan.trtllm_artifacts,
-        defaults=list(plan.defaults),
-        graph_memory_profiling=plan.graph_memory_profiling,
+        phases=phases,
         profile=profile_facts(plan.behavior),
     )
+
+
+def _record(cls: type[R], source: object, **converted: Any) -> R:
+    """`cls` filled from `source`'s attributes of the same names (lists and dicts copied, so
+    the record never aliases the plan), and `converted` where a field's form differs."""
+    values = dict(converted)
+    for f in fields(cls):  # type: ignore[arg-type]
+        if f.name not in values and hasattr(source, f.name):
+            value = getattr(source, f.name)
+            values[f.name] = copy(value) if isinstance(value, (list, dict)) else value
+    return cls(**values)
 
 
 def profile_facts(name: str) -> dict[str, str]:
