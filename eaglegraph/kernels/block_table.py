@@ -51,10 +51,7 @@ def _gather_block_tables_kernel(
     num_src_rows,
     num_reqs,
     num_rows,
-    log_entries_ptr,
-    log_count_ptr,
-    log_capacity,
-    kernel_id,
+    log,
     idx_mapping_id,
     BLOCK_R: tl.constexpr,
     BLOCK: tl.constexpr,
@@ -68,10 +65,7 @@ def _gather_block_tables_kernel(
     if GUARD:
         bad = is_req & ((src_row < 0) | (src_row >= num_src_rows))
         if reduce_max(bad.to(tl.int32), 0) > 0:  # no logger call in the common, valid case
-            log_violation(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, idx_mapping_id, i,
-                src_row, bad,
-            )  # fmt: skip
+            log_violation(log, idx_mapping_id, i, src_row, bad)
         copy = copy & ~bad
     n_copy = tl.where(copy, n_cols, 0)[:, None]
     src = src_ptr + src_row.to(tl.int64)[:, None] * src_stride
@@ -135,10 +129,7 @@ def _slot_mappings_kernel(
     num_reqs,  # PADDED_ROWS: the rows of the padded batch
     pad_until,
     max_tokens,
-    log_entries_ptr,
-    log_count_ptr,
-    log_capacity,
-    kernel_id,
+    log,
     qsl_id,
     positions_id,
     block_table_id,
@@ -156,10 +147,7 @@ def _slot_mappings_kernel(
         if GUARD:
             bad = ((end < 0) | (end > max_tokens)) & (num_reqs == 0)
             if bad:
-                log_violation(
-                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qsl_id, num_reqs, end,
-                    bad,
-                )  # fmt: skip
+                log_violation(log, qsl_id, num_reqs, end, bad)
             end = tl.where((end < 0) | (end > max_tokens), pad_until, end)
         for t0 in range(end, pad_until, BLOCK):
             t = t0 + offs
@@ -175,14 +163,8 @@ def _slot_mappings_kernel(
         if GUARD and not PADDED_ROWS:
             bad_start, bad_end = check_bounds_pair(q_start, q_end, max_tokens)
             if reduce_max((bad_start | bad_end).to(tl.int32), 0) > 0:
-                log_violation(
-                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qsl_id, r, q_start,
-                    (r == 0) & bad_start,
-                )  # fmt: skip
-                log_violation(
-                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qsl_id, r + 1, q_end,
-                    bad_end,
-                )  # fmt: skip
+                log_violation(log, qsl_id, r, q_start, (r == 0) & bad_start)
+                log_violation(log, qsl_id, r + 1, q_end, bad_end)
             q_end = tl.where(bad_start | bad_end, q_start, q_end)
         n = (q_end - q_start)[:, None]
         for t0 in range(0, reduce_max(q_end - q_start, 0), BLOCK):
@@ -196,10 +178,7 @@ def _slot_mappings_kernel(
             if GUARD:
                 bad_pos = t_ok & ((pos < 0) | (pos >= n_cols * PAGE_SIZE))
                 if reduce_max(bad_pos.to(tl.int32), None) > 0:  # no logger call when all valid
-                    log_violation(
-                        log_entries_ptr, log_count_ptr, log_capacity, kernel_id, positions_id, t,
-                        pos, bad_pos,
-                    )  # fmt: skip
+                    log_violation(log, positions_id, t, pos, bad_pos)
                 ok = ok & ~bad_pos
             bt_row = r.to(tl.int64)[:, None]
             block = tl.load(block_table_ptr + bt_row * bt_stride + col, mask=ok, other=0)
@@ -207,10 +186,7 @@ def _slot_mappings_kernel(
             if GUARD:
                 bad_block = ok & ((block < 0) | (block >= num_blocks))
                 if reduce_max(bad_block.to(tl.int32), None) > 0:
-                    log_violation(
-                        log_entries_ptr, log_count_ptr, log_capacity, kernel_id, block_table_id,
-                        bt_row * n_cols + col, block, bad_block,
-                    )  # fmt: skip
+                    log_violation(log, block_table_id, bt_row * n_cols + col, block, bad_block)
                 ok = ok & ~bad_block
             slot = tl.where(ok, block * PAGE_SIZE + pos % PAGE_SIZE, -1)
             tl.store(slot_mapping_ptr + t, slot, mask=t_ok)

@@ -50,10 +50,7 @@ def _prepare_eagle_inputs_kernel(
     num_reqs,
     max_num_reqs,
     max_tokens,
-    log_entries_ptr,
-    log_count_ptr,
-    log_capacity,
-    kernel_id,
+    log,
     target_qsl_id,
     num_rejected_id,
     PAD_LAST_TOKEN_INDICES: tl.constexpr,
@@ -75,18 +72,9 @@ def _prepare_eagle_inputs_kernel(
         bad_rej = has_req & ~bad_qs & ~bad_qe & ((num_rej < 0) | (query_len < 1))
         is_req = has_req & ~bad_qs & ~bad_qe & ~bad_rej
         if reduce_max((has_req & ~is_req).to(tl.int32), 0) > 0:  # no call when all are valid
-            log_violation(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, target_qsl_id, r, qs,
-                has_req & (r == 0) & bad_qs,
-            )  # fmt: skip
-            log_violation(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, target_qsl_id, r + 1, qe,
-                has_req & bad_qe,
-            )  # fmt: skip
-            log_violation(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, num_rejected_id, r,
-                num_rej, bad_rej,
-            )  # fmt: skip
+            log_violation(log, target_qsl_id, r, qs, has_req & (r == 0) & bad_qs)
+            log_violation(log, target_qsl_id, r + 1, qe, has_req & bad_qe)
+            log_violation(log, num_rejected_id, r, num_rej, bad_rej)
     query_len = tl.where(is_req, query_len, 0)
 
     # Shift ids left by one: eagle_ids[qs + j - 1] = target_ids[qs + j], j in 1..query_len-1;

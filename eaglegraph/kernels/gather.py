@@ -40,10 +40,7 @@ def _gather_rows_kernel(
     width,
     num_rows,
     num_src_rows,
-    log_entries_ptr,
-    log_count_ptr,
-    log_capacity,
-    kernel_id,
+    log,
     indices_id,
     BLOCK_R: tl.constexpr,
     BLOCK_W: tl.constexpr,
@@ -58,9 +55,7 @@ def _gather_rows_kernel(
         bad = row_ok & ((idx < 0) | (idx >= num_src_rows))
         # Each index is logged once, by the first column block; valid indices call no logger.
         if (tl.program_id(1) == 0) & (reduce_max(bad.to(tl.int32), 0) > 0):
-            log_violation(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, indices_id, rows, idx, bad
-            )
+            log_violation(log, indices_id, rows, idx, bad)
         read_ok = row_ok & ~bad
     col_ok = cols[None, :] < width
     vals = tl.load(

@@ -150,9 +150,16 @@ class GuardArgs:
     buffer_ids: tuple[int, ...]
 
     @property
+    def log(self) -> tuple[torch.Tensor, torch.Tensor, int, int]:
+        """The kernel's ``log`` argument: ``(entries, count, capacity, kernel_id)``, one tuple
+        that the kernel hands on to :func:`log_violation` as it is."""
+        return (self.entries, self.count, self.capacity, self.kernel_id)
+
+    @property
     def kernel_args(self) -> tuple[Any, ...]:
-        """The guard parameters every guarded kernel takes last, in their order."""
-        return (self.entries, self.count, self.capacity, self.kernel_id, *self.buffer_ids)
+        """The guard parameters every guarded kernel takes last, in their order: ``log``, then
+        one buffer id per role."""
+        return (self.log, *self.buffer_ids)
 
 
 def guard_args(
@@ -187,13 +194,15 @@ def guard_args(
 
 
 @triton.jit
-def log_violation(entries_ptr, count_ptr, capacity, kernel_id, buffer_id, row, value, bad):
+def log_violation(log, buffer_id, row, value, bad):
     """Append ``(kernel_id, buffer_id, row, value)`` for every lane where ``bad`` holds.
 
-    ``bad`` may be a scalar or a block; ``row`` and ``value`` must broadcast to its shape.
-    Each lane takes its own slot from the atomic counter; the counter keeps counting past
-    ``capacity`` but entries are only stored below it.
+    ``log`` is the kernel's guard log tuple ``(entries_ptr, count_ptr, capacity, kernel_id)``
+    (:attr:`GuardArgs.log`). ``bad`` may be a scalar or a block; ``row`` and ``value`` must
+    broadcast to its shape. Each lane takes its own slot from the atomic counter; the counter
+    keeps counting past ``capacity`` but entries are only stored below it.
     """
+    entries_ptr, count_ptr, capacity, kernel_id = log
     zero = bad.to(tl.int64) * 0
     slot = tl.atomic_add(count_ptr + bad.to(tl.int32) * 0, 1, mask=bad)
     keep = bad & (slot < capacity)
@@ -218,12 +227,8 @@ def check_bounds_pair(start, end, bound):
 
 
 @triton.jit
-def log_bounds_pair(
-    entries_ptr, count_ptr, capacity, kernel_id, buffer_id, i, start, end, bad_start, bad_end
-):
+def log_bounds_pair(log, buffer_id, i, start, end, bad_start, bad_end):
     """Log entries ``i`` and ``i+1`` of a cumulative index array as ``check_bounds_pair``
     judged them; entry ``i`` only for ``i == 0``, since request ``i-1`` logs it as its end."""
-    log_violation(
-        entries_ptr, count_ptr, capacity, kernel_id, buffer_id, i, start, (i == 0) & bad_start
-    )
-    log_violation(entries_ptr, count_ptr, capacity, kernel_id, buffer_id, i + 1, end, bad_end)
+    log_violation(log, buffer_id, i, start, (i == 0) & bad_start)
+    log_violation(log, buffer_id, i + 1, end, bad_end)

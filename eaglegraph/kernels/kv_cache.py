@@ -40,10 +40,7 @@ def _write_kv_kernel(
     stride_vcb,
     stride_vco,
     stride_vch,
-    log_entries_ptr,
-    log_count_ptr,
-    log_capacity,
-    kernel_id,
+    log,
     slot_mapping_id,
     PAGE_SIZE: tl.constexpr,
     BLOCK_R: tl.constexpr,  # tokens per program
@@ -59,10 +56,7 @@ def _write_kv_kernel(
     if GUARD:
         bad = t_ok & ((slot < -1) | (slot >= num_slots))  # -1 is PAD_SLOT_ID
         if reduce_max(bad.to(tl.int32), 0) > 0:  # no logger call in the common, valid case
-            log_violation(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, slot_mapping_id, t, slot,
-                bad,
-            )  # fmt: skip
+            log_violation(log, slot_mapping_id, t, slot, bad)
         do_write = do_write & (slot < num_slots)
     cache_row = (slot // PAGE_SIZE)[:, None, None]
     offset = (slot % PAGE_SIZE)[:, None, None]

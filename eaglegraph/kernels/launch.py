@@ -1,9 +1,10 @@
 """One way to launch a kernel: its tensors' strides and its guard arguments, in order.
 
 Every kernel here takes, after its own runtime arguments, the strides of its strided tensors
-(leading dimensions; the last is contiguous) and, if guarded, the guard log tuple
-``(entries, count, capacity, kernel_id, *buffer_ids)`` with the ``GUARD`` constexpr. The
-wrappers build both here instead of spelling them out launch by launch.
+(leading dimensions; the last is contiguous) and, if guarded, the guard log as one tuple
+argument ``(entries, count, capacity, kernel_id)``, one buffer id per role and the ``GUARD``
+constexpr (:attr:`GuardArgs.kernel_args`). The wrappers build both here instead of spelling
+them out launch by launch.
 """
 
 from __future__ import annotations

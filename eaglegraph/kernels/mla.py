@@ -64,10 +64,7 @@ def _mla_kernel(
     stride_cb,
     stride_co,
     qk_scale,
-    log_entries_ptr,
-    log_count_ptr,
-    log_capacity,
-    kernel_id,
+    log,
     qo_id,
     len_id,
     pages_id,
@@ -89,9 +86,8 @@ def _mla_kernel(
     hb = tl.program_id(1)
     mb = tl.program_id(2)
     qs, q_len, kv_len, page_base, page_row0, active, log_pages = request_kv(
-        r, hb, mb, qo_ptr, len_ptr, pages_ptr, kv_indptr_ptr, num_q_rows, pages_extent,
-        bt_stride, log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qo_id, len_id,
-        kv_indptr_id, CSR, DECODE, PAGE_SIZE, BLOCK_M, GUARD,
+        r, hb, mb, qo_ptr, len_ptr, pages_ptr, kv_indptr_ptr, num_q_rows, pages_extent, bt_stride,
+        log, qo_id, len_id, kv_indptr_id, CSR, DECODE, PAGE_SIZE, BLOCK_M, GUARD,
     )  # fmt: skip
 
     # Rows are token-major: row i is token i // BLOCK_H, head hb*BLOCK_H + i % BLOCK_H.
@@ -123,8 +119,8 @@ def _mla_kernel(
     acc = tl.full([BLOCK_M * BLOCK_H, BLOCK_L], 0.0, tl.float32)
     for start in range(0, kv_hi, BLOCK_N):
         offs_n, n_ok, page = page_ids(
-            page_base, page_row0, start, kv_hi, num_blocks, log_pages, log_entries_ptr,
-            log_count_ptr, log_capacity, kernel_id, pages_id, PAGE_SIZE, BLOCK_N, GUARD,
+            page_base, page_row0, start, kv_hi, num_blocks, log_pages, log, pages_id, PAGE_SIZE,
+            BLOCK_N, GUARD,
         )  # fmt: skip
         row_base = cache_ptr + page[:, None] * stride_cb + (offs_n % PAGE_SIZE)[:, None] * stride_co
         c = tl.load(row_base + offs_l[None, :], mask=n_ok[:, None] & l_ok[None, :], other=0.0)

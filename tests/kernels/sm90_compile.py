@@ -39,28 +39,39 @@ TYPES = {
 RESULTS: list[tuple[str, dict[str, Any], str]] = []
 
 
+def _arg_type(v: Any, path: tuple[int, ...], specialize: bool, constexprs: dict) -> Any:
+    """The signature entry of runtime argument ``v`` at ``path`` (a tuple argument, such as the
+    guard log, gives a tuple of its elements' entries); constants go into ``constexprs``."""
+    if isinstance(v, tuple):
+        return tuple(_arg_type(x, (*path, j), specialize, constexprs) for j, x in enumerate(v))
+    if isinstance(v, torch.Tensor):
+        return "*" + TYPES[v.dtype]
+    if isinstance(v, bool):
+        return "i1"
+    if isinstance(v, int) and v == 1 and specialize:
+        constexprs[path] = 1  # the JIT specialises ints equal to 1
+        return "constexpr"
+    if isinstance(v, int):
+        return "i64" if abs(v) >= 2**31 else "i32"
+    return "fp32"
+
+
 def _compile_instead_of_launch(self: JITFunction, *args: Any, grid: Any, warmup: bool, **kw: Any):
     bound = dict(zip(self.arg_names, args, strict=False))
     bound.update({k: v for k, v in kw.items() if k in self.arg_names})
-    signature: dict[str, str] = {}
+    signature: dict[str, Any] = {}
     constexprs: dict[tuple[int, ...], Any] = {}
     for i, p in enumerate(self.params):
         v = bound[p.name]
         if p.is_constexpr:
             signature[p.name] = "constexpr"
             constexprs[(i,)] = v
-        elif isinstance(v, torch.Tensor):
-            signature[p.name] = "*" + TYPES[v.dtype]
-        elif isinstance(v, bool):
-            signature[p.name] = "i1"
-        elif isinstance(v, int) and v == 1 and not getattr(p, "do_not_specialize", False):
-            signature[p.name] = "constexpr"  # the JIT specialises ints equal to 1
-            constexprs[(i,)] = 1
-        elif isinstance(v, int):
-            signature[p.name] = "i64" if abs(v) >= 2**31 else "i32"
         else:
-            signature[p.name] = "fp32"
-    consts = {self.params[i[0]].name: v for i, v in constexprs.items()}
+            specialize = not getattr(p, "do_not_specialize", False)
+            signature[p.name] = _arg_type(v, (i,), specialize, constexprs)
+    consts = {
+        self.params[i[0]].name + "".join(f"[{j}]" for j in i[1:]): v for i, v in constexprs.items()
+    }
     try:
         triton.compile(
             ASTSource(self, signature, constexprs),

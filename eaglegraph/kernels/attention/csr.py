@@ -65,10 +65,7 @@ def _csr_decode_kernel(
     stride_vh,
     qk_scale,
     head_dim,
-    log_entries_ptr,
-    log_count_ptr,
-    log_capacity,
-    kernel_id,
+    log,
     kv_indptr_id,
     lpl_id,
     kv_indices_id,
@@ -94,13 +91,8 @@ def _csr_decode_kernel(
     if GUARD:
         kv_ok, bad_ks, bad_ke, bad_lpl = check_csr(ks, ke, lpl, n_pages, num_indices, PAGE_SIZE)
         if first & (~kv_ok | bad_lpl):  # valid metadata (the common case) calls no logger
-            log_bounds_pair(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, kv_indptr_id, b, ks, ke,
-                bad_ks, bad_ke,
-            )  # fmt: skip
-            log_violation(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, lpl_id, b, lpl, bad_lpl
-            )
+            log_bounds_pair(log, kv_indptr_id, b, ks, ke, bad_ks, bad_ke)
+            log_violation(log, lpl_id, b, lpl, bad_lpl)
         active = kv_ok & ~bad_lpl
         kv_hi = tl.where(active, kv_len, 0)
         n_rows = tl.where(active, KV_HEADS * GROUP_P2, 0)  # bad metadata: row untouched
@@ -130,8 +122,8 @@ def _csr_decode_kernel(
     acc = tl.full([BLOCK_H, KV_HEADS * BLOCK_D], 0.0, tl.float32)
     for start in range(0, kv_hi, BLOCK_N):
         offs_n, n_ok, page = page_ids(
-            page_base, ks, start, kv_hi, num_blocks, first, log_entries_ptr, log_count_ptr,
-            log_capacity, kernel_id, kv_indices_id, PAGE_SIZE, BLOCK_N, GUARD,
+            page_base, ks, start, kv_hi, num_blocks, first, log, kv_indices_id, PAGE_SIZE, BLOCK_N,
+            GUARD,
         )  # fmt: skip
         slot_off = (offs_n % PAGE_SIZE)[:, None]
         kv_mask = n_ok[:, None] & kv_d_ok
@@ -161,10 +153,7 @@ def _copy_page_indices_kernel(
     n_cols,
     num_indices,
     num_reqs,
-    log_entries_ptr,
-    log_count_ptr,
-    log_capacity,
-    kernel_id,
+    log,
     kv_indptr_id,
     BLOCK_R: tl.constexpr,
     BLOCK: tl.constexpr,
@@ -177,10 +166,7 @@ def _copy_page_indices_kernel(
         bad_start, bad_end = check_bounds_pair(start, end, num_indices)
         bad_end = bad_end | (~bad_start & (n > n_cols))
         if reduce_max((bad_start | bad_end).to(tl.int32), 0) > 0:  # nothing to log: no call
-            log_bounds_pair(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, kv_indptr_id, r, start,
-                end, bad_start, bad_end,
-            )  # fmt: skip
+            log_bounds_pair(log, kv_indptr_id, r, start, end, bad_start, bad_end)
         n = tl.where(bad_start | bad_end, 0, n)
     src = block_table_ptr + r.to(tl.int64)[:, None] * bt_stride
     dst = kv_indices_ptr + start.to(tl.int64)[:, None]

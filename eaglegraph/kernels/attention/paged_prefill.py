@@ -50,10 +50,7 @@ def _paged_prefill_kernel(
     stride_vh,
     qk_scale,
     head_dim,
-    log_entries_ptr,
-    log_count_ptr,
-    log_capacity,
-    kernel_id,
+    log,
     qo_id,
     len_id,
     pages_id,
@@ -80,8 +77,7 @@ def _paged_prefill_kernel(
 
     qs, q_len, kv_len, page_base, page_row0, active, log_pages = request_kv(
         r, kvh0, mb, qo_ptr, len_ptr, pages_ptr, kv_indptr_ptr, num_q_rows, pages_extent,
-        bt_stride, log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qo_id, len_id,
-        kv_indptr_id, CSR, False, PAGE_SIZE, BLOCK_M, GUARD,
+        bt_stride, log, qo_id, len_id, kv_indptr_id, CSR, False, PAGE_SIZE, BLOCK_M, GUARD,
     )  # fmt: skip
 
     m_start = mb * BLOCK_M
@@ -119,8 +115,8 @@ def _paged_prefill_kernel(
     acc = tl.full([BLOCK_M * KV_HEADS * GROUP_P2, KV_HEADS * BLOCK_D], 0.0, tl.float32)
     for start in range(0, kv_hi, BLOCK_N):
         offs_n, n_ok, page = page_ids(
-            page_base, page_row0, start, kv_hi, num_blocks, log_pages, log_entries_ptr,
-            log_count_ptr, log_capacity, kernel_id, pages_id, PAGE_SIZE, BLOCK_N, GUARD,
+            page_base, page_row0, start, kv_hi, num_blocks, log_pages, log, pages_id, PAGE_SIZE,
+            BLOCK_N, GUARD,
         )  # fmt: skip
         slot_off = (offs_n % PAGE_SIZE)[:, None]
         kv_mask = n_ok[:, None] & d_ok[None, :]

@@ -48,10 +48,7 @@ def request_kv(
     num_q_rows,
     pages_extent,  # flash-attn: n_cols; CSR: kv_indices.numel()
     bt_stride,
-    log_entries_ptr,
-    log_count_ptr,
-    log_capacity,
-    kernel_id,
+    log,
     qo_id,
     len_id,
     kv_indptr_id,
@@ -108,19 +105,10 @@ def request_kv(
             meta_ok = meta_ok & ~bad_len
         if first & ~meta_ok:  # valid metadata (the common case) calls no logger
             if not DECODE:
-                log_bounds_pair(
-                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, qo_id, r, qs, qe,
-                    bad_qs, bad_qe,
-                )  # fmt: skip
-            log_violation(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, len_id, r, len_value,
-                bad_len,
-            )  # fmt: skip
+                log_bounds_pair(log, qo_id, r, qs, qe, bad_qs, bad_qe)
+            log_violation(log, len_id, r, len_value, bad_len)
             if CSR:
-                log_bounds_pair(
-                    log_entries_ptr, log_count_ptr, log_capacity, kernel_id, kv_indptr_id, r, ks,
-                    ke, bad_ks, bad_ke,
-                )  # fmt: skip
+                log_bounds_pair(log, kv_indptr_id, r, ks, ke, bad_ks, bad_ke)
         active = active & meta_ok
     return qs, q_len, kv_len, page_base, page_row0, active, log_pages
 
@@ -133,10 +121,7 @@ def page_ids(
     kv_hi,
     num_blocks,
     log_pages,  # this program logs bad page ids (one program per request does)
-    log_entries_ptr,
-    log_count_ptr,
-    log_capacity,
-    kernel_id,
+    log,
     pages_id,
     PAGE_SIZE: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -153,9 +138,8 @@ def page_ids(
         bad_page = n_ok & ((page < 0) | (page >= num_blocks))
         if log_pages & (reduce_max(bad_page.to(tl.int32), 0) > 0):
             log_violation(
-                log_entries_ptr, log_count_ptr, log_capacity, kernel_id, pages_id,
-                page_row0 + page_idx, page, bad_page & (offs_n % PAGE_SIZE == 0),
-            )  # fmt: skip
+                log, pages_id, page_row0 + page_idx, page, bad_page & (offs_n % PAGE_SIZE == 0)
+            )
         n_ok = n_ok & ~bad_page
     return offs_n, n_ok, page
 
