@@ -10,7 +10,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 
-from eaglegraph.known.hazards import hazard
+from eaglegraph.pair.drafts.base import hazard_finding
 from eaglegraph.pair.facts import DraftFacts
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.kinds import DraftKind, supported_titles
@@ -167,13 +167,11 @@ def _draft_target_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
         and facts.fc_in_features != expected_fc
     ):
         out.append(
-            Finding(
-                id="fc-width-mismatch",
-                severity=E,
-                message=f"fc.weight takes {facts.fc_in_features} inputs but the target provides "
+            hazard_finding(
+                "fc-width-mismatch",
+                E,
+                f"fc.weight takes {facts.fc_in_features} inputs but the target provides "
                 f"{expected_fc}",
-                ref=hazard("fc-width-mismatch").ref_text,
-                hazard="fc-width-mismatch",
             )
         )
     if g.vocab_size != t.vocab_size:
@@ -220,16 +218,14 @@ def _draft_target_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
             )
     if g.max_position_embeddings < t.max_position_embeddings:
         out.append(
-            Finding(
-                id="draft-max-positions",
-                severity=W,
-                message=f"draft max_position_embeddings {g.max_position_embeddings} < target "
+            hazard_finding(
+                "draft-max-positions",
+                W,
+                f"draft max_position_embeddings {g.max_position_embeddings} < target "
                 f"{t.max_position_embeddings}: past {g.max_position_embeddings} tokens the draft's "
                 f"rotary table is indexed out of range (device assert 'index < "
                 f"{g.max_position_embeddings}') unless the engine raises it",
-                ref=hazard("draft-max-positions").ref_text,
-                fix=hazard("draft-max-positions").fix_text,
-                hazard="draft-max-positions",
+                hazard_fix=True,
             )
         )
     if t.head_dim != g.head_dim:

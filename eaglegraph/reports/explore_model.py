@@ -163,15 +163,15 @@ def _text(v: Any) -> str:
     return str(v)
 
 
+# the optional Finding fields a finding node lists when set, in this order
+_OPTIONAL = ("phase", "buffer", "kernel", "mode", "descriptor", "batch", "evidence", "fix", "ref")
+
+
 def _finding(b: _Builder, f: Finding, i: int) -> Node:
     detail = [("rule", f.id), ("severity", f.severity.value), ("message", f.message)]
-    for key in ("phase", "buffer", "kernel", "mode", "descriptor", "batch", "evidence"):
+    for key in _OPTIONAL:
         if getattr(f, key):
             detail.append((key, str(getattr(f, key))))
-    if f.fix:
-        detail.append(("fix", f.fix))
-    if f.ref:
-        detail.append(("ref", f.ref))
     node = b.add(
         Node(
             f"finding:{i}",

@@ -265,6 +265,7 @@ class BuildDefaults(Generic[ArchT, TargetT, ModuleT]):
 
     mla_target = False
     extra_lookahead_slots = 0
+    speculator_style = SpeculatorStyle.EAGLE  # what `speculator` says unless overridden
 
     def aux_layer_ids(self, pair: Pair, framework: str) -> tuple[int, ...]:
         return ()
@@ -298,7 +299,7 @@ class BuildDefaults(Generic[ArchT, TargetT, ModuleT]):
     def speculator(
         self, pair: Pair, num_speculative_tokens: int, framework: str
     ) -> SpeculatorStyle:
-        return SpeculatorStyle.EAGLE
+        return self.speculator_style
 
     def dense_drafts(self, draft: ModuleT, verified: Verified) -> list[int]:
         return autoregressive_drafts(cast(Draft, draft), verified)

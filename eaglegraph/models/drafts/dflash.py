@@ -36,6 +36,7 @@ class DFlashBuild(BuildDefaults[DFlashArch, TargetModel, DFlashDraft]):
     kind = DraftKind.DFLASH
     # the block is the bonus token plus K mask rows: vLLM reserves K+1 lookahead slots
     extra_lookahead_slots = 1
+    speculator_style = SpeculatorStyle.BLOCK
 
     def arch(self, pair: Pair, framework: str) -> DFlashArch:
         assert pair.draft is not None and pair.target is not None
@@ -74,11 +75,6 @@ class DFlashBuild(BuildDefaults[DFlashArch, TargetModel, DFlashDraft]):
         plan_head(plan, draft.norm, draft.lm_head)
         plan.note(["embed_tokens.weight"], (target.vocab_size, args.geometry.hidden_size))
         return draft
-
-    def speculator(
-        self, pair: Pair, num_speculative_tokens: int, framework: str
-    ) -> SpeculatorStyle:
-        return SpeculatorStyle.BLOCK
 
     def dense_drafts(self, draft: DFlashDraft, v: Verified) -> list[int]:
         """The accepted sequence's tapped states become context K/V at positions 0..valid-1;

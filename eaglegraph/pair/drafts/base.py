@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
 
+from eaglegraph.known.hazards import hazard
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.tensors import CheckpointIndex
@@ -206,11 +207,32 @@ class KindSpec:
         return None
 
 
-def width_mismatch(draft: int, target: int, message: str, **more: str | None) -> list[Finding]:
+def hazard_finding(
+    hazard_id: str,
+    severity: Severity,
+    message: str,
+    *,
+    fix: str | None = None,
+    hazard_fix: bool = False,
+) -> Finding:
+    """The finding that is known hazard `hazard_id`: its id, the hazard's ref and the link to it;
+    `fix` as given, or the hazard's own fix text with `hazard_fix`."""
+    known = hazard(hazard_id)
+    return Finding(
+        id=hazard_id,
+        severity=severity,
+        message=message,
+        ref=known.ref_text,
+        fix=known.fix_text if hazard_fix else fix,
+        hazard=hazard_id,
+    )
+
+
+def width_mismatch(draft: int, target: int, message: str, fix: str | None = None) -> list[Finding]:
     """`hidden-mismatch` (an error) when what the draft consumes is not the target's width."""
     if draft == target:
         return []
-    return [Finding(id="hidden-mismatch", severity=Severity.ERROR, message=message, **more)]
+    return [hazard_finding("hidden-mismatch", Severity.ERROR, message, fix=fix)]
 
 
 @dataclass

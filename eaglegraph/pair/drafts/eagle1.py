@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from eaglegraph.known.hazards import hazard
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.drafts.base import (
     LAYER_RE,
@@ -13,6 +12,7 @@ from eaglegraph.pair.drafts.base import (
     KindVerdict,
     Recogniser,
     ShapeFacts,
+    hazard_finding,
     width_mismatch,
 )
 from eaglegraph.pair.facts import DraftFacts
@@ -85,8 +85,6 @@ class Eagle1Spec(KindSpec):
             t.hidden_size,
             f"EAGLE-1 draft hidden_size {g.hidden_size} ≠ target {t.hidden_size}; "
             "fc consumes [embedding, target hidden] of the draft's width",
-            ref=hazard("hidden-mismatch").ref_text,
-            hazard="hidden-mismatch",
         )
 
     def expected_fc_from_target(self, facts: DraftFacts, t: Geometry) -> int | None:
@@ -107,15 +105,7 @@ def _bias_findings(facts: DraftFacts) -> list[Finding]:
     if problem is None:
         return []
     severity, message = problem
-    return [
-        Finding(
-            id="eagle1-fc-bias",
-            severity=severity,
-            message=message,
-            ref=hazard("eagle1-fc-bias").ref_text,
-            hazard="eagle1-fc-bias",
-        )
-    ]
+    return [hazard_finding("eagle1-fc-bias", severity, message)]
 
 
 def _bias_problem(facts: DraftFacts) -> tuple[Severity, str] | None:

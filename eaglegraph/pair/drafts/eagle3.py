@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from eaglegraph.known.hazards import hazard
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.drafts.base import (
     DraftKind,
@@ -12,6 +11,7 @@ from eaglegraph.pair.drafts.base import (
     KindVerdict,
     Recogniser,
     ShapeFacts,
+    hazard_finding,
     width_mismatch,
 )
 from eaglegraph.pair.facts import DraftFacts, aux_taps
@@ -123,8 +123,6 @@ class Eagle3Spec(KindSpec):
             t.hidden_size,
             f"draft {key} {declared} ≠ target hidden_size {t.hidden_size}; the aux "
             "states the target emits do not fit the draft",
-            ref=hazard("hidden-mismatch").ref_text,
-            hazard="hidden-mismatch",
             fix="set target_hidden_size in the draft config to the target's hidden_size",
         )
 
@@ -151,12 +149,10 @@ def _eagle3_findings(facts: DraftFacts, g: Geometry) -> list[Finding]:
     vd = facts.draft_vocab_size
     if facts.lm_head_rows is not None and vd is not None and facts.lm_head_rows != vd:
         out.append(
-            Finding(
-                id="lm-head-rows-mismatch",
-                severity=E,
-                message=f"lm_head has {facts.lm_head_rows} rows but draft_vocab_size is {vd}",
-                ref=hazard("lm-head-rows-mismatch").ref_text,
-                hazard="lm-head-rows-mismatch",
+            hazard_finding(
+                "lm-head-rows-mismatch",
+                E,
+                f"lm_head has {facts.lm_head_rows} rows but draft_vocab_size is {vd}",
             )
         )
     if facts.d2t_shape is not None and vd is not None and facts.d2t_shape[0] != vd:
@@ -196,15 +192,13 @@ def _eagle3_findings(facts: DraftFacts, g: Geometry) -> list[Finding]:
         wide = facts.expected_fc_in or 3 * ht
         if narrow != wide:
             out.append(
-                Finding(
-                    id="sglang-bcg-draft-width",
-                    severity=W,
-                    message=f"config lacks {', '.join(missing)}: SGLang builds with breakable CUDA "
+                hazard_finding(
+                    "sglang-bcg-draft-width",
+                    W,
+                    f"config lacks {', '.join(missing)}: SGLang builds with breakable CUDA "
                     f"graphs for the draft size its static hidden buffer {narrow} wide while the "
                     f"target emits {wide} → shape error on copy_ at BCG replay",
-                    ref=hazard("sglang-bcg-draft-width").ref_text,
-                    fix=hazard("sglang-bcg-draft-width").fix_text,
-                    hazard="sglang-bcg-draft-width",
+                    hazard_fix=True,
                 )
             )
     if (
