@@ -30,6 +30,12 @@ import math
 import torch
 
 from eaglegraph.kernels._triton import check_device, interpreting, next_pow2, tl, triton
+from eaglegraph.kernels.attention.meta import (
+    PagedMeta,
+    block_table_meta,
+    csr_decode_meta,
+    csr_meta,
+)
 from eaglegraph.kernels.attention.request import page_ids, qk_scores, request_kv, softmax_step
 from eaglegraph.kernels.attention.tiles import (
     INTERP_MAX_TILE,
@@ -183,39 +189,32 @@ def _tiles(num_heads: int, max_query_len: int, max_kv_len: int, latent: int) -> 
 
 
 def _launch(
-    *,
-    csr: bool,
     decode: bool,
     q: torch.Tensor,
     cache: torch.Tensor,
     out: torch.Tensor,
-    qo: torch.Tensor,
-    lens: torch.Tensor,
-    pages: torch.Tensor,
-    kv_indptr: torch.Tensor,
-    pages_extent: int,
-    bt_stride: int,
-    num_reqs: int,
+    meta: PagedMeta,
     max_query_len: int,
     scale: float | None,
     kernel: str,
-    roles: tuple[str, str, str, str],
     guard: Guard | None,
 ) -> None:
     latent, rope, block_size = _check_shapes(q, cache, out)
-    if num_reqs <= 0 or max_query_len <= 0:
+    if meta.num_reqs <= 0 or max_query_len <= 0:
         return
     num_heads = q.shape[1]
-    block_h, block_m, block_n = _tiles(num_heads, max_query_len, pages_extent * block_size, latent)
-    grid = (num_reqs, triton.cdiv(num_heads, block_h), triton.cdiv(max_query_len, block_m))
+    block_h, block_m, block_n = _tiles(
+        num_heads, max_query_len, meta.pages_extent * block_size, latent
+    )
+    grid = (meta.num_reqs, triton.cdiv(num_heads, block_h), triton.cdiv(max_query_len, block_m))
     softmax_scale = mla_scale(latent, rope) if scale is None else scale
     launch(
         _mla_kernel, grid,
-        q, cache, out, qo, lens, pages, kv_indptr,
-        q.shape[0], num_heads, cache.shape[0], pages_extent, bt_stride,
+        q, cache, out, *meta.tensors,
+        q.shape[0], num_heads, cache.shape[0], meta.pages_extent, meta.bt_stride,
         *strides(q, out, cache, dims=2), float(softmax_scale) * LOG2E,
-        guard=guard_args(guard, kernel, roles, lens),
-        LATENT=latent, ROPE=rope, CSR=csr, DECODE=decode, PAGE_SIZE=block_size,
+        guard=guard_args(guard, kernel, meta.roles, meta.lens),
+        LATENT=latent, ROPE=rope, CSR=meta.csr, DECODE=decode, PAGE_SIZE=block_size,
         BLOCK_H=block_h, BLOCK_M=block_m, BLOCK_N=block_n,
         BLOCK_L=next_pow2(latent, 16), BLOCK_R=next_pow2(rope, 16),
         DOT_F32=dot_in_f32(q, cache), num_warps=8 if latent >= 256 else 4,
@@ -239,17 +238,8 @@ def mla_varlen_attention(
     Guard roles: ``"query_start_loc"``, ``"seq_lens"``, ``"block_table"``.
     """
     check_device(q, cache, out, query_start_loc, seq_lens, block_table)
-    if query_start_loc.numel() < num_reqs + 1 or seq_lens.numel() < num_reqs:
-        raise ValueError("query_start_loc needs num_reqs + 1 entries and seq_lens num_reqs")
-    if block_table.dim() != 2 or block_table.shape[0] < num_reqs or block_table.stride(1) != 1:
-        raise ValueError("block_table must be a row-major [>= num_reqs, n_cols] tensor")
-    _launch(
-        csr=False, decode=False, q=q, cache=cache, out=out, qo=query_start_loc, lens=seq_lens,
-        pages=block_table, kv_indptr=query_start_loc, pages_extent=block_table.shape[1],
-        bt_stride=block_table.stride(0), num_reqs=num_reqs, max_query_len=max_query_len,
-        scale=scale, kernel="mla_varlen_attention",
-        roles=("query_start_loc", "seq_lens", "block_table", ""), guard=guard,
-    )  # fmt: skip
+    meta = block_table_meta(query_start_loc, seq_lens, block_table, num_reqs)
+    _launch(False, q, cache, out, meta, max_query_len, scale, "mla_varlen_attention", guard)
 
 
 def mla_csr_prefill(
@@ -270,16 +260,8 @@ def mla_csr_prefill(
     Guard roles: ``"qo_indptr"``, ``"kv_indptr"``, ``"last_page_len"``, ``"kv_indices"``.
     """
     check_device(q, cache, out, qo_indptr, kv_indptr, kv_indices, last_page_len)
-    if qo_indptr.numel() < num_reqs + 1 or kv_indptr.numel() < num_reqs + 1:
-        raise ValueError("qo_indptr and kv_indptr need num_reqs + 1 entries")
-    if last_page_len.numel() < num_reqs or kv_indices.dim() != 1:
-        raise ValueError("last_page_len needs num_reqs entries; kv_indices must be 1-D")
-    _launch(
-        csr=True, decode=False, q=q, cache=cache, out=out, qo=qo_indptr, lens=last_page_len,
-        pages=kv_indices, kv_indptr=kv_indptr, pages_extent=kv_indices.numel(), bt_stride=0,
-        num_reqs=num_reqs, max_query_len=max_query_len, scale=scale, kernel="mla_csr_prefill",
-        roles=("qo_indptr", "last_page_len", "kv_indices", "kv_indptr"), guard=guard,
-    )  # fmt: skip
+    meta = csr_meta(qo_indptr, kv_indptr, kv_indices, last_page_len, num_reqs)
+    _launch(False, q, cache, out, meta, max_query_len, scale, "mla_csr_prefill", guard)
 
 
 def mla_csr_decode(
@@ -299,15 +281,5 @@ def mla_csr_decode(
     Guard roles: ``"kv_indptr"``, ``"last_page_len"``, ``"kv_indices"``.
     """
     check_device(q, cache, out, kv_indptr, kv_indices, last_page_len)
-    if batch_size > q.shape[0]:
-        raise ValueError(f"batch_size {batch_size} exceeds q rows {q.shape[0]}")
-    if kv_indptr.numel() < batch_size + 1 or last_page_len.numel() < batch_size:
-        raise ValueError("kv_indptr needs batch_size + 1 entries and last_page_len batch_size")
-    if kv_indices.dim() != 1:
-        raise ValueError("kv_indices must be 1-D")
-    _launch(
-        csr=True, decode=True, q=q, cache=cache, out=out, qo=kv_indptr, lens=last_page_len,
-        pages=kv_indices, kv_indptr=kv_indptr, pages_extent=kv_indices.numel(), bt_stride=0,
-        num_reqs=batch_size, max_query_len=1, scale=scale, kernel="mla_csr_decode",
-        roles=("", "last_page_len", "kv_indices", "kv_indptr"), guard=guard,
-    )  # fmt: skip
+    meta = csr_decode_meta(q, kv_indptr, kv_indices, last_page_len, batch_size)
+    _launch(True, q, cache, out, meta, 1, scale, "mla_csr_decode", guard)

@@ -25,8 +25,9 @@ left untouched) and a bad page's tokens are masked out of the softmax.
 Accumulation is fp32 with an online softmax over ``BLOCK_N`` tokens at a time. Output rows
 with nothing to attend (empty KV) are written as zeros.
 
-Layout: ``flash.py`` and ``csr.py`` hold each style's entry points, ``paged_prefill.py`` the
-prefill kernel both share, ``tiles.py`` shapes, tile sizes and constants.
+Layout: ``flash.py`` and ``csr.py`` hold each style's entry points, ``meta.py`` their
+metadata checks (shared with the MLA wrappers), ``paged_prefill.py`` the prefill kernel both
+share, ``tiles.py`` shapes, tile sizes and constants.
 """
 
 from __future__ import annotations

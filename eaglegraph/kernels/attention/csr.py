@@ -16,6 +16,7 @@ from eaglegraph.kernels._triton import (
     tl,
     triton,
 )
+from eaglegraph.kernels.attention.meta import csr_decode_meta, csr_meta
 from eaglegraph.kernels.attention.paged_prefill import launch_prefill
 from eaglegraph.kernels.attention.request import (
     check_csr,
@@ -203,29 +204,9 @@ def csr_paged_prefill(
     the request has pages), ``"kv_indices"`` (page ids in ``[0, num_blocks)``).
     """
     check_device(q, k_cache, v_cache, out, qo_indptr, kv_indptr, kv_indices, last_page_len)
-    if qo_indptr.numel() < num_reqs + 1 or kv_indptr.numel() < num_reqs + 1:
-        raise ValueError("qo_indptr and kv_indptr need num_reqs + 1 entries")
-    if last_page_len.numel() < num_reqs or kv_indices.dim() != 1:
-        raise ValueError("last_page_len needs num_reqs entries; kv_indices must be 1-D")
+    meta = csr_meta(qo_indptr, kv_indptr, kv_indices, last_page_len, num_reqs)
     launch_prefill(
-        csr=True,
-        q=q,
-        k_cache=k_cache,
-        v_cache=v_cache,
-        out=out,
-        qo=qo_indptr,
-        lens=last_page_len,
-        pages=kv_indices,
-        kv_indptr=kv_indptr,
-        pages_extent=kv_indices.numel(),
-        bt_stride=0,
-        num_reqs=num_reqs,
-        max_query_len=max_query_len,
-        scale=scale,
-        kernel="csr_paged_prefill",
-        roles=("qo_indptr", "last_page_len", "kv_indices", "kv_indptr"),
-        guard=guard,
-        causal=causal,
+        q, k_cache, v_cache, out, meta, max_query_len, scale, "csr_paged_prefill", guard, causal
     )
 
 
@@ -251,12 +232,7 @@ def csr_paged_decode(
     """
     check_device(q, k_cache, v_cache, out, kv_indptr, kv_indices, last_page_len)
     num_heads, num_kv_heads, head_dim, block_size = check_attention_shapes(q, k_cache, v_cache, out)
-    if batch_size > q.shape[0]:
-        raise ValueError(f"batch_size {batch_size} exceeds q rows {q.shape[0]}")
-    if kv_indptr.numel() < batch_size + 1 or last_page_len.numel() < batch_size:
-        raise ValueError("kv_indptr needs batch_size + 1 entries and last_page_len batch_size")
-    if kv_indices.dim() != 1:
-        raise ValueError("kv_indices must be 1-D")
+    csr_decode_meta(q, kv_indptr, kv_indices, last_page_len, batch_size)  # checks sizes
     if batch_size <= 0:
         return
     group = num_heads // num_kv_heads

@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from eaglegraph.kernels._triton import check_device
+from eaglegraph.kernels.attention.meta import block_table_meta
 from eaglegraph.kernels.attention.paged_prefill import launch_prefill
 from eaglegraph.kernels.guard import Guard
 
@@ -37,27 +38,6 @@ def varlen_paged_attention(
     ``[0, num_blocks)``; row = ``r * n_cols + j``).
     """
     check_device(q, k_cache, v_cache, out, query_start_loc, seq_lens, block_table)
-    if query_start_loc.numel() < num_reqs + 1 or seq_lens.numel() < num_reqs:
-        raise ValueError("query_start_loc needs num_reqs + 1 entries and seq_lens num_reqs")
-    if block_table.dim() != 2 or block_table.shape[0] < num_reqs or block_table.stride(1) != 1:
-        raise ValueError("block_table must be a row-major [>= num_reqs, n_cols] tensor")
-    launch_prefill(
-        csr=False,
-        q=q,
-        k_cache=k_cache,
-        v_cache=v_cache,
-        out=out,
-        qo=query_start_loc,
-        lens=seq_lens,
-        pages=block_table,
-        kv_indptr=query_start_loc,
-        pages_extent=block_table.shape[1],
-        bt_stride=block_table.stride(0),
-        num_reqs=num_reqs,
-        max_query_len=max_query_len,
-        scale=scale,
-        kernel="varlen_paged_attention",
-        roles=("query_start_loc", "seq_lens", "block_table", ""),  # no kv_indptr
-        guard=guard,
-        causal=causal,
-    )
+    meta = block_table_meta(query_start_loc, seq_lens, block_table, num_reqs)
+    kernel = "varlen_paged_attention"
+    launch_prefill(q, k_cache, v_cache, out, meta, max_query_len, scale, kernel, guard, causal)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from eaglegraph.kernels._triton import tl, triton
+from eaglegraph.kernels.attention.meta import PagedMeta
 from eaglegraph.kernels.attention.request import (
     head_columns,
     page_ids,
@@ -142,35 +143,26 @@ def _paged_prefill_kernel(
 
 
 def launch_prefill(
-    *,
-    csr: bool,
     q: torch.Tensor,
     k_cache: torch.Tensor,
     v_cache: torch.Tensor,
     out: torch.Tensor,
-    qo: torch.Tensor,
-    lens: torch.Tensor,
-    pages: torch.Tensor,
-    kv_indptr: torch.Tensor,
-    pages_extent: int,
-    bt_stride: int,
-    num_reqs: int,
+    meta: PagedMeta,
     max_query_len: int,
     scale: float,
     kernel: str,
-    roles: tuple[str, str, str, str],
     guard: Guard | None,
     causal: bool = True,
 ) -> None:
     num_heads, num_kv_heads, head_dim, block_size = check_attention_shapes(q, k_cache, v_cache, out)
-    if num_reqs <= 0 or max_query_len <= 0:
+    if meta.num_reqs <= 0 or max_query_len <= 0:
         return
     group = num_heads // num_kv_heads
     block_m, group_p2, kv_heads, block_n, block_d = prefill_tiles(
-        head_dim, num_kv_heads, group, max_query_len, pages_extent * block_size
+        head_dim, num_kv_heads, group, max_query_len, meta.pages_extent * block_size
     )
-    g = guard_args(guard, kernel, roles, qo)
-    grid = (num_reqs, num_kv_heads // kv_heads, triton.cdiv(max_query_len, block_m))
+    g = guard_args(guard, kernel, meta.roles, meta.qo)
+    grid = (meta.num_reqs, num_kv_heads // kv_heads, triton.cdiv(max_query_len, block_m))
     launch(
         _paged_prefill_kernel,
         grid,
@@ -178,19 +170,16 @@ def launch_prefill(
         k_cache,
         v_cache,
         out,
-        qo,
-        lens,
-        pages,
-        kv_indptr,
+        *meta.tensors,
         q.shape[0],
         k_cache.shape[0],
-        pages_extent,
-        bt_stride,
+        meta.pages_extent,
+        meta.bt_stride,
         *strides(q, out, k_cache, v_cache),
         float(scale) * LOG2E,
         head_dim,
         guard=g,
-        CSR=csr,
+        CSR=meta.csr,
         CAUSAL=causal,
         PAGE_SIZE=block_size,
         GROUP=group,
