@@ -33,6 +33,13 @@ _HIDDEN_BLOCK = 1024
 _HIDDEN_BLOCK_INTERPRETED = 1 << 16  # per-operation cost: one wide block
 
 
+def _check_batch(tensors: tuple[torch.Tensor, ...], num_reqs: int, max_num_reqs: int) -> None:
+    """A wrapper's pointer arguments share a device and ``0 <= num_reqs <= max_num_reqs``."""
+    check_device(*tensors)
+    if not 0 <= num_reqs <= max_num_reqs:
+        raise ValueError(f"need 0 <= num_reqs {num_reqs} <= max_num_reqs {max_num_reqs}")
+
+
 @triton.jit
 def _prepare_eagle_inputs_kernel(
     target_qsl_ptr,
@@ -160,9 +167,7 @@ def prepare_eagle_inputs(
         last_token_indices,
         current_draft_step,
     )  # the kernel's pointer arguments, in order
-    check_device(*tensors)
-    if not 0 <= num_reqs <= max_num_reqs:
-        raise ValueError(f"need 0 <= num_reqs {num_reqs} <= max_num_reqs {max_num_reqs}")
+    _check_batch(tensors, num_reqs, max_num_reqs)
     if eagle_query_start_loc.numel() < max_num_reqs + 1 or target_query_start_loc.numel() < (
         num_reqs + 1
     ):
@@ -258,9 +263,7 @@ def prepare_eagle_decode(
         eagle_query_start_loc,
         eagle_seq_lens,
     )  # the kernel's pointer arguments, in order
-    check_device(*tensors)
-    if not 0 <= num_reqs <= max_num_reqs:
-        raise ValueError(f"need 0 <= num_reqs {num_reqs} <= max_num_reqs {max_num_reqs}")
+    _check_batch(tensors, num_reqs, max_num_reqs)
     if eagle_query_start_loc.numel() < max_num_reqs + 1 or eagle_seq_lens.numel() < max_num_reqs:
         raise ValueError("eagle query_start_loc/seq_lens need max_num_reqs + 1/max_num_reqs")
     if draft_tokens.dim() not in (1, 2) or draft_tokens.shape[0] < num_reqs:
