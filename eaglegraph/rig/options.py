@@ -146,7 +146,8 @@ def resolve_plan_options(
             "cudagraph_mode given twice with different values "
             f"({flag_mode.name} and {json_mode.name})"
         )
-    parsed_mode = flag_mode or json_mode
+    # Mode.NONE is falsy: an explicit NONE must not fall through to the default
+    parsed_mode = flag_mode if flag_mode is not None else json_mode
     explicit_mode = parsed_mode is not None
     explicit_breakable = True if parsed_mode is Mode.BREAKABLE else None
     if fw == "vllm" and parsed_mode is Mode.BREAKABLE:

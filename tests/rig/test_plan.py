@@ -236,3 +236,16 @@ def test_options_from_vllm_json() -> None:
     with pytest.raises(BadInput, match="unknown behavior"):
         resolve_plan_options(PlanChoices(behavior="vllm-0.1"))
     assert resolve_plan_options(PlanChoices(behavior="sglang-current")).framework == "sglang"
+
+
+@pytest.mark.parametrize("framework", ["vllm", "sglang"])
+def test_mode_none_is_kept_as_asked(framework: str) -> None:
+    """NONE is a falsy mode: asked for by flag or by JSON it must win over the default, and
+    the plan then captures nothing."""
+    for choices in (
+        PlanChoices(mode="NONE", framework=framework),
+        PlanChoices(compilation_config={"cudagraph_mode": "NONE"}, framework=framework),
+    ):
+        opts = resolve_plan_options(choices)
+        assert opts.mode is Mode.NONE and opts.explicit_mode
+        assert all(not p.descriptors for p in build_plan(opts).phases)
