@@ -10,6 +10,7 @@ attention calls.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
@@ -118,7 +119,7 @@ class AttentionCall(NamedTuple):
     gate: torch.Tensor | None = None
 
 
-class AttentionModule(nn.Module):
+class AttentionModule(nn.Module, ABC):
     """The forward every attention module shares: its `operands` (projections, norms, RoPE in
     place), the external attention call, its `output` projection. Standard, gated and latent
     attention differ only in those two."""
@@ -135,13 +136,15 @@ class AttentionModule(nn.Module):
         attention(layer_index, call.q, call.k, call.v, call.out)
         return self.output(call)
 
+    @abstractmethod
     def operands(
         self, x: torch.Tensor, positions: torch.Tensor, cos_sin_cache: torch.Tensor
     ) -> AttentionCall:
-        raise NotImplementedError
+        """q, k, v and `out` for the attention call: projected, normed, roped in place."""
 
+    @abstractmethod
     def output(self, call: AttentionCall) -> torch.Tensor:
-        raise NotImplementedError
+        """The projection back to the hidden width of what the call wrote."""
 
 
 class Attention(AttentionModule):

@@ -8,6 +8,7 @@ callback because the draft's KV-cache layers follow the target's.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
@@ -258,10 +259,11 @@ class DraftBase(nn.Module, Generic[ArchT, TargetT]):
 ModuleT = TypeVar("ModuleT", bound=DraftBase[Any, Any])
 
 
-class BuildDefaults(Generic[ArchT, TargetT, ModuleT]):
+class BuildDefaults(ABC, Generic[ArchT, TargetT, ModuleT]):
     """What a kind's `BUILD` does unless it says otherwise: no aux taps, one KV layer per
-    draft decoder layer, seeded weights over the module `fresh` builds, loading by `planned`,
-    EAGLE-style drafting. A kind overrides only where it differs."""
+    draft decoder layer, seeded weights over the module `fresh` builds, EAGLE-style drafting.
+    A kind overrides only where it differs; it loads its checkpoint by `load` (or, through
+    `PlannedBuild`, by naming each weight in a `Plan`)."""
 
     mla_target = False
     extra_lookahead_slots = 0
@@ -273,13 +275,9 @@ class BuildDefaults(Generic[ArchT, TargetT, ModuleT]):
     def kv_layers(self, pair: Pair, framework: str) -> list[tuple[int, int]]:
         return stacked_kv_layers(pair)
 
+    @abstractmethod
     def fresh(self, arch: ArchT, target: TargetT, args: BuildArgs) -> ModuleT:
         """The module with config defaults (its weights uninitialised)."""
-        raise NotImplementedError
-
-    def planned(self, plan: Plan, arch: ArchT, target: TargetT, args: BuildArgs) -> ModuleT:
-        """The module as the checkpoint shapes it, its weights added to `plan`."""
-        raise NotImplementedError
 
     def random(
         self, arch: ArchT, target: TargetT, args: BuildArgs, gen: torch.Generator
@@ -288,13 +286,11 @@ class BuildDefaults(Generic[ArchT, TargetT, ModuleT]):
         fill_random(draft, gen)
         return draft
 
+    @abstractmethod
     def load(
         self, index: CheckpointIndex, arch: ArchT, target: TargetT, args: BuildArgs
     ) -> ModuleT:
-        plan = Plan(index)
-        draft = self.planned(plan, arch, target, args)
-        draft.extra_tensors = plan.run(args.device)
-        return draft
+        """The module with the checkpoint's weights, every tensor checked against its header."""
 
     def speculator(
         self, pair: Pair, num_speculative_tokens: int, framework: str
@@ -303,3 +299,20 @@ class BuildDefaults(Generic[ArchT, TargetT, ModuleT]):
 
     def dense_drafts(self, draft: ModuleT, verified: Verified) -> list[int]:
         return autoregressive_drafts(cast(Draft, draft), verified)
+
+
+class PlannedBuild(BuildDefaults[ArchT, TargetT, ModuleT]):
+    """A build that loads by naming each weight of the module the checkpoint shapes in one
+    `Plan` (EAGLE-1, EAGLE-3, DFlash); the plan checks every tensor against its header."""
+
+    @abstractmethod
+    def planned(self, plan: Plan, arch: ArchT, target: TargetT, args: BuildArgs) -> ModuleT:
+        """The module as the checkpoint shapes it, its weights added to `plan`."""
+
+    def load(
+        self, index: CheckpointIndex, arch: ArchT, target: TargetT, args: BuildArgs
+    ) -> ModuleT:
+        plan = Plan(index)
+        draft = self.planned(plan, arch, target, args)
+        draft.extra_tensors = plan.run(args.device)
+        return draft

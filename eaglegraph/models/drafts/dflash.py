@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from eaglegraph.errors import BadInput
 from eaglegraph.models.dflash import DFlashArch, DFlashDraft
-from eaglegraph.models.drafts.base import BuildArgs, BuildDefaults, Verified, positions_of
+from eaglegraph.models.drafts.base import BuildArgs, PlannedBuild, Verified, positions_of
 from eaglegraph.models.drafts.style import SpeculatorStyle
 from eaglegraph.models.layers import DecoderLayer, modules_of
 from eaglegraph.models.loading import Plan, plan_head, plan_layer
@@ -32,7 +32,7 @@ def full_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.T
     return out.transpose(0, 1)
 
 
-class DFlashBuild(BuildDefaults[DFlashArch, TargetModel, DFlashDraft]):
+class DFlashBuild(PlannedBuild[DFlashArch, TargetModel, DFlashDraft]):
     kind = DraftKind.DFLASH
     # the block is the bonus token plus K mask rows: vLLM reserves K+1 lookahead slots
     extra_lookahead_slots = 1

@@ -9,10 +9,10 @@ from torch import nn
 from eaglegraph.errors import BadInput
 from eaglegraph.models.drafts.base import (
     BuildArgs,
-    BuildDefaults,
     DraftArch,
     DraftBase,
     HeadParts,
+    PlannedBuild,
     draft_layer_spec,
 )
 from eaglegraph.models.layers import AttentionFn, DecoderLayer, modules_of, new_param
@@ -75,7 +75,7 @@ class Eagle1Draft(DraftBase[DraftArch, TargetModel]):
         return hidden
 
 
-class Eagle1Build(BuildDefaults[DraftArch, TargetModel, Eagle1Draft]):
+class Eagle1Build(PlannedBuild[DraftArch, TargetModel, Eagle1Draft]):
     kind = DraftKind.EAGLE1
 
     def arch(self, pair: Pair, framework: str) -> DraftArch:

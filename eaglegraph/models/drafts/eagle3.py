@@ -15,10 +15,10 @@ from torch import nn
 from eaglegraph.errors import BadInput
 from eaglegraph.models.drafts.base import (
     BuildArgs,
-    BuildDefaults,
     DraftArch,
     DraftBase,
     HeadParts,
+    PlannedBuild,
     draft_layer_spec,
 )
 from eaglegraph.models.layers import (
@@ -183,7 +183,7 @@ class Eagle3Draft(DraftBase[DraftArch, TargetModel]):
         return self.combine(aux)
 
 
-class Eagle3Build(BuildDefaults[DraftArch, TargetModel, Eagle3Draft]):
+class Eagle3Build(PlannedBuild[DraftArch, TargetModel, Eagle3Draft]):
     kind = DraftKind.EAGLE3
 
     def arch(self, pair: Pair, framework: str) -> DraftArch:
