@@ -153,7 +153,6 @@ class Rig:
             ("draft_decode", self.speculator.decode_routine()),
         ):
             self.runners[phase] = PhaseRunner(self.plan.phase(phase), routine, self.attention)
-        self.captured_states = parts.captured_states
 
     # ------------------------------------------------------------------ helpers
 

@@ -26,25 +26,6 @@ GLOO_RESET = (
     "[127.0.0.1]:22045: Connection reset by peer"
 )
 
-# SGLang, TP=2: rank 0 (a survivor) prints its Gloo failure before rank 1's root error, an
-# assertion inside the draft graph's capture. Read as a root error, the Gloo line was reported
-# as the primary error (the first exception line); the assertion is.
-MERGED = f"""\
-[2025-06-01 10:00:01 TP0] Scheduler hit an exception: Traceback (most recent call last):
-  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2580, in run_scheduler_process
-    scheduler.event_loop_normal()
-  File "/sgl-workspace/sglang/python/sglang/srt/distributed/parallel_state.py", line 1090, in broadcast_pyobj
-    dist.broadcast(tensor_size, src=src, group=group)
-{GLOO_CLOSED}
-
-[2025-06-01 10:00:01 TP1] Scheduler hit an exception: Traceback (most recent call last):
-  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/cuda_graph_runner.py", line 387, in capture
-    _capture_one_stream()
-  File "/sgl-workspace/sglang/python/sglang/srt/speculative/eagle_draft_cuda_graph_runner.py", line 212, in capture_one_batch_size
-    assert forward_batch.out_cache_loc is not None
-AssertionError: out_cache_loc must be set before capturing the draft graph
-"""
-
 # The survivor's log alone: nothing but the lost connection.
 SURVIVOR = f"""\
 [2025-06-01 10:00:01 TP0] Scheduler hit an exception: Traceback (most recent call last):
@@ -54,6 +35,21 @@ SURVIVOR = f"""\
     dist.broadcast(tensor_size, src=src, group=group)
 {GLOO_CLOSED}
 """
+
+# SGLang, TP=2: rank 0 (a survivor) prints its Gloo failure before rank 1's root error, an
+# assertion inside the draft graph's capture. Read as a root error, the Gloo line was reported
+# as the primary error (the first exception line); the assertion is.
+MERGED = (
+    SURVIVOR
+    + """
+[2025-06-01 10:00:01 TP1] Scheduler hit an exception: Traceback (most recent call last):
+  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/cuda_graph_runner.py", line 387, in capture
+    _capture_one_stream()
+  File "/sgl-workspace/sglang/python/sglang/srt/speculative/eagle_draft_cuda_graph_runner.py", line 212, in capture_one_batch_size
+    assert forward_batch.out_cache_loc is not None
+AssertionError: out_cache_loc must be set before capturing the draft graph
+"""
+)
 
 
 @pytest.mark.parametrize("line", [GLOO_CLOSED, GLOO_RESET])
