@@ -66,11 +66,6 @@ class PaddedBatch:
     def full(self) -> bool:
         return self.desc.mode is Mode.FULL
 
-    @property
-    def padded_rows(self) -> int:
-        """Token rows past the real batch that the replay computes."""
-        return self.num_tokens - self.real_tokens
-
 
 def graph_max_query_len(desc: BatchDescriptor, max_query_len: int) -> int:
     """A FULL graph bakes max_query_len into its launch grid: uniform descriptors know it
