@@ -7,6 +7,9 @@ without a traceback; every other exception is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 # what `--json` prints on stdout when a command fails: schema, error, hint, exit_code
 ERROR_SCHEMA = "eaglegraph.error/1"
 
@@ -35,3 +38,19 @@ class MissingEnvironment(EagleGraphError):
     """The machine lacks what the command needs (CUDA, py-spy, permissions)."""
 
     exit_code = 3
+
+
+def closest(value: str, choices: Iterable[str], n: int = 3) -> list[str]:
+    """The choices nearest to a mistyped value (case-insensitive), best first."""
+    by_key = {c.lower(): c for c in choices}
+    hits = difflib.get_close_matches(value.strip().lower(), list(by_key), n=n, cutoff=0.5)
+    return [by_key[h] for h in hits]
+
+
+def unknown_choice(what: str, value: str, choices: Iterable[str]) -> BadInput:
+    """The one-line error for a name that is not among `choices`: "did you mean" the closest
+    ones, then every valid name, so a typo is fixed without reading the help."""
+    names = list(choices)
+    near = closest(value, names)
+    hint = f"did you mean {' or '.join(near)}?" if near else None
+    return BadInput(f"unknown {what} {value!r}; choose one of {', '.join(names)}", hint)
