@@ -13,6 +13,7 @@ from types import ModuleType
 from typing import Any
 
 from eaglegraph.results.env import NA, GpuInfo, GpuProcess, NAType, NvmlReport
+from eaglegraph.system.proc import command_line
 
 
 def _mib(value: Any) -> float | NAType:
@@ -129,13 +130,8 @@ def _describe(nv: ModuleType | None, exc: Exception) -> str:
 
 def _process_name(pid: int) -> str | NAType:
     """The command line from /proc; NVML reports host PIDs in containers, so it may be absent."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            raw = fh.read(4096)
-    except OSError:
-        return NA
-    text = raw.replace(b"\x00", b" ").decode("utf-8", "replace").strip()
-    return text[:200] or NA
+    text = command_line(pid)
+    return text[:200] if text else NA
 
 
 def collect_gpus(module: ModuleType | None = None) -> NvmlReport:

@@ -31,6 +31,7 @@ from eaglegraph.results.stacks import (
     StacksReport,
     ThreadRef,
 )
+from eaglegraph.system.proc import command_line
 
 MEANINGFUL = (fr.CAPTURE, fr.REPLAY, fr.SPEC, fr.SAMPLING, fr.COLLECTIVE)
 PHASE_NAMES = {
@@ -380,15 +381,6 @@ def child_pids(pid: int, limit: int = 64) -> list[int]:
     return out[:limit]
 
 
-def _command_line(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            raw = fh.read(4096)
-    except OSError:
-        return None
-    return raw.replace(b"\x00", b" ").decode("utf-8", "replace").strip() or None
-
-
 def dump_stacks(
     pid: int, native: bool = False, subprocesses: bool = False, timeout: float = 60.0
 ) -> StacksReport:
@@ -416,7 +408,7 @@ def dump_stacks(
         if not t.get("process_info"):
             t["process_info"] = {
                 "pid": t.get("pid"),
-                "command_line": _command_line(int(t.get("pid") or 0)),
+                "command_line": command_line(int(t.get("pid") or 0)),
             }
     report = build_report(pid, traces, native, subprocesses, exe)
     report.notes = notes + report.notes
