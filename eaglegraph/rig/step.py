@@ -14,7 +14,9 @@ eagerly, under CUDA graphs, or under the emulated backend.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from typing import Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 import torch
@@ -28,15 +30,13 @@ from eaglegraph.known.heads import head_dtype
 from eaglegraph.models.compile import CompiledForward
 from eaglegraph.models.drafts import draft_build
 from eaglegraph.pair.model import Pair
-from eaglegraph.results.capture import CaptureEvent
-from eaglegraph.results.findings import Finding
 from eaglegraph.rig.attention import AttentionRuntime
 from eaglegraph.rig.buffers import BufferRegistry
 from eaglegraph.rig.capture import CaptureFailed, capture_graphs
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.descriptors import graph_max_query_len, uniform_token_count
 from eaglegraph.rig.driver import StepOutput
-from eaglegraph.rig.graphs import CaptureTracer, GraphContext, PhaseRunner
+from eaglegraph.rig.graphs import GraphContext, PhaseRunner
 from eaglegraph.rig.hooks import HookHandle, LaunchHook, PhaseHook
 from eaglegraph.rig.kv_cache import BlockAllocator, KVLayout, allocate_kv_caches
 from eaglegraph.rig.kv_specs import kv_layouts
@@ -58,6 +58,23 @@ from eaglegraph.rig.workload import Request, ScheduledRequest
 __all__ = ["CaptureFailed", "Rig", "graph_max_query_len"]
 
 KV_BUDGET_BYTES = {"cuda": 16 << 30, "cpu": 256 << 20}
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def on_rig(
+    fn: Callable[Concatenate[StepParts, Speculator, _P], _R],
+) -> Callable[Concatenate[Rig, _P], _R]:
+    """A function of the step's parts and speculator as a `Rig` method, so its signature is
+    written once (where it is implemented) and a new argument needs no second edit."""
+
+    @functools.wraps(fn)
+    def method(rig: Rig, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return fn(rig.parts, rig.speculator, *args, **kwargs)
+
+    return method
 
 
 class Rig:
@@ -200,19 +217,9 @@ class Rig:
     def graph_context(self, ctx: GraphContext | None) -> None:
         self.routines.graph_context = ctx
 
-    def capture(
-        self,
-        pool_policy: str | None = None,
-        on_event: Callable[[CaptureEvent], None] | None = None,
-        instrument: bool = True,
-        tracer: CaptureTracer | None = None,
-        memory_mark: tuple[int | None, int | None, int | None] | None = None,
-    ) -> tuple[list[CaptureEvent], list[Finding]]:
-        """Capture every planned graph (rig/capture.py): target, draft prefill, draft decode.
-        `memory_mark` (allocated, reserved, driver free) opens the first graph's window."""
-        return capture_graphs(
-            self.parts, self.speculator, pool_policy, on_event, instrument, tracer, memory_mark
-        )
+    # Every planned graph, captured in the engine's order (`rig.capture.capture_graphs`, whose
+    # signature and docstring this method keeps, less the parts and the speculator).
+    capture = on_rig(capture_graphs)
 
     # ------------------------------------------------------------------ the step
 
