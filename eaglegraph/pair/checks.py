@@ -1,7 +1,9 @@
 """Pair checks: each mismatch a serving engine would crash on, or silently degrade on.
 
-Every finding names the rule and, through `eaglegraph.known`, the public PR or issue where the
-hazard was seen, so a report reads as "this is the known failure X", not as an opinion.
+Every finding names the rule and, through `eaglegraph.known`, the public PR, issue or engine
+source where the behaviour is documented, what the engine does with the mismatch and what to
+change, so a report reads as "this is the known failure X", not as an opinion. A finding of
+one engine only is shown under that engine's plan only (`for_engine`).
 """
 
 from __future__ import annotations
@@ -10,7 +12,15 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 
-from eaglegraph.pair.drafts.base import hazard_finding
+from eaglegraph.known.hazards import HAZARDS
+from eaglegraph.known.pair_checks import (
+    MAX_DRAFT_LAYERS,
+    PAIR_CHECKS,
+    PLAUSIBLE_MAX,
+    RMS_EPS_RTOL,
+)
+from eaglegraph.pair.discovery import hf_cache_name
+from eaglegraph.pair.drafts.base import check_finding, hazard_finding
 from eaglegraph.pair.facts import DraftFacts
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.kinds import DraftKind, supported_titles
@@ -104,14 +114,11 @@ def side_findings(side: ModelSide) -> list[Finding]:
     w = side.weights
     if w.format == "bin":
         out.append(
-            Finding(
-                id="bin-checkpoint",
-                severity=E,
-                message=f"{side.role} weights are pytorch_model.bin ({', '.join(w.files) or 'index'}); "
-                "shapes cannot be read without unpickling",
-                fix="convert to safetensors: load the state dict once and save it with "
-                "safetensors.torch.save_file(sd, 'model.safetensors')",
-                ref="SafeAILab/EAGLE releases ship .bin; vLLM/SGLang loaders expect safetensors",
+            check_finding(
+                "eaglegraph-needs-safetensors",
+                INFO,
+                f"{side.role} weights are PyTorch .bin ({', '.join(w.files) or 'index'}): fine "
+                "for vLLM and SGLang; eaglegraph cannot read their shapes without unpickling",
             )
         )
     elif w.format == "none":
@@ -137,6 +144,7 @@ def side_findings(side: ModelSide) -> list[Finding]:
                 ref="SafeAILab/EAGLE#223, SafeAILab/EAGLE#315, vllm-project/speculators#134",
             )
         )
+    out += _implausible(side)
     if side.checkpoint.unknown_dtypes:
         out.append(
             Finding(
@@ -176,31 +184,28 @@ def _draft_target_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
         )
     if g.vocab_size != t.vocab_size:
         out.append(
-            Finding(
-                id="vocab-mismatch",
-                severity=E,
-                message=f"draft vocab_size {g.vocab_size} ≠ target vocab_size {t.vocab_size}",
-                ref="research eagle-formats §8.6",
+            check_finding(
+                "vocab-mismatch",
+                E,
+                f"draft vocab_size {g.vocab_size} ≠ target vocab_size {t.vocab_size}",
             )
         )
     if facts.t2d_shape and facts.t2d_shape[0] != t.vocab_size:
         out.append(
-            Finding(
-                id="t2d-length-mismatch",
-                severity=E,
-                message=f"t2d has {facts.t2d_shape[0]} entries; the target vocabulary has {t.vocab_size}",
-                ref="research eagle-formats §2.2 (t2d length gives the target vocab)",
+            check_finding(
+                "t2d-length-mismatch",
+                W,
+                f"t2d has {facts.t2d_shape[0]} entries; the target vocabulary has {t.vocab_size}",
             )
         )
     if facts.aux and facts.aux.layer_ids:
         bad = [i for i in facts.aux.layer_ids if not 0 <= i < t.num_hidden_layers]
         if bad:
             out.append(
-                Finding(
-                    id="aux-ids-out-of-range",
-                    severity=E,
-                    message=f"aux layer ids {bad} outside the target's {t.num_hidden_layers} layers",
-                    ref="research eagle-formats §2.3",
+                check_finding(
+                    "aux-ids-out-of-range",
+                    E,
+                    f"aux layer ids {bad} outside the target's {t.num_hidden_layers} layers",
                 )
             )
         sglang_past_end = [
@@ -208,12 +213,11 @@ def _draft_target_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
         ]
         if sglang_past_end and not bad:
             out.append(
-                Finding(
-                    id="aux-ids-sglang-shift",
-                    severity=W,
-                    message=f"SGLang adds +1 to explicit aux ids; id(s) {sglang_past_end} would tap "
-                    "past the last layer there",
-                    ref="sglang set_eagle3_layers_to_capture (+1 shift)",
+                check_finding(
+                    "aux-ids-sglang-shift",
+                    W,
+                    f"aux id(s) {sglang_past_end} tap past the target's last layer "
+                    f"({t.num_hidden_layers} layers) once SGLang adds 1",
                 )
             )
     if g.max_position_embeddings < t.max_position_embeddings:
@@ -228,6 +232,15 @@ def _draft_target_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
                 hazard_fix=True,
             )
         )
+    out += _rope_findings(g, t) + _verifier_findings(pair, facts)
+    if abs(g.rms_norm_eps - t.rms_norm_eps) > RMS_EPS_RTOL * max(g.rms_norm_eps, t.rms_norm_eps):
+        out.append(
+            check_finding(
+                "rms-eps-differs",
+                INFO,
+                f"draft rms_norm_eps {g.rms_norm_eps:g} ≠ target {t.rms_norm_eps:g}",
+            )
+        )
     if t.head_dim != g.head_dim:
         out.append(
             Finding(
@@ -237,6 +250,133 @@ def _draft_target_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
             )
         )
     return out
+
+
+def layout_finding(warning: str) -> Finding:
+    """What discovery skipped (a symlink loop, an unreadable folder) or chose among several."""
+    return Finding(id="layout-skipped", severity=W, message=warning)
+
+
+def _implausible(side: ModelSide) -> list[Finding]:
+    """Sizes no published model reaches (`known.pair_checks.PLAUSIBLE_MAX`), field named.
+    Negative, NaN and wrongly typed values never get here: config.json reading refuses them."""
+    g = side.geometry
+    values = {name: getattr(g, name, None) for name in PLAUSIBLE_MAX}
+    values["rope_theta"] = g.rope.rope_theta
+    values["draft_vocab_size"] = side.config.raw("draft_vocab_size")
+    out = []
+    for name, value in values.items():
+        if isinstance(value, (int, float)) and value > PLAUSIBLE_MAX[name]:
+            out.append(
+                check_finding(
+                    "implausible-value",
+                    W,
+                    f"{side.role} {name} = {value:.6g} is beyond any published model "
+                    f"(eaglegraph's bound: {PLAUSIBLE_MAX[name]:,.0f})",
+                )
+            )
+    return out
+
+
+def _rope_findings(g: Geometry, t: Geometry) -> list[Finding]:
+    """θ and scaling of the draft against the target's. A θ the draft config states is a
+    warning (it was written for another model, or rewritten); a default θ, or scaling only one
+    side has, is information: the draft was most likely trained with its own config."""
+    out = []
+    dr, tr = g.rope, t.rope
+    if dr.rope_theta != tr.rope_theta:
+        stated = dr.source != "default"
+        out.append(
+            check_finding(
+                "rope-theta-differs",
+                W if stated else INFO,
+                f"draft rope θ {dr.rope_theta:g}"
+                f"{'' if stated else ' (no rope_theta: the default)'} ≠ target θ "
+                f"{tr.rope_theta:g}",
+            )
+        )
+    draft_scaling = (dr.rope_type, dr.factor)
+    target_scaling = (tr.rope_type, tr.factor)
+    if draft_scaling != target_scaling:
+        both = dr.rope_type != "default" and tr.rope_type != "default"
+        out.append(
+            check_finding(
+                "rope-scaling-differs",
+                W if both else INFO,
+                f"draft rope scaling {_scaling(dr.rope_type, dr.factor)} ≠ target "
+                f"{_scaling(tr.rope_type, tr.factor)}",
+            )
+        )
+    return out
+
+
+def _scaling(rope_type: str, factor: float | None) -> str:
+    return "none" if rope_type == "default" else f"{rope_type} ×{factor:g}" if factor else rope_type
+
+
+def _identity(side: ModelSide) -> set[str]:
+    """Names the target is known by beyond a folder name a user chose: its Hugging Face cache
+    name and the `_name_or_path` its config was saved with (last path part, lower case)."""
+    names = {hf_cache_name(side.path), side.config.raw("_name_or_path")}
+    return {n.rstrip("/").split("/")[-1].lower() for n in names if isinstance(n, str) and n}
+
+
+def _verifier_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
+    target = pair.target
+    if target is None or not facts.verifier:
+        return []
+    spec = pair.draft.config.sub("speculators_config") if pair.draft else None
+    verifier = spec.sub("verifier") if spec is not None else None
+    archs = verifier.str_list("architectures") if verifier is not None else []
+    known = _identity(target)
+    named = facts.verifier.rstrip("/").split("/")[-1].lower()
+    problems = []
+    if known and named not in known:
+        problems.append(f"the target is {' / '.join(sorted(known))}")
+    if archs and target.architecture not in archs:
+        problems.append(
+            f"its architectures {archs} do not include the target's {target.architecture}"
+        )
+    if not problems:
+        return []
+    return [
+        check_finding(
+            "verifier-mismatch",
+            W,
+            f"the draft names verifier {facts.verifier!r}, but {'; '.join(problems)}",
+        )
+    ]
+
+
+def _draft_layer_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
+    limit = MAX_DRAFT_LAYERS.get(facts.kind.value)
+    draft = pair.draft
+    if limit is None or draft is None or draft.path == (pair.target and pair.target.path):
+        return []
+    layers = draft.geometry.num_hidden_layers
+    if layers <= limit:
+        return []
+    return [
+        check_finding(
+            "draft-layers-implausible",
+            W,
+            f"a {layers}-layer {facts.kind.spec.title} draft: heads of this kind have at most "
+            f"{limit}",
+        )
+    ]
+
+
+def engine_of(finding: Finding) -> str | None:
+    """The engine a finding belongs to (None: both), from its hazard or its pair check."""
+    if finding.hazard in HAZARDS:
+        return HAZARDS[finding.hazard].engine
+    check = PAIR_CHECKS.get(finding.id)
+    return check.engine if check is not None else None
+
+
+def for_engine(findings: list[Finding], engine: str) -> list[Finding]:
+    """The findings a plan for `engine` shows: its own and those of both engines."""
+    return [f for f in findings if engine_of(f) in (None, engine)]
 
 
 def check_pair(pair: Pair) -> list[Finding]:
@@ -264,6 +404,7 @@ def check_pair(pair: Pair) -> list[Finding]:
                     f"builds {supported_titles()} only; capture and probe are not available",
                 )
             )
+        findings += _draft_layer_findings(pair, facts)
         if pair.draft is not None and facts.kind.spec.checked_against_target:
             findings += _draft_target_findings(pair, facts)
     if pair.missing:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eaglegraph.errors import BadInput
-from eaglegraph.pair.checks import check_pair
+from eaglegraph.pair.checks import check_pair, layout_finding
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.discovery import locate, resolve_verifier
 from eaglegraph.pair.drafts.base import InTarget, KindSpec
@@ -50,8 +50,12 @@ class _Folder:
         )
 
 
+# keys besides speculators' `verifier.name_or_path` by which a draft config names its target
+VERIFIER_KEYS = ("base_model_name_or_path",)
+
+
 def _facts(draft: _Folder, target: _Folder | None) -> DraftFacts:
-    return draft_facts(
+    facts = draft_facts(
         draft.config,
         draft.verdict,
         draft.index,
@@ -60,9 +64,19 @@ def _facts(draft: _Folder, target: _Folder | None) -> DraftFacts:
         target.geometry.hidden_size if target else None,
         target.geometry.num_hidden_layers if target else None,
     )
+    for key in VERIFIER_KEYS:
+        if facts.verifier is None:
+            facts.verifier = draft.config.str(key, default=None)
+    return facts
 
 
-def _assemble(root: Path, layout: str, target: _Folder | None, draft: _Folder | None) -> Pair:
+def _assemble(
+    root: Path,
+    layout: str,
+    target: _Folder | None,
+    draft: _Folder | None,
+    warnings: list[str] | None = None,
+) -> Pair:
     if target is not None and target.verdict.kind.supported:
         raise BadInput(
             f"the folder given as target ({target.path}) holds an "
@@ -100,7 +114,7 @@ def _assemble(root: Path, layout: str, target: _Folder | None, draft: _Folder | 
         draft_facts=facts,
         missing=missing,
     )
-    pair.findings = check_pair(pair)
+    pair.findings = check_pair(pair) + [layout_finding(w) for w in warnings or []]
     return pair
 
 
@@ -149,10 +163,12 @@ def load_pair(
         p, Path(target) if target is not None else None, Path(draft) if draft is not None else None
     )
     root = p if p is not None else Path(located.target or located.draft or ".")
+    warnings = located.warnings
+    cache = located.layout.removesuffix("single folder")  # "Hugging Face cache, " or ""
     if located.target or located.draft:
         t = _Folder(located.target) if located.target else None
         d = _Folder(located.draft) if located.draft else None
-        return _assemble(root, located.layout, t, d)
+        return _assemble(root, located.layout, t, d, warnings)
     if located.single is not None:
         folder = _Folder(located.single)
         if folder.verdict.is_draft:
@@ -160,9 +176,14 @@ def load_pair(
             if verifier:
                 found = resolve_verifier(verifier, folder.path)
                 if found is not None:
-                    return _assemble(root, "draft naming its verifier", _Folder(found), folder)
-            return _assemble(root, "draft only", None, folder)
-        return _assemble(root, "target only", folder, None)
+                    layout = f"{cache}draft naming its verifier"
+                    return _assemble(root, layout, _Folder(found), folder, warnings)
+            return _assemble(root, f"{cache}draft only", None, folder, warnings)
+        inner = _drafts_below(folder, located.candidates, warnings)
+        if inner is not None:
+            layout = f"{cache}target at the root + draft in {inner.path.name}/"
+            return _assemble(root, layout, folder, inner, warnings)
+        return _assemble(root, f"{cache}target only", folder, None, warnings)
     folders = [_Folder(c) for c in located.candidates]
     drafts = [f for f in folders if f.verdict.is_draft]
     targets = [f for f in folders if not f.verdict.is_draft]
@@ -176,4 +197,26 @@ def load_pair(
         "model subfolders",
         targets[0] if targets else None,
         drafts[0] if drafts else None,
+        warnings,
     )
+
+
+def _drafts_below(target: _Folder, subfolders: list[Path], warnings: list[str]) -> _Folder | None:
+    """The one draft in a root model's subfolders (`draft/`, `eagle/`, `mtp/`, any name); a
+    subfolder whose config cannot be read is skipped with a warning."""
+    drafts = []
+    for sub in subfolders:
+        try:
+            folder = _Folder(sub)
+        except BadInput as exc:
+            warnings.append(f"skipped {sub}: {exc}")
+            continue
+        if folder.verdict.is_draft:
+            drafts.append(folder)
+    if len(drafts) > 1:
+        names = ", ".join(f"{f.path.name}/" for f in drafts)
+        raise BadInput(
+            f"{target.path} holds a target and several drafts ({names}); pass "
+            "--target DIR --draft DIR"
+        )
+    return drafts[0] if drafts else None

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from eaglegraph.known.profiles import get_profile
 from eaglegraph.pair import Pair, load_pair
+from eaglegraph.pair.checks import for_engine
 from eaglegraph.pair.facts import DraftFacts as PairDraftFacts
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.mla import mla_dims
@@ -57,7 +58,7 @@ def inspect_pair(pair: Pair, plan_options: Any, dtype: str | None = None) -> Ins
         draft=_draft(pair.draft, pair.draft_facts),
         plan=plan_facts(plan),
         memory=memory,
-        findings=pair.findings + plan.findings,
+        findings=for_engine(pair.findings, plan.framework) + plan.findings,
     )
 
 

@@ -15,6 +15,7 @@ from enum import Enum
 from functools import cache
 
 from eaglegraph.known.hazards import hazard
+from eaglegraph.known.pair_checks import pair_check
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.tensors import CheckpointIndex
@@ -225,6 +226,19 @@ def hazard_finding(
         ref=known.ref_text,
         fix=known.fix_text if hazard_fix else fix,
         hazard=hazard_id,
+    )
+
+
+def check_finding(check_id: str, severity: Severity, message: str) -> Finding:
+    """The finding of pair check `check_id`: the message, then what the engine does with it;
+    the check's fix and its public references (`known.pair_checks`)."""
+    check = pair_check(check_id)
+    return Finding(
+        id=check_id,
+        severity=severity,
+        message=f"{message}: {check.engine_does}",
+        ref=check.ref_text,
+        fix=check.change,
     )
 
 

@@ -11,6 +11,7 @@ from eaglegraph.pair.drafts.base import (
     KindVerdict,
     Recogniser,
     ShapeFacts,
+    check_finding,
     hazard_finding,
     width_mismatch,
 )
@@ -157,25 +158,40 @@ def _eagle3_findings(facts: DraftFacts, g: Geometry) -> list[Finding]:
         )
     if facts.d2t_shape is not None and vd is not None and facts.d2t_shape[0] != vd:
         out.append(
-            Finding(
-                id="d2t-length-mismatch",
-                severity=E,
-                message=f"d2t has {facts.d2t_shape[0]} entries but draft_vocab_size is {vd}",
-                ref="research eagle-formats §2.2",
+            check_finding(
+                "d2t-length-mismatch",
+                E,
+                f"d2t has {facts.d2t_shape[0]} entries but draft_vocab_size is {vd}",
             )
         )
-    if (
+    if vd is not None and vd > g.vocab_size:
+        out.append(
+            check_finding(
+                "draft-vocab-larger",
+                E,
+                f"draft_vocab_size {vd} > vocab_size {g.vocab_size}",
+            )
+        )
+    elif (
         vd is not None
         and vd != g.vocab_size
         and facts.d2t_shape is None
         and facts.fc_in_source == "tensor"
     ):
         out.append(
-            Finding(
-                id="d2t-missing",
-                severity=E,
-                message=f"draft vocabulary {vd} < {g.vocab_size} but the checkpoint has no d2t map",
-                ref="research eagle-formats §2.2",
+            check_finding(
+                "d2t-missing",
+                E,
+                f"draft vocabulary {vd} < {g.vocab_size} but the checkpoint has no d2t map",
+            )
+        )
+    if g.tie_word_embeddings and vd is not None and vd < g.vocab_size:
+        out.append(
+            check_finding(
+                "tied-head-reduced-vocab",
+                E,
+                f"tie_word_embeddings is true on a draft whose head has {vd} of "
+                f"{g.vocab_size} tokens",
             )
         )
     if facts.use_aux_hidden_state is None or (facts.aux and facts.aux.layer_ids is None):
@@ -207,13 +223,12 @@ def _eagle3_findings(facts: DraftFacts, g: Geometry) -> list[Finding]:
         and facts.aux.vllm_taps != facts.aux.sglang_taps
     ):
         out.append(
-            Finding(
-                id="aux-convention",
-                severity=INFO,
-                message=f"explicit aux ids {facts.aux.layer_ids}: vLLM taps the outputs of layers "
+            check_finding(
+                "aux-convention",
+                INFO,
+                f"explicit aux ids {facts.aux.layer_ids}: vLLM taps the outputs of layers "
                 f"{facts.aux.vllm_taps}, SGLang of layers {facts.aux.sglang_taps} (one apart); the "
                 "draft was trained against one of them",
-                ref="research eagle-formats §2.3",
             )
         )
     return out
