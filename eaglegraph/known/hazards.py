@@ -184,7 +184,7 @@ HAZARDS: dict[str, Hazard] = {
         ),
         Hazard(
             "fc-width-mismatch",
-            "sglang",
+            None,  # both engines fail the load: fc is built for the width the target emits
             "the draft's fc input width is not what the target provides",
             fixed_by="sglang#29464",
             cite="sgl-project/sglang PR #29464 (draft input width resolution)",
@@ -194,8 +194,9 @@ HAZARDS: dict[str, Hazard] = {
             None,
             "a draft with fewer max positions than the target indexes its rotary table out of "
             "range past its limit",
-            workaround="vLLM raises the draft's limit to the target's for eagle/eagle3; other "
-            "stacks need max_position_embeddings edited in the draft config",
+            workaround="vLLM raises the draft's limit to the target's for default, linear and "
+            "llama3 rope (for yarn and other types it limits max_model_len to the draft's); "
+            "elsewhere set max_position_embeddings in the draft config to the target's",
             refs=("vllm#21986", "sglang#3513"),
             cite="vllm-project/vllm#21986, sgl-project/sglang#3513",
         ),
@@ -209,7 +210,7 @@ HAZARDS: dict[str, Hazard] = {
         ),
         Hazard(
             "lm-head-rows-mismatch",
-            "sglang",
+            None,  # vLLM's lm_head of draft_vocab_size rows refuses other rows at load too
             "the draft's lm_head rows and draft_vocab_size disagree",
             refs=("sglang#12421",),
             ref_note="logits buffer sized from the wrong vocabulary",
