@@ -55,6 +55,11 @@ class CompiledForward:
                     args[slot] = tensor
                 return self.model(*args)
 
+            # Dynamo keys its cache and its recompile limit on the code object, and every
+            # instance's `forward` shares one: a process that builds rig after rig (probe
+            # cases, tests) would hit the limit by the ninth. A copy of the code object per
+            # instance gives each compiled target its own cache, as one model per process has.
+            forward.__code__ = forward.__code__.replace()
             fn = torch.compile(forward, backend=self._count(self.backend), fullgraph=True)
             self._compiled[layout] = fn
         return fn

@@ -147,3 +147,25 @@ def test_mla_up_projections_are_inside_the_attention_call() -> None:
     assert sum("eaglegraph.attention" in t for t in targets) == target.num_layers
     # no up-projection (an einsum or bmm over the heads) left for Inductor to schedule
     assert not [t for t in targets if "einsum" in t or "bmm" in t]
+
+
+class _Scale(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.full((4, 4), 2.0))
+
+    def forward(self, x: torch.Tensor, attention: AttentionFn) -> torch.Tensor:
+        return x @ self.w
+
+
+def test_a_process_builds_more_compiled_targets_than_dynamos_recompile_limit() -> None:
+    """Probe cases and tests build rig after rig in one process; each compiled target has its
+    own Dynamo cache, so the ninth does not hit the recompile limit (FailOnRecompileLimitHit
+    on CUDA before), and each compiles exactly once."""
+    limit = torch._dynamo.config.recompile_limit
+    x = torch.ones(3, 4)
+    for _ in range(limit + 3):
+        fwd = CompiledForward(_Scale(), backend="eager")
+        out = fwd(x, _copy_q([]))
+        assert torch.equal(out, torch.full((3, 4), 8.0))
+        assert fwd.compilations == 1
