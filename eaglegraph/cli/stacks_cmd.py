@@ -1,4 +1,4 @@
-"""`eaglegraph stacks PID`: where a live (hung) server is stuck, through py-spy."""
+"""`eaglegraph stacks PID [PID…]`: where a live (hung) server is stuck, through py-spy."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from eaglegraph.results.stacks import StacksReport
 
 
 @click.command("stacks")
-@click.argument("pid", type=int, metavar="PID")
+@click.argument("pids", type=int, metavar="PID...", nargs=-1, required=True)
 @click.option("--native", is_flag=True, help="Include C/C++/CUDA frames (py-spy --native).")
 @click.option(
     "--subprocesses", is_flag=True, help="Also dump the child processes (workers, TP ranks)."
@@ -28,7 +28,7 @@ from eaglegraph.results.stacks import StacksReport
 @click.pass_context
 def command(
     ctx: click.Context,
-    pid: int,
+    pids: tuple[int, ...],
     native: bool,
     subprocesses: bool,
     timeout: float,
@@ -37,6 +37,11 @@ def command(
     no_color: bool,
 ) -> None:
     """Dump the Python stacks of PID with py-spy and say which phase it is stuck in.
+
+    Give every rank's PID of a hung multi-GPU server (`pgrep -f VLLM::Worker`, `pgrep -f
+    sglang::scheduler`) and each rank is named as its engine titled it, with where it waits;
+    the rank that waits elsewhere than the others (out of the collective they wait in) is
+    marked.
 
     Identical stacks across threads and processes are grouped; frames of CUDA-graph capture
     and replay, speculative proposal, sampling and NCCL waits are highlighted, and the phase
@@ -47,5 +52,5 @@ def command(
     app = make_app(ctx, json_output, no_color)
     from eaglegraph.system.pyspy import dump_stacks
 
-    report = dump_stacks(pid, native=native, subprocesses=subprocesses, timeout=timeout)
+    report = dump_stacks(pids, native=native, subprocesses=subprocesses, timeout=timeout)
     app.finish(ctx, report, outputs)

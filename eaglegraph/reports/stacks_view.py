@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 from rich.text import Text
 
 from eaglegraph.results import stacks as fr
@@ -34,6 +35,31 @@ def _headline(report: StacksReport) -> tuple[str, str]:
     return "waiting, no thread busy", " <- waiting here"
 
 
+def _render_ranks(report: StacksReport, console: Console) -> None:
+    """One row per rank: its name, PID, where its busiest stack waits; the odd one marked."""
+    if not report.ranks:
+        return
+    if report.divergence:
+        odd = any(r.differs for r in report.ranks)
+        console.print(Text(report.divergence, style="bold red" if odd else "bold"))
+    table = Table(box=None, pad_edge=False, show_edge=False)
+    for name, kw in (
+        ("rank", {"no_wrap": True}),
+        ("pid", {"justify": "right", "no_wrap": True}),
+        ("waits in", {"overflow": "fold"}),
+        ("stack", {"justify": "right", "no_wrap": True}),
+    ):
+        table.add_column(name, **kw)
+    for r in report.ranks:
+        table.add_row(
+            Text(("▶ " if r.differs else "  ") + r.rank.label, "bold red" if r.differs else ""),
+            str(r.pid),
+            f"{r.phase}: {r.wait}" + (" (busy)" if r.active else ""),
+            f"[{r.group}]" if r.group is not None else "-",
+        )
+    console.print(table)
+
+
 def render_stacks(report: StacksReport, console: Console, max_groups: int = 12) -> None:
     label, marker_text = _headline(report)
     head = Text.assemble(
@@ -47,7 +73,14 @@ def render_stacks(report: StacksReport, console: Console, max_groups: int = 12) 
             f"stacks; processes {procs}",
             style="dim",
         )
+        if not report.ranks
+        else Text(
+            f"{len(report.ranks)} ranks, {report.threads} threads in {len(report.groups)} "
+            "distinct stacks",
+            style="dim",
+        )
     )
+    _render_ranks(report, console)
     for n, group in enumerate(report.groups[:max_groups]):
         marker = marker_text if n == report.stuck_group else ""
         names = ", ".join(sorted({f"{t.pid}:{t.name or t.thread_id}" for t in group.threads}))[:160]

@@ -63,6 +63,32 @@ class ProcessInfo:
 
 
 @dataclass
+class RankName:
+    """Which rank a process is, as its engine titled it (or its launcher's environment)."""
+
+    label: str  # "DP0 TP1", "RANK 3", or "pid 1234" when nothing names it
+    engine: str | None = None  # "vllm", "sglang", or None
+    role: str | None = None  # "Worker", "scheduler", "EngineCore", …
+    axes: dict[str, int] = field(default_factory=dict)  # {"DP": 0, "TP": 1}
+    source: str = "pid"  # "title", "env" or "pid"
+
+
+@dataclass
+class RankStack:
+    """One process of a multi-rank dump: where its busiest stack waits, and whether it is the
+    odd one out among the ranks dumped together."""
+
+    pid: int
+    rank: RankName
+    group: int | None  # index into StacksReport.groups of this process's busiest stack
+    phase: str
+    wait: str  # innermost meaningful frame: "all_reduce (distributed_c10d.py:2950)"
+    collective: str | None  # the collective it waits in, when it waits in one
+    active: bool  # a thread of that stack is on CPU (busy), not sleeping in a wait
+    differs: bool = False
+
+
+@dataclass
 class StacksReport:
     pid: int
     native: bool
@@ -75,3 +101,8 @@ class StacksReport:
     phase: str
     phase_detail: str
     notes: list[str] = field(default_factory=list)
+    # several PIDs dumped together (`stacks PID PID …`): one row per process, and what sets
+    # the odd ones apart ("" when one PID was given or every rank waits in the same place)
+    pids: list[int] = field(default_factory=list)
+    ranks: list[RankStack] = field(default_factory=list)
+    divergence: str = ""

@@ -19,6 +19,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,7 @@ from eaglegraph.results.stacks import (
     ThreadRef,
 )
 from eaglegraph.system.proc import command_line
+from eaglegraph.system.rank_stacks import divergence, rank_rows
 
 MEANINGFUL = (fr.CAPTURE, fr.REPLAY, fr.SPEC, fr.SAMPLING, fr.COLLECTIVE)
 PHASE_NAMES = {
@@ -381,15 +384,10 @@ def child_pids(pid: int, limit: int = 64) -> list[int]:
     return out[:limit]
 
 
-def dump_stacks(
-    pid: int, native: bool = False, subprocesses: bool = False, timeout: float = 60.0
-) -> StacksReport:
-    """py-spy dump of PID (and, with `subprocesses`, of every Python descendant), grouped.
-
-    py-spy 0.4's JSON output covers only the target even with --subprocesses (its text output
-    does include children), so descendants found in /proc are dumped one by one; a child that is
-    not Python (a shell, a compiler) is noted and skipped.
-    """
+def _dump_one(
+    pid: int, native: bool, subprocesses: bool, timeout: float
+) -> tuple[list[dict[str, Any]], str, list[str]]:
+    """py-spy dump of one PID (and its Python descendants); (traces, py-spy path, notes)."""
     stdout, exe = run_pyspy(pid, native=native, subprocesses=subprocesses, timeout=timeout)
     traces = parse_dump(stdout)
     notes: list[str] = []
@@ -410,8 +408,39 @@ def dump_stacks(
                 "pid": t.get("pid"),
                 "command_line": command_line(int(t.get("pid") or 0)),
             }
-    report = build_report(pid, traces, native, subprocesses, exe)
-    report.notes = notes + report.notes
+    return traces, exe, notes
+
+
+def dump_stacks(
+    pid: int | Sequence[int],
+    native: bool = False,
+    subprocesses: bool = False,
+    timeout: float = 60.0,
+) -> StacksReport:
+    """py-spy dump of PID (and, with `subprocesses`, of every Python descendant), grouped.
+
+    Several PIDs (every rank of a hung server) are dumped at once, one py-spy per PID in
+    parallel so the ranks are seen at nearly the same moment; the report then has a row per
+    process (`ranks`) and says which rank waits somewhere the others do not.
+
+    py-spy 0.4's JSON output covers only the target even with --subprocesses (its text output
+    does include children), so descendants found in /proc are dumped one by one; a child that is
+    not Python (a shell, a compiler) is noted and skipped.
+    """
+    pids = [pid] if isinstance(pid, int) else list(dict.fromkeys(pid))
+    if not pids:
+        raise BadInput("stacks needs at least one PID")
+    for p in pids:  # every PID checked before any py-spy runs
+        check_pid(p)
+    with ThreadPoolExecutor(max_workers=min(8, len(pids))) as pool:
+        dumps = list(pool.map(lambda p: _dump_one(p, native, subprocesses, timeout), pids))
+    traces = [t for d in dumps for t in d[0]]
+    report = build_report(pids[0], traces, native, subprocesses, dumps[0][1])
+    report.notes = [n for d in dumps for n in d[2]] + report.notes
     if not traces:
         report.notes.append("py-spy printed no stack traces")
+    if len(pids) > 1 or subprocesses:
+        report.pids = pids
+        report.ranks = rank_rows(report)
+        report.divergence = divergence(report.ranks)
     return report
