@@ -11,6 +11,8 @@ import click
 from eaglegraph.errors import BadInput
 from eaglegraph.known.choose import profile_for_engine
 from eaglegraph.known.pool_policies import PoolPolicy
+from eaglegraph.known.runner_rules import parse_runner
+from eaglegraph.known.versions import parse_engine
 from eaglegraph.results.findings import FAIL_ON_CHOICES
 from eaglegraph.rig.options import (
     ATTENTION_BACKENDS,
@@ -68,9 +70,19 @@ def _plan_option_list(seqs_help: str, tokens_help: str) -> list[Callable[[Any], 
         _MODE_OPTION,
         click.option(
             "--attention-backend",
-            type=click.Choice(list(ATTENTION_BACKENDS)),
             default=None,
-            help="Decides the metadata style and vLLM's mode downgrade (default flash_attn).",
+            metavar="NAME",
+            help=f"{', '.join(ATTENTION_BACKENDS)}, or as the engine spells it (FLASH_ATTN, "
+            "FLASHINFER, TRITON_ATTN, fa3), any case: decides the metadata style and vLLM's "
+            "mode downgrade (default flash_attn).",
+        ),
+        click.option(
+            "--runner",
+            type=click.Choice(["auto", "v1", "v2"], case_sensitive=False),
+            default=None,
+            help="vLLM model runner: v1 (GPU model runner) or v2 (Model Runner V2), as "
+            "VLLM_USE_V2_MODEL_RUNNER=0/1 picks it; auto (default) = what the release picks "
+            "for the target's architecture and quantization.",
         ),
         click.option(
             "--behavior",
@@ -130,6 +142,7 @@ PLAN_KEYS = (
     "engine",
     "gpu",
     "trtllm_artifacts",
+    "runner",
     "capture_sizes",
     "speculative_config",
     "compilation_config",
@@ -245,7 +258,11 @@ def pop_plan_kwargs(kwargs: dict[str, Any]) -> PlanChoices:
     if engine is not None:
         if plan.get("behavior"):
             raise BadInput("give --engine or --behavior, not both")
-        plan["behavior"] = profile_for_engine(engine).name
+        choice = profile_for_engine(engine)
+        plan["behavior"], plan["engine_version"] = choice.name, parse_engine(engine).text
+        if choice.range_note:
+            click.echo(f"eaglegraph: warning: {choice.range_note}", err=True)
+    plan["runner"] = parse_runner(plan.pop("runner", None))
     speculative = _parse_json(plan.pop("speculative_config", None), "--speculative-config")
     compilation = _parse_json(plan.pop("compilation_config", None), "--compilation-config")
     sizes = parse_capture_sizes(plan.pop("capture_sizes", None))

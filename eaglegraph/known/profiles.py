@@ -18,6 +18,7 @@ from dataclasses import dataclass, fields, replace
 
 from eaglegraph.errors import BadInput
 from eaglegraph.known.pool_policies import PoolPolicy
+from eaglegraph.known.runners import ModelRunner
 from eaglegraph.known.upstream import upstream
 from eaglegraph.known.versions import VersionRange, between
 
@@ -230,8 +231,9 @@ class Profile:
     refs: tuple[str, ...] = ()
     # Why a release in `versions` behaves like this profile (shown by triage and --engine).
     version_note: str = ""
-    # The model runner this profile rebuilds when its releases also shipped another one.
-    runner: str | None = None
+    # The one model runner this profile rebuilds (None: the runner the release picks for the
+    # model, `known.runner_rules`; SGLang has one runner).
+    runner: ModelRunner | None = None
 
     @property
     def framework(self) -> str:
@@ -269,7 +271,7 @@ class Release:
     on: tuple[str, ...] = ()  # flags this release turned on
     off: tuple[str, ...] = ()  # flags this release turned off
     branch_of: str | None = None
-    runner: str | None = None
+    runner: ModelRunner | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.on + self.off) - set(FLAGS)
@@ -310,7 +312,7 @@ RELEASES = (
         between(None, "0.20"),
         refs=("vllm#37588", "vllm#39773"),
         version_note=f"predates {_pr('vllm#39773')}",
-        runner="mrv2",
+        runner=ModelRunner.MRV2,
         on=("dedicated_eagle_pool",),
         off=(
             "draft_decode_mode_clamp",

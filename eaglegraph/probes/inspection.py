@@ -44,6 +44,7 @@ class InspectRequest:
             engine_batch_defaults=True,
             architecture=target.architecture if target else None,
             head_dim=target.geometry.head_dim if target else None,
+            runner_facts=True,
         )
         return Inspection(self, pair, options)
 

@@ -150,6 +150,9 @@ def _plan_caption(p: PlanFacts) -> str:
     if p.profile:
         label = ENGINE_LABELS.get(p.profile["engine"], p.profile["engine"])
         parts.append(f"{p.profile['name']} = {label} {p.profile['releases']}")
+    if p.runner_why:
+        runner = f"runner {p.runner.upper()}: " if p.runner else ""
+        parts.append(f"{runner}{p.runner_why}")
     parts += [f"{p.gpu.get('name')} (SM {p.gpu.get('capability')})"] if p.gpu else []
     if p.attention_support:
         parts.append(f"{p.attention_support.get('level')}: {p.attention_support.get('reason')}")

@@ -182,6 +182,9 @@ class PlanFacts:
     graph_memory_profiling: bool = False
     # The profile the plan was built under: name, engine, releases it stands for, summary.
     profile: dict[str, str] = field(default_factory=dict)
+    # The vLLM model runner the plan rebuilds (mrv1, mrv2; None for SGLang) and why.
+    runner: str | None = None
+    runner_why: str = ""
 
     @property
     def sizes_were_rounded(self) -> bool:

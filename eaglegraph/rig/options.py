@@ -14,8 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eaglegraph.errors import BadInput
-from eaglegraph.known.choose import resolve_profile
+from eaglegraph.known.backends import engine_backend
+from eaglegraph.known.choose import profile_release, resolve_profile
 from eaglegraph.known.profiles import Profile
+from eaglegraph.known.runner_rules import TargetFacts, runner_for
+from eaglegraph.known.runners import ModelRunner
+from eaglegraph.known.versions import parse_version
 from eaglegraph.pair.kinds import all_specs, kind_for_method
 from eaglegraph.rig.gpus import GpuSpec, get_gpu
 from eaglegraph.rig.modes import Mode
@@ -60,6 +64,13 @@ class PlanOptions:
     head_dim: int | None = None
     defaults: tuple[str, ...] = ()  # settings taken from the engine's defaults, in words
     explicit_mode: bool = False  # --mode given (SGLang: FULL means no prefill graphs)
+    # the vLLM model runner the step is rebuilt as (None: SGLang), and why it was chosen
+    runner: ModelRunner | None = ModelRunner.MRV2
+    runner_why: str = ""
+
+    def __post_init__(self) -> None:
+        if self.runner is not None and not isinstance(self.runner, ModelRunner):
+            object.__setattr__(self, "runner", ModelRunner(self.runner))  # from a run file
 
     @property
     def metadata_style(self) -> str:
@@ -97,6 +108,31 @@ class PlanChoices:
     compilation_config: Mapping[str, Any] | None = None
     gpu: str | None = None
     trtllm_artifacts: bool | None = None
+    runner: ModelRunner | None = None  # None: the runner the release picks (`--runner auto`)
+    engine_version: str | None = None  # the exact release (`--engine`), when known
+
+
+def _runner(
+    fw: str, beh: Profile, c: PlanChoices, target: TargetFacts | None, method: str | None
+) -> tuple[ModelRunner | None, str]:
+    """The model runner and why: SGLang has one; a profile that models one runner keeps it;
+    otherwise what the release picks for the target (`known.runner_rules`)."""
+    if fw == "sglang":
+        if c.runner is not None:
+            raise BadInput("--runner picks a vLLM model runner; SGLang has one runner")
+        return None, "SGLang has one model runner"
+    if beh.runner is not None:
+        if c.runner is not None and c.runner != beh.runner:
+            raise BadInput(
+                f"behavior {beh.name} models {beh.runner.upper()} only; drop --runner or pick "
+                "another release"
+            )
+        return beh.runner, f"{beh.name} models {beh.runner.upper()} only"
+    if target is None and c.runner is None:
+        return ModelRunner.MRV2, "target model not given: MRV2 semantics"
+    version = parse_version(c.engine_version) or profile_release(beh)
+    choice = runner_for(version, target or TargetFacts(), method=method, explicit=c.runner)
+    return choice.runner, choice.why
 
 
 def _mode(value: Mode | str | None) -> Mode | None:
@@ -112,9 +148,12 @@ def resolve_plan_options(
     architecture: str | None = None,
     head_dim: int | None = None,
     engine_batch_defaults: bool = False,
+    target: TargetFacts | None = None,
+    draft_method: str | None = None,
 ) -> PlanOptions:
     """One resolved set of plan options. The keywords are facts of the pair (the draft's own
-    K, the target's architecture and head_dim). `engine_batch_defaults`: unset max_num_seqs and
+    K, the target's architecture and head_dim; `target` and `draft_method`, what picks the vLLM
+    model runner). `engine_batch_defaults`: unset max_num_seqs and
     max_num_batched_tokens take the engine's defaults for the GPU (what a server would run);
     commands that rebuild the step on this machine pass False to keep their small defaults."""
     c = choices or PlanChoices()
@@ -169,11 +208,8 @@ def resolve_plan_options(
     if max_size is not None:
         max_size = _positive(max_size, "max_cudagraph_capture_size")
 
-    backend = c.attention_backend or "flash_attn"
-    if backend not in ATTENTION_BACKENDS:
-        raise BadInput(
-            f"unknown attention backend {backend!r}; choose {', '.join(ATTENTION_BACKENDS)}"
-        )
+    backend = engine_backend(c.attention_backend or "flash_attn")
+    runner, runner_why = _runner(fw, beh, c, target, str(method) if method else draft_method)
     target_gpu = get_gpu(c.gpu)
     defaults: list[str] = []
     seqs_default, tokens_default = DEFAULT_MAX_NUM_SEQS[fw], DEFAULT_MAX_NUM_BATCHED_TOKENS
@@ -220,6 +256,8 @@ def resolve_plan_options(
         head_dim=head_dim,
         defaults=tuple(defaults),
         explicit_mode=explicit_mode,
+        runner=runner,
+        runner_why=runner_why,
     )
 
 

@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 
 from eaglegraph.known.hazards import Hazard, hazard
 from eaglegraph.known.profiles import FLAGS
+from eaglegraph.known.runners import ModelRunner
 from eaglegraph.known.upstream import cite
 from eaglegraph.results.findings import Finding, Severity
 from eaglegraph.rig.descriptors import BatchDescriptor, Dispatcher, describe_padding
 from eaglegraph.rig.modes import Mode
+from eaglegraph.rig.mrv1_plan import drafter_keys, drafter_mode, mrv1_sizing, target_keys
 from eaglegraph.rig.options import PlanOptions
 from eaglegraph.rig.sglang_plan import (
     draft_extend_graph,
@@ -80,6 +82,8 @@ class CapturePlan:
     trtllm_artifacts: bool = True
     defaults: list[str] = field(default_factory=list)  # settings the engine chose, in words
     graph_memory_profiling: bool = False  # graph memory reserved out of the KV budget
+    runner: str | None = None  # the vLLM model runner rebuilt (mrv1, mrv2); None for SGLang
+    runner_why: str = ""
 
     def phase(self, name: str) -> PhasePlan:
         return next(p for p in self.phases if p.phase == name)
@@ -190,8 +194,70 @@ def _vllm_plan(opts: PlanOptions) -> CapturePlan:
         trtllm_artifacts=opts.trtllm_artifacts,
         defaults=list(opts.defaults),
         graph_memory_profiling=bool(beh.graph_memory_profiling),
+        runner=opts.runner,
+        runner_why=opts.runner_why,
     )
     plan.findings = _vllm_hazards(plan, opts)
+    return plan
+
+
+def _mrv1_plan(opts: PlanOptions) -> CapturePlan:
+    """The V1 GPU model runner's plan (`rig.mrv1_plan`): the target's dispatcher keys and one
+    drafter dispatcher for every draft pass."""
+    k, r = opts.num_speculative_tokens, opts.max_num_seqs
+    sizing = mrv1_sizing(opts)
+    resolved, sizes = sizing.resolution.mode, sizing.sizes
+
+    def phase(name: str, mode: Mode, dql: int, descs: list[BatchDescriptor]) -> PhasePlan:
+        return PhasePlan(name, mode, dql, descs, describe_padding(descs, "vllm"))
+
+    target = phase("target", resolved, k + 1, target_keys(resolved, sizes, r, k + 1))
+    dmode = drafter_mode(resolved)
+    drafts = drafter_keys(resolved, sizes)
+    prefill = phase("draft_prefill", dmode, k + 1, drafts)
+    shared = "one CudagraphDispatcher for every draft pass (PIECEWISE or NONE)"
+    if drafts and not resolved.has_piecewise():
+        prefill.notes.append(
+            f"{shared}; {resolved.name} has no PIECEWISE target pass, so these graphs are not "
+            "captured at start-up"
+        )
+    elif drafts:
+        prefill.notes.append(f"{shared}, captured during the target's PIECEWISE pass")
+    else:
+        prefill.notes.append(f"{shared}: {resolved.name} leaves the drafter eager")
+    if opts.breakable:
+        target.notes.append("breakable graphs are modelled for MRV2 only; MRV1 keys shown")
+    if k == 1:
+        decode = PhasePlan("draft_decode", Mode.NONE, 1, [], "no draft decodes (K = 1)", [])
+    else:
+        decode = phase("draft_decode", dmode, 1, list(drafts))
+        decode.notes.append(
+            f"the drafter's dispatcher again: {k - 1} passes, each padded to its own size"
+        )
+    plan = CapturePlan(
+        framework="vllm",
+        behavior=opts.behavior.name,
+        attention_backend=opts.attention_backend,
+        num_speculative_tokens=k,
+        max_num_seqs=r,
+        max_num_batched_tokens=opts.max_num_batched_tokens,
+        requested_mode=opts.mode,
+        resolved_mode=resolved,
+        downgrades=list(sizing.resolution.reasons),
+        capture_sizes=sizes,
+        capture_sizes_before_rounding=sizing.sizes_before_rounding,
+        phases=[target, prefill, decode],
+        gpu=opts.gpu.to_json(),
+        attention_support=sizing.support.to_json(),
+        breakable=opts.breakable,
+        trtllm_artifacts=opts.trtllm_artifacts,
+        defaults=list(opts.defaults),
+        graph_memory_profiling=bool(opts.behavior.graph_memory_profiling),
+        runner=opts.runner,
+        runner_why=opts.runner_why,
+    )
+    if plan.downgrades:
+        plan.findings.append(_downgrade_finding(plan, opts))
     return plan
 
 
@@ -216,20 +282,21 @@ def _finding(
     )
 
 
+def _downgrade_finding(plan: CapturePlan, opts: PlanOptions) -> Finding:
+    return _finding(
+        hazard("mode-downgraded"),
+        Severity.WARNING,
+        message=f"requested {plan.requested_mode.name} runs as {plan.resolved_mode.name} "
+        f"with {opts.attention_backend}: the backend lacks uniform-batch FULL graph support "
+        "for spec decode",
+    )
+
+
 def _vllm_hazards(plan: CapturePlan, opts: PlanOptions) -> list[Finding]:
     beh = opts.behavior
     out: list[Finding] = []
     if plan.downgrades:
-        h = hazard("mode-downgraded")
-        out.append(
-            _finding(
-                h,
-                Severity.WARNING,
-                message=f"requested {plan.requested_mode.name} runs as "
-                f"{plan.resolved_mode.name} with {opts.attention_backend}: the backend lacks "
-                "uniform-batch FULL graph support for spec decode",
-            )
-        )
+        out.append(_downgrade_finding(plan, opts))
     decode = plan.phase("draft_decode")
     segmented_decode = [d for d in decode.descriptors if d.mode.is_segmented()]
     if segmented_decode:
@@ -367,6 +434,7 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
         gpu=opts.gpu.to_json(),
         breakable=bcg,
         defaults=list(opts.defaults),
+        runner_why=opts.runner_why,
     )
     if not opts.behavior.reset_positions_on_padded_replay and decode.descriptors:
         h = hazard("stale-padded-positions")
@@ -377,4 +445,6 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
 
 
 def build_plan(opts: PlanOptions) -> CapturePlan:
-    return _sglang_plan(opts) if opts.framework == "sglang" else _vllm_plan(opts)
+    if opts.framework == "sglang":
+        return _sglang_plan(opts)
+    return _mrv1_plan(opts) if opts.runner == ModelRunner.MRV1 else _vllm_plan(opts)

@@ -19,7 +19,8 @@ def _inspect(*args: str) -> tuple[int, str, str]:
     ("engine", "framework", "behavior", "hazard"),
     [
         ("vllm==0.19.1", "vllm", "vllm-pre-39773", "unpadded-last-token-indices"),
-        ("vllm 0.22.0", "vllm", "vllm-0.22", "dedicated-eagle-pool"),
+        # Llama runs MRV1 in 0.22 (global pool); the dedicated EAGLE pool is MRV2's
+        ("vllm 0.22.0", "vllm", "vllm-0.22", None),
         ("vllm==0.24.0", "vllm", "vllm-0.23", None),
         ("vllm==0.33.0", "vllm", "vllm-current", None),
         ("sglang==0.5.3", "sglang", "sglang-pre-10892", "stale-padded-positions"),

@@ -148,11 +148,13 @@ def test_inspect_json_shows_the_engine_plan(
     engine: str, gpu: str, backend: str, r: int, k: int, mode: str
 ) -> None:
     """`inspect --json --engine --gpu` carries, per phase, the mode and descriptors the
-    release builds (the table row), and the profile it chose."""
+    release builds (the table row), and the profile it chose. The rows are MRV2's
+    (`CudaGraphManager._init_candidates`): `--runner v2`, as VLLM_USE_V2_MODEL_RUNNER=1 does."""
     plan = _inspect_json(
         "--engine", engine, "--gpu", gpu, "--attention-backend", backend,
-        "--max-num-seqs", str(r), "-K", str(k), "--mode", mode,
+        "--max-num-seqs", str(r), "-K", str(k), "--mode", mode, "--runner", "v2",
     )["plan"]  # fmt: skip
+    assert plan["runner"] == "mrv2"
     profile = profile_for_engine(engine).profile
     assert plan["behavior"] == plan["profile"]["name"] == profile.name
     assert plan["profile"]["releases"] == profile.versions.describe()
