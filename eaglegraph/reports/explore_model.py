@@ -34,6 +34,7 @@ SECTIONS = (
     "Evidence",
     "Rules",
     "Hazards",
+    "Similar",
     "Run",
 )
 
@@ -720,6 +721,27 @@ def _triage(b: _Builder, run: TriageResult) -> None:
             ],
         )
     )
+    for j, known in enumerate(run.similar):
+        node = b.add(
+            Node(
+                f"similar:{j}",
+                "Similar",
+                f"{known.id} {known.category}",
+                "known-report",
+                detail=[
+                    ("title", known.title),
+                    ("url", known.url),
+                    ("engine", f"{known.engine} {known.version or ''}".strip()),
+                    ("category", known.category),
+                    ("score", f"{known.score:.2f}"),
+                    ("shared terms", ", ".join(known.shared_terms) or "—"),
+                    ("shared facts", ", ".join(known.shared_facts) or "—"),
+                    ("root cause", known.root_cause or "—"),
+                    ("fix", known.fix or "—"),
+                ],
+            )
+        )
+        b.link("verdict", node.id)
 
 
 # --- the run kinds ---------------------------------------------------------------------------

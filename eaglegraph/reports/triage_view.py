@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from eaglegraph.reports.layout import Folded
+from eaglegraph.results.similar import SimilarReport
 from eaglegraph.results.triage import TriageResult
 
 _CATEGORY_STYLE = {
@@ -155,6 +156,28 @@ def _evidence(result: TriageResult) -> Table:
     return table
 
 
+def _similar(report: SimilarReport) -> Group:
+    """One known report: title, link, its verdict and fix, and what it shares with this log."""
+    head = Text.assemble(
+        (report.title, "bold"),
+        (
+            f"  ({report.engine}{' ' + report.version if report.version else ''}, "
+            f"{report.category}, score {report.score:.1f})",
+            "dim",
+        ),
+    )
+    lines = [Folded(head), Folded(Text(report.url, style="cyan"))]
+    why = [f"shares {', '.join(report.shared_terms)}"] if report.shared_terms else []
+    why += report.shared_facts
+    if why:
+        lines.append(Folded(Text("why: " + "; ".join(why), style="dim")))
+    if report.root_cause:
+        lines.append(Folded(Text(f"cause: {report.root_cause}")))
+    if report.fix:
+        lines.append(Folded(Text(f"fix: {report.fix}")))
+    return Group(*lines)
+
+
 def render_triage(result: TriageResult, console: Console) -> None:
     style = _CATEGORY_STYLE.get(result.category, "red")
     title = Text.assemble(
@@ -191,6 +214,10 @@ def render_triage(result: TriageResult, console: Console) -> None:
         for fix in result.fixes:
             line = Text.assemble((fix.ref, "bold"), f"  {fix.summary}", (f"  [{fix.why}]", "dim"))
             console.print(Padding(Folded(line), (0, 0, 0, 2)))
+    if result.similar:
+        console.print(Text("Similar known reports", style="bold underline"))
+        for report in result.similar:
+            console.print(Padding(_similar(report), (0, 0, 0, 2)))
     if result.checks:
         console.print(Text("Check", style="bold underline"))
         for check in result.checks:

@@ -12,6 +12,7 @@ from eaglegraph.known.enums import StrEnum
 from eaglegraph.known.triage_categories import CATEGORIES as CATEGORIES
 from eaglegraph.known.triage_categories import Category as Category
 from eaglegraph.results.findings import Finding
+from eaglegraph.results.similar import SimilarReport
 
 TRIAGE_SCHEMA = "eaglegraph.triage/1"
 
@@ -203,3 +204,5 @@ class TriageResult:
     reproduce_also: list[str]
     findings: list[Finding]
     notes: list[str]
+    # The closest known public reports (known/data/reports), best first, with why they match.
+    similar: list[SimilarReport] = field(default_factory=list)

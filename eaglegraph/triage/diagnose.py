@@ -31,6 +31,7 @@ from eaglegraph.triage.fixes import FixContext, matching_fixes
 from eaglegraph.triage.locate import crash_frames
 from eaglegraph.triage.reader import _Chain, _Reader, open_log, sniff
 from eaglegraph.triage.scan import scan
+from eaglegraph.triage.similar import similar_for
 from eaglegraph.triage.state import ScanState
 from eaglegraph.triage.ticket import TICKET_LIMIT, Ticket, read_ticket
 
@@ -211,7 +212,7 @@ def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> Tri
             f"weak evidence (confidence {confidence:.2f}): to confirm {verdict.category}, the "
             f"report lacks {MISSING[verdict.category]}"
         )
-    return TriageResult(
+    result = TriageResult(
         source=source,
         bytes_read=state.bytes_read,
         lines=state.lines,
@@ -237,3 +238,6 @@ def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> Tri
         ),
         notes=notes,
     )
+    pasted = "\n".join(x for x in (ticket.title, ticket.log_text) if x) if ticket else None
+    result.similar = similar_for(result, pasted)
+    return result
