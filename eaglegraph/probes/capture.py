@@ -281,6 +281,8 @@ def _config_json(request: CaptureRequest, rig: Rig, policy: str) -> dict[str, An
         "model": request.model,
         "framework": plan.framework,
         "behavior": plan.behavior,
+        "runner": plan.runner,
+        "runner_why": plan.runner_why,
         "mode": plan.requested_mode.name,
         "resolved_mode": plan.resolved_mode.name,
         "attention_backend": plan.attention_backend,

@@ -293,6 +293,8 @@ def probe(
             "model": spec.model,
             "framework": o.framework,
             "behavior": o.behavior.name,
+            "runner": o.runner,
+            "runner_why": o.runner_why,
             "attention_backend": o.attention_backend,
             "modes": list(dict.fromkeys(c.mode for c in cases)),
             "num_speculative_tokens": o.num_speculative_tokens,

@@ -104,7 +104,9 @@ def _matrix(run: ProbeRun) -> Table:
 def render_probe(run: ProbeRun, console: Console) -> None:
     cfg = run.config
     console.rule(
-        f"[bold]probe[/bold] {cfg.get('model')} · {cfg.get('behavior')} · {cfg.get('attention_backend')} · "
+        f"[bold]probe[/bold] {cfg.get('model')} · {cfg.get('behavior')} · "
+        + (f"{str(cfg['runner']).upper()} · " if cfg.get("runner") else "")
+        + f"{cfg.get('attention_backend')} · "
         f"backend {run.backend}",
         align="left",
     )

@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from eaglegraph.known.profiles import Profile
 from eaglegraph.rig.descriptors import BatchDescriptor
 from eaglegraph.rig.modes import Mode
-from eaglegraph.rig.options import PlanOptions
-from eaglegraph.rig.vllm_plan import VllmSizing, vllm_sizing
 
 SOURCES = (
     "vllm/config/compilation.py::CompilationConfig.resolve_cudagraph_mode_and_sizes",
@@ -34,27 +33,10 @@ SOURCES = (
 )
 
 
-def mrv1_sizing(opts: PlanOptions) -> VllmSizing:
-    """Sizes and mode as for MRV2, with MRV1's rounding: the global list, only when decode
-    graphs are FULL (the profile's MRV2 rounding switches do not apply to this runner)."""
-    profile = dataclasses.replace(
-        opts.behavior, per_descriptor_rounding=False, rounds_every_mode=False
-    )
-    return vllm_sizing(
-        profile=profile,
-        gpu=opts.gpu,
-        requested=opts.mode,
-        backend=opts.attention_backend,
-        max_num_seqs=opts.max_num_seqs,
-        num_spec_tokens=opts.num_speculative_tokens,
-        max_num_batched_tokens=opts.max_num_batched_tokens,
-        capture_sizes=opts.capture_sizes,
-        max_capture_size=opts.max_capture_size,
-        breakable=opts.breakable,
-        compiled=opts.compiled,
-        trtllm_artifacts=opts.trtllm_artifacts,
-        head_dim=opts.head_dim,
-    )
+def mrv1_profile(profile: Profile) -> Profile:
+    """`profile` with MRV1's rounding: the global list, only when decode graphs are FULL (the
+    profile's MRV2 rounding switches do not apply to this runner)."""
+    return dataclasses.replace(profile, per_descriptor_rounding=False, rounds_every_mode=False)
 
 
 def target_keys(

@@ -129,7 +129,7 @@ def _runner(
             )
         return beh.runner, f"{beh.name} models {beh.runner.upper()} only"
     if target is None and c.runner is None:
-        return ModelRunner.MRV2, "target model not given: MRV2 semantics"
+        return ModelRunner.MRV2, "the rig's default (inspect shows the release's pick for a target)"
     version = parse_version(c.engine_version) or profile_release(beh)
     choice = runner_for(version, target or TargetFacts(), method=method, explicit=c.runner)
     return choice.runner, choice.why

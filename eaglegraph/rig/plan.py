@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from eaglegraph.known.hazards import Hazard, hazard
-from eaglegraph.known.profiles import FLAGS
+from eaglegraph.known.profiles import FLAGS, Profile
 from eaglegraph.known.runners import ModelRunner
 from eaglegraph.known.upstream import cite
 from eaglegraph.results.findings import Finding, Severity
 from eaglegraph.rig.descriptors import BatchDescriptor, Dispatcher, describe_padding
 from eaglegraph.rig.modes import Mode
-from eaglegraph.rig.mrv1_plan import drafter_keys, drafter_mode, mrv1_sizing, target_keys
+from eaglegraph.rig.mrv1_plan import drafter_keys, drafter_mode, mrv1_profile, target_keys
 from eaglegraph.rig.options import PlanOptions
 from eaglegraph.rig.sglang_plan import (
     draft_extend_graph,
@@ -25,6 +25,7 @@ from eaglegraph.rig.sglang_plan import (
     sglang_decode_batch_sizes,
 )
 from eaglegraph.rig.vllm_plan import (
+    VllmSizing,
     draft_decode_mode,
     fused_draft_decode,
     phase_descriptors,
@@ -89,16 +90,15 @@ class CapturePlan:
         return next(p for p in self.phases if p.phase == name)
 
 
-def _vllm_plan(opts: PlanOptions) -> CapturePlan:
-    k, k1, r = opts.num_speculative_tokens, opts.num_speculative_tokens + 1, opts.max_num_seqs
-    beh = opts.behavior
-    sizing = vllm_sizing(
-        profile=beh,
+def _sizing(opts: PlanOptions, profile: Profile) -> VllmSizing:
+    """Sizes, support and resolved mode for these options under `profile`'s rules."""
+    return vllm_sizing(
+        profile=profile,
         gpu=opts.gpu,
         requested=opts.mode,
         backend=opts.attention_backend,
-        max_num_seqs=r,
-        num_spec_tokens=k,
+        max_num_seqs=opts.max_num_seqs,
+        num_spec_tokens=opts.num_speculative_tokens,
         max_num_batched_tokens=opts.max_num_batched_tokens,
         capture_sizes=opts.capture_sizes,
         max_capture_size=opts.max_capture_size,
@@ -107,11 +107,41 @@ def _vllm_plan(opts: PlanOptions) -> CapturePlan:
         trtllm_artifacts=opts.trtllm_artifacts,
         head_dim=opts.head_dim,
     )
-    resolved, downgrades, sizes = (
-        sizing.resolution.mode,
-        list(sizing.resolution.reasons),
-        sizing.sizes,
+
+
+def _vllm_capture_plan(
+    opts: PlanOptions, sizing: VllmSizing, phases: list[PhasePlan]
+) -> CapturePlan:
+    """A vLLM plan (either runner) from its options, sizing and phases; findings come after."""
+    return CapturePlan(
+        framework="vllm",
+        behavior=opts.behavior.name,
+        attention_backend=opts.attention_backend,
+        num_speculative_tokens=opts.num_speculative_tokens,
+        max_num_seqs=opts.max_num_seqs,
+        max_num_batched_tokens=opts.max_num_batched_tokens,
+        requested_mode=opts.mode,
+        resolved_mode=sizing.resolution.mode,
+        downgrades=list(sizing.resolution.reasons),
+        capture_sizes=sizing.sizes,
+        capture_sizes_before_rounding=sizing.sizes_before_rounding,
+        phases=phases,
+        gpu=opts.gpu.to_json(),
+        attention_support=sizing.support.to_json(),
+        breakable=opts.breakable,
+        trtllm_artifacts=opts.trtllm_artifacts,
+        defaults=list(opts.defaults),
+        graph_memory_profiling=bool(opts.behavior.graph_memory_profiling),
+        runner=opts.runner,
+        runner_why=opts.runner_why,
     )
+
+
+def _vllm_plan(opts: PlanOptions) -> CapturePlan:
+    k, k1, r = opts.num_speculative_tokens, opts.num_speculative_tokens + 1, opts.max_num_seqs
+    beh = opts.behavior
+    sizing = _sizing(opts, beh)
+    resolved, sizes = sizing.resolution.mode, sizing.sizes
     per_mode = bool(beh.per_mode_dispatch)
 
     def phase(name: str, mode: Mode, dql: int, notes: list[str]) -> PhasePlan:
@@ -175,28 +205,7 @@ def _vllm_plan(opts: PlanOptions) -> CapturePlan:
                 f"one graph per size runs one draft decode; replayed {k - 1} times, metadata "
                 "rebuilt before each replay"
             )
-    plan = CapturePlan(
-        framework="vllm",
-        behavior=beh.name,
-        attention_backend=opts.attention_backend,
-        num_speculative_tokens=k,
-        max_num_seqs=r,
-        max_num_batched_tokens=opts.max_num_batched_tokens,
-        requested_mode=opts.mode,
-        resolved_mode=resolved,
-        downgrades=downgrades,
-        capture_sizes=sizes,
-        capture_sizes_before_rounding=sizing.sizes_before_rounding,
-        phases=[target, prefill, decode],
-        gpu=opts.gpu.to_json(),
-        attention_support=sizing.support.to_json(),
-        breakable=opts.breakable,
-        trtllm_artifacts=opts.trtllm_artifacts,
-        defaults=list(opts.defaults),
-        graph_memory_profiling=bool(beh.graph_memory_profiling),
-        runner=opts.runner,
-        runner_why=opts.runner_why,
-    )
+    plan = _vllm_capture_plan(opts, sizing, [target, prefill, decode])
     plan.findings = _vllm_hazards(plan, opts)
     return plan
 
@@ -205,7 +214,7 @@ def _mrv1_plan(opts: PlanOptions) -> CapturePlan:
     """The V1 GPU model runner's plan (`rig.mrv1_plan`): the target's dispatcher keys and one
     drafter dispatcher for every draft pass."""
     k, r = opts.num_speculative_tokens, opts.max_num_seqs
-    sizing = mrv1_sizing(opts)
+    sizing = _sizing(opts, mrv1_profile(opts.behavior))
     resolved, sizes = sizing.resolution.mode, sizing.sizes
 
     def phase(name: str, mode: Mode, dql: int, descs: list[BatchDescriptor]) -> PhasePlan:
@@ -234,28 +243,7 @@ def _mrv1_plan(opts: PlanOptions) -> CapturePlan:
         decode.notes.append(
             f"the drafter's dispatcher again: {k - 1} passes, each padded to its own size"
         )
-    plan = CapturePlan(
-        framework="vllm",
-        behavior=opts.behavior.name,
-        attention_backend=opts.attention_backend,
-        num_speculative_tokens=k,
-        max_num_seqs=r,
-        max_num_batched_tokens=opts.max_num_batched_tokens,
-        requested_mode=opts.mode,
-        resolved_mode=resolved,
-        downgrades=list(sizing.resolution.reasons),
-        capture_sizes=sizes,
-        capture_sizes_before_rounding=sizing.sizes_before_rounding,
-        phases=[target, prefill, decode],
-        gpu=opts.gpu.to_json(),
-        attention_support=sizing.support.to_json(),
-        breakable=opts.breakable,
-        trtllm_artifacts=opts.trtllm_artifacts,
-        defaults=list(opts.defaults),
-        graph_memory_profiling=bool(opts.behavior.graph_memory_profiling),
-        runner=opts.runner,
-        runner_why=opts.runner_why,
-    )
+    plan = _vllm_capture_plan(opts, sizing, [target, prefill, decode])
     if plan.downgrades:
         plan.findings.append(_downgrade_finding(plan, opts))
     return plan
