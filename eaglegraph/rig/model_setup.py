@@ -33,7 +33,7 @@ FATAL_CHECKS = {
     "d2t-length-mismatch",
     "aux-ids-out-of-range",
     "tensor-shape-mismatch",
-    "bin-checkpoint",
+    "draft-vocab-larger",
     "d2t-missing",
 }
 
@@ -99,8 +99,8 @@ def check_buildable(pair: Pair, random_weights: bool, framework: str = "vllm") -
         for side in (pair.target, pair.draft):
             if not side.checkpoint.has_weights:
                 raise BadInput(
-                    f"{side.role} {side.path} has no weights; pass --random-weights to build "
-                    "it from config.json alone"
+                    f"{side.role} {side.path} has no weights eaglegraph reads (safetensors); "
+                    "pass --random-weights to build it from config.json alone"
                 )
     build = draft_build(facts.kind)
     if mla_dims(pair.target.config) is None:

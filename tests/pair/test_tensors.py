@@ -99,8 +99,8 @@ def test_bin_checkpoint_is_a_finding(tmp_path: Path) -> None:
     (tmp_path / "pytorch_model.bin").write_bytes(b"PK\x03\x04 not really")
     pair = load_pair(tmp_path)
     assert pair.target is not None and pair.target.weights.format == "bin"
-    finding = next(f for f in pair.findings if f.id == "bin-checkpoint")
-    assert "safetensors" in (finding.fix or "")
+    finding = next(f for f in pair.findings if f.id == "eaglegraph-needs-safetensors")
+    assert finding.severity.value == "info" and "safetensors" in (finding.fix or "")
 
 
 def test_index_with_bad_weight_map(tmp_path: Path) -> None:
