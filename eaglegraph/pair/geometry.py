@@ -125,8 +125,8 @@ def _rope(cfg: Config) -> Rope:
                 f"{spec.source}: llama3 rope needs low_freq_factor, high_freq_factor and "
                 "original_max_position_embeddings"
             )
-        if high <= low:
-            raise BadInput(f"{spec.source}: high_freq_factor must exceed low_freq_factor")
+        if high < low:  # equal is legal (Llama-4: 1.0 and 1.0, no smoothed band)
+            raise BadInput(f"{spec.source}: high_freq_factor must not be below low_freq_factor")
     return Rope(
         rope_theta=theta,
         rope_type=rope_type,

@@ -14,10 +14,11 @@ from pathlib import Path
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.facts import DraftFacts
 from eaglegraph.pair.geometry import Geometry, layer_params
-from eaglegraph.pair.mla import mla_model_parameters
+from eaglegraph.pair.sizing import size_model
 from eaglegraph.pair.tensors import CheckpointIndex
 from eaglegraph.results.findings import Finding
 from eaglegraph.results.inspect import WeightSummary
+from eaglegraph.results.sizing import SizingFacts
 
 
 @dataclass
@@ -30,6 +31,10 @@ class ModelSide:
     estimated_parameter_count: int
     config: Config = field(repr=False, metadata={"json": False})
     checkpoint: CheckpointIndex = field(repr=False, metadata={"json": False})
+
+    def sizing(self, engine: str = "vllm") -> SizingFacts:
+        """Parameters, bytes and layer kinds from the config, as `engine` loads the model."""
+        return size_model(self.geometry, self.config, self.path, engine)
 
 
 @dataclass
@@ -68,10 +73,8 @@ def summarize_weights(
 
 
 def estimate_target_parameters(g: Geometry, cfg: Config | None = None) -> int:
-    if cfg is not None:
-        mla = mla_model_parameters(g, cfg)
-        if mla is not None:
-            return mla
+    if cfg is not None:  # every layer kind, MoE spelling and vision tower the config names
+        return size_model(g, cfg).parameters
     embed = g.vocab_size * g.hidden_size
     layers = g.num_hidden_layers * layer_params(g, g.hidden_size, True)
     head = 0 if g.tie_word_embeddings else embed

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from eaglegraph.results.findings import Finding
 from eaglegraph.results.prediction import MemoryPrediction
+from eaglegraph.results.sizing import SizingFacts
 
 INSPECT_SCHEMA = "eaglegraph.inspect/1"
 
@@ -85,6 +86,7 @@ class SideFacts:
     weights: WeightSummary | None = None
     parameter_count: int | None = None
     estimated_parameter_count: int | None = None
+    sizing: SizingFacts | None = None
 
 
 @dataclass(frozen=True)

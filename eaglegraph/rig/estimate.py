@@ -15,6 +15,7 @@ from eaglegraph.known.heads import head_dtype
 from eaglegraph.pair.geometry import DTYPE_BYTES, Geometry
 from eaglegraph.pair.mla import mla_dims, mla_kv_bytes_per_token
 from eaglegraph.pair.model import ModelSide, Pair
+from eaglegraph.pair.sizing import kv_layer_counts
 from eaglegraph.results.inspect import MemoryEstimate
 from eaglegraph.rig.kv_specs import draft_layer_count
 from eaglegraph.rig.plan import CapturePlan
@@ -28,6 +29,10 @@ def _side_kv(side: ModelSide, layers: int, nbytes: int) -> int:
     """KV bytes per token of `layers` layers of one side: latent rows for MLA, K+V else."""
     latent = mla_kv_bytes_per_token(side.config, layers, nbytes)
     return latent if latent is not None else _kv_per_token(side.geometry, layers, nbytes)
+
+
+def fmt_state(nbytes: int) -> str:
+    return f"{nbytes / (1 << 20):.2f} MiB" if nbytes >= 1 << 20 else f"{nbytes / 1024:.1f} KiB"
 
 
 def _draft_layers(pair: Pair, framework: str) -> int:
@@ -48,15 +53,23 @@ def estimate_memory(pair: Pair, plan: CapturePlan, dtype: str | None = None) -> 
     t = pair.target.geometry if pair.target else None
     d = pair.draft.geometry if pair.draft else None
     facts = pair.draft_facts
-    name = dtype or (t.dtype if t and t.dtype else None) or "bfloat16"
+    sizing = pair.target.sizing(plan.framework) if pair.target else None
+    # dtype=auto: what the engine loads the config's dtype as (a float32 config is downcast)
+    name = dtype or (sizing.load_dtype if sizing else None) or "bfloat16"
     nbytes = DTYPE_BYTES.get(name, 2)
     notes: list[str] = []
+    if sizing is not None and not dtype and sizing.load_dtype != t.dtype:  # type: ignore[union-attr]
+        notes.append(sizing.load_dtype_source)
 
     def weights(side: ModelSide | None) -> int | None:
         if side is None:
             return None
         if side.weights.weight_bytes is not None:
             return int(side.weights.weight_bytes)
+        if sizing is not None and not dtype and side is pair.target:
+            return sizing.weight_bytes  # quantized groups at their packed size
+        if sizing is not None and not dtype and pair.target and side.config is pair.target.config:
+            return sizing.checkpoint_weight_bytes - sizing.weight_bytes  # MTP in the target
         return int(side.estimated_parameter_count) * nbytes
 
     has_headers = any(
@@ -64,7 +77,21 @@ def estimate_memory(pair: Pair, plan: CapturePlan, dtype: str | None = None) -> 
     )
     largest = max(plan.capture_sizes) if plan.capture_sizes else 0
     rows_draft = min(largest, plan.max_num_seqs) if largest else 0
-    kv_t = _side_kv(pair.target, t.num_hidden_layers, nbytes) if pair.target and t else None
+    kv_t = None
+    if pair.target and t:
+        full, sliding, state = kv_layer_counts(pair.target.config, t.num_hidden_layers)
+        kv_t = _side_kv(pair.target, full + sliding, nbytes)
+        if sliding:
+            notes.append(
+                f"{sliding} of the target's {full + sliding} KV layers use a sliding window "
+                f"({sizing.sliding_window if sizing else '?'} tokens): past it they hold no more"
+            )
+        if state:
+            notes.append(
+                f"{state} target layers are linear attention / Mamba: no KV, a fixed state "
+                f"of {fmt_state(sizing.state_bytes_per_request_layer if sizing else 0)} per "
+                "request and layer instead"
+            )
     kv_d = _side_kv(pair.draft, _draft_layers(pair, plan.framework), nbytes) if pair.draft else None
     if any(s is not None and mla_dims(s.config) for s in (pair.target, pair.draft)):
         notes.append(

@@ -54,7 +54,7 @@ def inspect_pair(pair: Pair, plan_options: Any, dtype: str | None = None) -> Ins
         root=str(pair.root),
         layout=pair.layout,
         missing=pair.missing,
-        target=_side(pair.target, SideFacts) if pair.target is not None else None,
+        target=(_side(pair.target, SideFacts, plan.framework) if pair.target is not None else None),
         draft=_draft(pair.draft, pair.draft_facts),
         plan=plan_facts(plan),
         memory=memory,
@@ -68,7 +68,7 @@ def _geometry(g: Geometry, mla: MLAFacts | None) -> GeometryFacts:
     return _record(GeometryFacts, g, mla=mla)
 
 
-def _side(side: ModelSide, cls: type[SideFacts]) -> Any:
+def _side(side: ModelSide, cls: type[SideFacts], engine: str | None = None) -> Any:
     mla = mla_dims(side.config)
     ranks = None if mla is None else MLAFacts(
         mla.q_lora_rank, mla.kv_lora_rank, mla.qk_nope_head_dim, mla.qk_rope_head_dim,
@@ -83,6 +83,7 @@ def _side(side: ModelSide, cls: type[SideFacts]) -> Any:
         weights=side.weights,
         parameter_count=side.weights.parameter_count,
         estimated_parameter_count=side.estimated_parameter_count,
+        sizing=side.sizing(engine) if engine is not None else None,  # the target's
     )
 
 
