@@ -40,6 +40,13 @@ class MissingEnvironment(EagleGraphError):
     exit_code = 3
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a job timeout, an eviction), raised where Ctrl-C would be, so the same cleanup
+    runs (worker processes ended) and the command exits 143 with one line."""
+
+    exit_code = 143
+
+
 def closest(value: str, choices: Iterable[str], n: int = 3) -> list[str]:
     """The choices nearest to a mistyped value (case-insensitive), best first."""
     by_key = {c.lower(): c for c in choices}

@@ -7,13 +7,14 @@ the machine lacks something); anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import signal
 import sys
 from typing import Any
 
 import click
 
 from eaglegraph import __version__
-from eaglegraph.errors import ERROR_SCHEMA, EagleGraphError
+from eaglegraph.errors import ERROR_SCHEMA, EagleGraphError, Terminated, unknown_choice
 
 _COMMANDS = {
     "inspect": "eaglegraph.cli.inspect_cmd",
@@ -34,6 +35,15 @@ class EagleGraphGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [name for name in _COMMANDS if self._module(name) is not None]
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """An unknown command is one line with the closest names ("did you mean inspect?")."""
+        name = click.utils.make_str(args[0])
+        if name not in _COMMANDS and not name.startswith("-"):
+            raise unknown_choice("command", name, _COMMANDS)
+        return super().resolve_command(ctx, args)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         module = self._module(cmd_name)
@@ -58,6 +68,7 @@ class EagleGraphGroup(click.Group):
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
+        previous = signal.signal(signal.SIGTERM, _terminate)
         try:
             return super().invoke(ctx)
         except EagleGraphError as exc:
@@ -75,9 +86,17 @@ class EagleGraphGroup(click.Group):
         except OSError as exc:
             # a path the checks above missed: still one line with the path and the OS's reason
             _fail(ctx, _os_message(exc), 2)
-        except KeyboardInterrupt:
-            click.echo("eaglegraph: interrupted", err=True)
-            ctx.exit(130)
+        except KeyboardInterrupt as exc:
+            terminated = isinstance(exc, Terminated)
+            click.echo(f"eaglegraph: {'terminated' if terminated else 'interrupted'}", err=True)
+            ctx.exit(Terminated.exit_code if terminated else 130)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    """SIGTERM ends a command the way Ctrl-C does (exit 143 instead of 130)."""
+    raise Terminated()
 
 
 def _os_message(exc: OSError) -> str:

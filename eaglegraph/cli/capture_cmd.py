@@ -8,9 +8,11 @@ import click
 
 from eaglegraph.cli.app import make_app, output_options
 from eaglegraph.cli.options import (
+    check_choices,
     pair_arguments,
     plan_options_for,
     pool_option,
+    pop_plan_kwargs,
     predict_option,
     warn_suspicious,
 )
@@ -39,7 +41,7 @@ _CPU_NOTE = (
     is_flag=True,
     help="On CPU, capture the engine's whole default plan (minutes) instead of the quick one.",
 )
-@output_files(CaptureRun, inputs=("model_dir", "target_dir", "draft_dir"))
+@output_files(CaptureRun, inputs=("model_dir", "target_dir", "draft_dir"), refusals=True)
 @output_options
 @click.pass_context
 def command(
@@ -65,19 +67,22 @@ def command(
     partial timeline is still shown and saved.
     """
     app = make_app(ctx, json_output, no_color)
+    plan = pop_plan_kwargs(kwargs)
+    check_choices(model_dir, target_dir, draft_dir, plan)  # before torch is imported
     from eaglegraph.probes.capture import CaptureRequest, preflight, run_capture
     from eaglegraph.rig.plan import build_plan
 
     spec = build_spec(
         model_dir,
         kwargs,
+        plan=plan,
         target_dir=target_dir,
         draft_dir=draft_dir,
         pool=pool,
         cpu_max_num_seqs=None if full_plan else CPU_CAPTURE_MAX_NUM_SEQS,
     )
     pair = spec.open_pair()
-    warn_suspicious(pair, spec.options, spec.max_model_len)
+    warn_suspicious(pair, spec.options, spec.max_model_len, force=outputs.force)
     request = CaptureRequest.from_spec(
         spec,
         replay=replay,

@@ -15,7 +15,7 @@ import click
 
 from eaglegraph.cli.app import make_app, output_options
 from eaglegraph.cli.options import plan_options, pop_plan_kwargs
-from eaglegraph.cli.outputs import Outputs, output_files
+from eaglegraph.cli.outputs import Outputs, check_folder, output_files
 from eaglegraph.cli.rig_options import pop_rig_kwargs, rig_options
 from eaglegraph.errors import BadInput
 from eaglegraph.reports.runfile import SAVED_RUNS
@@ -53,6 +53,7 @@ def command(
     as one self-contained page; --json prints the explorer's nodes and links.
     """
     app = make_app(ctx, json_output, no_color)
+    check_folder("--export-dir", export_dir)  # `x` must not fail after a session of work
     from eaglegraph.probes.explore import open_source
 
     run, actions = open_source(source, pop_plan_kwargs(kwargs), pop_rig_kwargs(kwargs))

@@ -8,6 +8,7 @@ import click
 
 from eaglegraph.cli.app import make_app, output_options
 from eaglegraph.cli.options import (
+    check_choices,
     dtype_option,
     fail_on_option,
     pair_arguments,
@@ -55,13 +56,15 @@ def command(
     and a memory estimate. Never loads tensor data.
     """
     app = make_app(ctx, json_output, no_color)
+    plan = pop_plan_kwargs(kwargs)
+    check_choices(model_dir, target_dir, draft_dir, plan)  # before torch is imported
     from eaglegraph.probes.inspection import InspectRequest
 
     request = InspectRequest(
         model_dir,
         target_dir,
         draft_dir,
-        plan=pop_plan_kwargs(kwargs),
+        plan=plan,
         dtype=dtype,
         predict_memory=predict_memory,
     )

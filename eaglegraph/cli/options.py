@@ -357,8 +357,29 @@ def warn(warnings: Iterable[str]) -> None:
         click.echo(f"eaglegraph: warning: {warning}", err=True)
 
 
-def warn_suspicious(pair: Any, options: Any, max_model_len: int | None = None) -> None:
-    """The warnings of a run's plan (capture, probe, memdiff)."""
+def warn_suspicious(
+    pair: Any, options: Any, max_model_len: int | None = None, *, force: bool = False
+) -> None:
+    """The warnings of a run's plan (capture, probe, memdiff); a plan the engine would refuse
+    at startup (`known.startup_limits`) is refused here, before any work, unless `force`."""
+    from eaglegraph.known.startup_limits import startup_refusals
     from eaglegraph.probes.sanity import plan_warnings
 
+    refused = startup_refusals(options.framework, options)
+    if refused and not force:
+        raise BadInput(refused[0], "pass --force to run it anyway")
     warn(plan_warnings(pair, options, max_model_len))
+
+
+def check_choices(
+    model_dir: str | None, target_dir: str | None, draft_dir: str | None, plan: PlanChoices
+) -> None:
+    """Refuse a mistyped name (preset, GPU, mode, behavior, backend) or an unreadable pair from
+    the configs alone, before a command imports torch: a bad flag is answered in well under a
+    second. The command resolves the same choices again for its run."""
+    from eaglegraph.pair import load_pair
+    from eaglegraph.pair.presets import resolve_model_arg
+    from eaglegraph.probes.setup import plan_options
+
+    model = resolve_model_arg(model_dir) if model_dir is not None else None
+    plan_options(load_pair(model, target_dir, draft_dir), plan)

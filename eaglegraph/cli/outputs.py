@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import os
+import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,14 +56,43 @@ def check_outputs(
             if parent.exists():
                 raise BadInput(f"{name} {path}: {parent} is not a folder")
             raise BadInput(f"{name} {path}: folder {parent} does not exist", "create it first")
-        if not os.access(parent, os.W_OK | os.X_OK):
-            raise BadInput(f"{name} {path}: folder {parent} is not writable (permission denied)")
+        unwritable = folder_unwritable(parent)
+        if unwritable is not None:
+            raise BadInput(f"{name} {path}: folder {parent} is not writable ({unwritable})")
         for source in inputs:
             if source and Path(source).exists() and Path(source).resolve() == key:
                 raise BadInput(f"{name} {path} is an input of this command; choose another path")
         if path.exists() and not force:
             raise BadInput(f"{name} {path} already exists", "pass --force to replace it")
     return chosen
+
+
+def folder_unwritable(folder: Path) -> str | None:
+    """Why no file can be created in `folder`, or None when one can. Permission bits are not
+    enough (root passes them; a read-only mount or a full quota does not show in them), so a
+    file is created there and removed."""
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return "permission denied"
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".eaglegraph-probe-", dir=folder)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    os.close(fd)
+    os.unlink(probe)
+    return None
+
+
+def check_folder(name: str, folder: str) -> Path:
+    """An output folder (explore's --export-dir): it exists, is a folder and is writable."""
+    path = Path(folder)
+    if not path.exists():
+        raise BadInput(f"{name} {folder} does not exist", "create it first")
+    if not path.is_dir():
+        raise BadInput(f"{name} {folder} is not a folder")
+    unwritable = folder_unwritable(path)
+    if unwritable is not None:
+        raise BadInput(f"{name} {folder} is not writable ({unwritable})")
+    return path
 
 
 @dataclass
@@ -140,12 +170,16 @@ def _writer(
 
 
 def output_files(
-    *kinds: type, inputs: tuple[str, ...] = ("model_dir",), rerender: bool = False
+    *kinds: type,
+    inputs: tuple[str, ...] = ("model_dir",),
+    rerender: bool = False,
+    refusals: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """One `--NAME FILE` option per registered format that renders one of `kinds`, and
     `--force`. The paths are checked before the command body runs (`inputs`: the parameters
     naming the command's input files, which no output may replace); the body receives them as
-    `outputs: Outputs`."""
+    `outputs: Outputs`. `refusals`: the command builds a rig, and `--force` also runs a plan
+    the engine would refuse at startup (`Outputs.force`)."""
     formats = exporters_for(kinds, rerender=rerender)
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -160,7 +194,8 @@ def output_files(
             return func(*args, outputs=Outputs(chosen, force), **kwargs)
 
         what = "output files" if len(formats) > 1 else f"an existing {formats[0].option} file"
-        command = click.option("--force", is_flag=True, help=f"Replace {what}.")(wrapper)
+        also = "; run a plan the engine would refuse at startup" if refusals else ""
+        command = click.option("--force", is_flag=True, help=f"Replace {what}{also}.")(wrapper)
         for exporter in reversed(formats):
             command = click.option(
                 exporter.option,

@@ -8,6 +8,7 @@ import click
 
 from eaglegraph.cli.app import make_app, output_options
 from eaglegraph.cli.options import (
+    check_choices,
     fail_on_option,
     plan_options_for,
     pool_option,
@@ -49,7 +50,7 @@ from eaglegraph.rig.options import PROBE_MAX_NUM_SEQS
 @timeout_option(900.0, "Seconds per case (a case still running then is reported as a hang).")
 @click.option("--list-behaviors", is_flag=True, help="Explain each --behavior and exit.")
 @fail_on_option("error")
-@output_files(ProbeRun)
+@output_files(ProbeRun, refusals=True)
 @output_options
 @click.pass_context
 def command(
@@ -84,7 +85,6 @@ def command(
         app.emit(BEHAVIORS_SCHEMA, BehaviorList.known(), render_behaviors)
         return
     from eaglegraph.errors import BadInput
-    from eaglegraph.probes.probing import ProbeRequest
     from eaglegraph.results.findings import reaches
 
     if model_dir is None:
@@ -93,9 +93,13 @@ def command(
         raise BadInput(f"--workers must be at least 1, got {workers}")
     if no_isolation:
         _warn_unused_with_no_isolation(ctx)
+    plan = pop_plan_kwargs(kwargs)
+    check_choices(model_dir, None, None, plan)  # before torch is imported
+    from eaglegraph.probes.probing import ProbeRequest
+
     request = ProbeRequest.for_model(
         model_dir,
-        pop_plan_kwargs(kwargs),
+        plan,
         pop_rig_kwargs(kwargs),
         pool=pool,
         modes=tuple(m for value in modes or ("all",) for m in value.split(",") if m),
@@ -105,7 +109,7 @@ def command(
         workers=workers,
     )
     spec = request.spec
-    warn_suspicious(spec.open_pair(), spec.options, spec.max_model_len)
+    warn_suspicious(spec.open_pair(), spec.options, spec.max_model_len, force=outputs.force)
     with app.progress("probe", total=None) as progress:
         run = request.run(
             on_plan=lambda cases: progress(

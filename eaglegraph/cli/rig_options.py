@@ -10,6 +10,7 @@ import click
 
 if TYPE_CHECKING:
     from eaglegraph.probes.spec import RunSpec
+    from eaglegraph.rig.options import PlanChoices
 
 RIG_KEYS = ("device", "dtype", "max_model_len", "random_weights", "seed", "compile_model")
 
@@ -64,8 +65,10 @@ def build_spec(
     pool: str | None = None,
     default_max_num_seqs: dict[str, int] | None = None,
     cpu_max_num_seqs: dict[str, int] | None = None,
+    plan: PlanChoices | None = None,
 ) -> RunSpec:
-    """The command's parsed plan and rig options (popped from `kwargs`) as one RunSpec."""
+    """The command's parsed plan (`plan`, or popped from `kwargs`) and rig options (popped from
+    `kwargs`) as one RunSpec."""
     from eaglegraph.cli.options import pop_plan_kwargs
     from eaglegraph.probes.spec import resolve_run
 
@@ -73,7 +76,7 @@ def build_spec(
         model_dir,
         target_dir,
         draft_dir,
-        plan=pop_plan_kwargs(kwargs),
+        plan=plan if plan is not None else pop_plan_kwargs(kwargs),
         pool=pool,
         default_max_num_seqs=default_max_num_seqs,
         cpu_max_num_seqs=cpu_max_num_seqs,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from eaglegraph.errors import BadInput
+from eaglegraph.errors import unknown_choice
 from eaglegraph.known.pool_policies import PoolPolicy
 from eaglegraph.known.runners import ModelRunner
 from eaglegraph.known.upstream import upstream
@@ -566,7 +566,7 @@ def get_profile(name: str | None, engine: str = "vllm") -> Profile:
         return PROFILES[DEFAULT_PROFILE[engine]]
     key = name.strip().lower()
     if key not in PROFILES:
-        raise BadInput(f"unknown behavior {name!r}; choose one of {', '.join(PROFILES)}")
+        raise unknown_choice("behavior", name, PROFILES)
     return PROFILES[key]
 
 

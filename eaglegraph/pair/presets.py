@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from eaglegraph.errors import BadInput
+from eaglegraph.errors import BadInput, closest, unknown_choice
 from eaglegraph.pair import presets_mtp
 from eaglegraph.pair.kinds import DraftKind
 
@@ -356,7 +356,7 @@ def preset_for(kind: DraftKind | None, family: str, full_size: bool) -> str:
 
 def get_preset(name: str) -> Preset:
     if name not in PRESETS:
-        raise BadInput(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
+        raise unknown_choice("preset", name, PRESETS)
     return PRESETS[name]
 
 
@@ -538,5 +538,9 @@ def resolve_model_arg(arg: str | os.PathLike[str]) -> Path:
         return path
     if text in PRESETS:
         return materialize(text)
-    hint = f"; presets: {', '.join(PRESETS)}"
-    raise BadInput(f"{text} is neither an existing path nor a preset name{hint}")
+    near = closest(text, PRESETS)
+    hint = f"did you mean {' or '.join(near)}?" if near else None
+    raise BadInput(
+        f"{text} is neither an existing path nor a preset name; presets: {', '.join(PRESETS)}",
+        hint,
+    )

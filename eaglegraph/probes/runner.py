@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
-from eaglegraph.errors import BadInput, EagleGraphError, MissingEnvironment
+from eaglegraph.errors import BadInput, EagleGraphError, MissingEnvironment, Terminated
 
 MARKER = "EAGLEGRAPH-WORKER-RESULT "
 
@@ -194,13 +194,14 @@ def _outcome(reply: Mapping[str, Any], stderr: str, duration: float) -> Outcome:
 
 @contextlib.contextmanager
 def _sigterm_ends_the_wait() -> Iterator[None]:
-    """SIGTERM raises SystemExit(143) while a worker runs, so `finally` kills the worker."""
+    """SIGTERM raises `Terminated` (as Ctrl-C raises KeyboardInterrupt) while a worker runs,
+    so `finally` kills the worker; the CLI turns it into one line and exit 143."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum: int, frame: Any) -> None:
-        raise SystemExit(128 + signum)
+        raise Terminated()
 
     previous = signal.signal(signal.SIGTERM, handler)
     try:

@@ -10,6 +10,7 @@ a K no engine runs, configs whose numbers are finite but absurd. Nothing here ch
 from __future__ import annotations
 
 from eaglegraph.errors import BadInput
+from eaglegraph.known.startup_limits import startup_refusals
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.model import Pair
 from eaglegraph.rig.options import PlanOptions
@@ -36,11 +37,7 @@ def plan_warnings(pair: Pair, options: PlanOptions, max_model_len: int | None = 
             f"{k + 1} = {uniform}: a verify step of every running request does not fit one "
             "batch, so the largest decode batches are never captured"
         )
-    if seqs > tokens:
-        out.append(
-            f"--max-num-seqs {seqs} exceeds --max-num-batched-tokens {tokens}: at most "
-            f"{tokens} requests fit one step (vLLM refuses this at startup)"
-        )
+    out += startup_refusals(options.framework, options)  # `capture`/`probe` refuse these
     if options.capture_sizes is not None:
         dropped = sorted(s for s in options.capture_sizes if s > tokens)
         if dropped:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eaglegraph.errors import BadInput
+from eaglegraph.errors import unknown_choice
 
 
 @dataclass(frozen=True)
@@ -69,4 +69,4 @@ def get_gpu(name: str | None) -> GpuSpec:
     for gpu in GPUS.values():
         if gpu.name.upper() == key:
             return gpu
-    raise BadInput(f"unknown GPU {name!r}; choose one of {', '.join(GPUS)}")
+    raise unknown_choice("GPU", name, GPUS)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from eaglegraph.errors import BadInput
+from eaglegraph.errors import unknown_choice
 
 
 class Mode(Enum):
@@ -27,8 +27,7 @@ class Mode(Enum):
         key = key.removeprefix("CUDAGRAPHMODE.")
         if key in cls.__members__:
             return cls[key]
-        names = ", ".join(cls.__members__)
-        raise BadInput(f"unknown cudagraph mode {text!r}; choose one of {names}")
+        raise unknown_choice("cudagraph mode", text, cls.__members__)
 
     def separate_routine(self) -> bool:
         return isinstance(self.value, tuple)

@@ -377,8 +377,23 @@ def test_inspect_warns_and_still_answers(extra: list[str], names: str, why: str)
     assert code == 0 and json.loads(out)["schema"] == "eaglegraph.inspect/1"
 
 
+# what the engine refuses at startup: a warning from inspect, a refusal from the rig commands
+REFUSED_AT_STARTUP = WARNING_CASES[1]
+
+
 @pytest.mark.parametrize("command", RIG_COMMANDS)
-@pytest.mark.parametrize(("extra", "names", "why"), WARNING_CASES[:3], ids=lambda v: str(v))
+def test_rig_commands_refuse_what_the_engine_refuses(command: str) -> None:
+    extra, names, _ = REFUSED_AT_STARTUP
+    line = refused([command, PRESET, *extra], names)
+    assert "the engine's limit: vLLM refuses this at startup" in line and "--force" in line
+
+
+@pytest.mark.parametrize("command", RIG_COMMANDS)
+@pytest.mark.parametrize(
+    ("extra", "names", "why"),
+    [c for c in WARNING_CASES[:3] if c != REFUSED_AT_STARTUP],
+    ids=lambda v: str(v),
+)
 def test_rig_commands_warn_before_work(
     command: str, extra: list[str], names: str, why: str
 ) -> None:
