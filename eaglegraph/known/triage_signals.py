@@ -266,7 +266,7 @@ SIGNALS: tuple[SignalSpec, ...] = (
         r"Connection (?:closed|reset) by peer",
         anchors=("by peer",),
         why="a surviving rank's collective (Gloo, TCPStore) lost its peer: the peer died of its "
-        "own error, which is the root cause (tp-dp.md, the Gloo cascade after an IMA)",
+        "own error, which is the root cause (the Gloo cascade after an illegal memory access)",
     ),
     # --- hangs -----------------------------------------------------------------------------------
     SignalSpec(
