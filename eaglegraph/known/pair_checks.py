@@ -29,11 +29,13 @@ class PairCheck:
     engine: str | None  # the engine whose plan shows it; None: both
     engine_does: str  # what the engine does with the mismatch
     change: str  # what the user changes
-    refs: tuple[str, ...]  # public sources (URLs of an engine release's files, issues, docs)
+    # public sources, URLs of an engine release's files, issues or docs; the first is the one a
+    # finding cites (one link, so views can show and link it), the others were read beside it
+    refs: tuple[str, ...]
 
     @property
     def ref_text(self) -> str:
-        return ", ".join(self.refs)
+        return self.refs[0]
 
 
 PAIR_CHECKS: dict[str, PairCheck] = {
@@ -46,7 +48,7 @@ PAIR_CHECKS: dict[str, PairCheck] = {
             "embed_tokens, the target's embedding: a draft trained on another tokenizer "
             "proposes wrong tokens (acceptance near 0) or indexes past its vocabulary",
             "use the draft trained for this target (same tokenizer and vocab_size)",
-            (VLLM_EAGLE3 + " (Eagle3LlamaForCausalLM)", SGLANG_EAGLE3),
+            (VLLM_EAGLE3, SGLANG_EAGLE3),
         ),
         PairCheck(
             "t2d-length-mismatch",
@@ -54,7 +56,7 @@ PAIR_CHECKS: dict[str, PairCheck] = {
             "both engines skip t2d when loading, so nothing fails; its length is the "
             "vocabulary the draft was trained against, and it is not this target's",
             "use the draft trained for this target's vocabulary",
-            (VLLM_EAGLE3 + " (load_weights)", SGLANG_EAGLE3 + " (load_weights)"),
+            (VLLM_EAGLE3, SGLANG_EAGLE3),
         ),
         PairCheck(
             "d2t-length-mismatch",
@@ -64,7 +66,7 @@ PAIR_CHECKS: dict[str, PairCheck] = {
             "d2t + arange(len(d2t)) unchecked, so draft ids past the map read out of range",
             "make draft_vocab_size, lm_head rows and the d2t length agree (re-export the "
             "draft with the map it was trained with)",
-            (VLLM_EAGLE3 + " (load_weights)", SGLANG_EAGLE3 + " (load_weights)"),
+            (VLLM_EAGLE3, SGLANG_EAGLE3),
         ),
         PairCheck(
             "d2t-missing",
@@ -73,7 +75,7 @@ PAIR_CHECKS: dict[str, PairCheck] = {
             "draft_id_to_target_id at zeros and SGLang has no hot_token_id: draft token i is "
             "taken for target token i, so almost no proposal is accepted",
             "add the d2t map saved at training to the draft checkpoint",
-            (VLLM_EAGLE3 + " (Eagle3LlamaForCausalLM)", SGLANG_EAGLE3 + " (load_weights)"),
+            (VLLM_EAGLE3, SGLANG_EAGLE3),
         ),
         PairCheck(
             "draft-vocab-larger",
@@ -83,7 +85,7 @@ PAIR_CHECKS: dict[str, PairCheck] = {
             "range; SGLang sizes the draft head and logits by draft_vocab_size",
             "draft_vocab_size must be at most vocab_size: set it to the lm_head rows and d2t "
             "length of the checkpoint",
-            (VLLM_EAGLE3 + " (compute_logits)", SGLANG_EAGLE3),
+            (VLLM_EAGLE3, SGLANG_EAGLE3),
         ),
         PairCheck(
             "tied-head-reduced-vocab",
@@ -94,7 +96,7 @@ PAIR_CHECKS: dict[str, PairCheck] = {
             "the wrong rows (vLLM builds its own lm_head of draft_vocab_size rows and ignores "
             "the tie)",
             'set "tie_word_embeddings": false in the draft config',
-            (SGLANG_EAGLE3 + " (LlamaForCausalLMEagle3.__init__)", VLLM_EAGLE3),
+            (SGLANG_EAGLE3, VLLM_EAGLE3),
         ),
         PairCheck(
             "rope-theta-differs",
@@ -104,7 +106,7 @@ PAIR_CHECKS: dict[str, PairCheck] = {
             "runs with its own θ, right only if it was trained with it",
             "keep the θ the draft was trained with; if the draft config was rewritten (a key "
             "dropped or copied from another model), restore its training value",
-            (VLLM_EAGLE3 + " (LlamaDecoderLayer from the draft config)", SGLANG_EAGLE3),
+            (VLLM_EAGLE3, SGLANG_EAGLE3),
         ),
         PairCheck(
             "rope-scaling-differs",
@@ -112,10 +114,10 @@ PAIR_CHECKS: dict[str, PairCheck] = {
             "both engines apply the draft config's rope scaling to the draft, not the "
             "target's; vLLM raises a smaller draft max_position_embeddings to the target's "
             "only for default/linear/llama3 rope and otherwise limits max_model_len to the "
-            "draft's",
+            "draft's (SpeculativeConfig._maybe_override_draft_max_position_embeddings)",
             "keep the scaling the draft was trained with; past the draft's trained context "
             "expect lower acceptance, or serve with a max_model_len within it",
-            (VLLM_SPEC_CONFIG + " (_maybe_override_draft_max_position_embeddings)", SGLANG_EAGLE3),
+            (VLLM_SPEC_CONFIG, SGLANG_EAGLE3),
         ),
         PairCheck(
             "rms-eps-differs",
@@ -124,7 +126,7 @@ PAIR_CHECKS: dict[str, PairCheck] = {
             "different value from the target's is harmless if the draft was trained with it",
             "only if the draft config was copied from another model: restore the rms_norm_eps "
             "it was trained with",
-            (VLLM_EAGLE3 + " (RMSNorm(eps=config.rms_norm_eps))", SGLANG_EAGLE3),
+            (VLLM_EAGLE3, SGLANG_EAGLE3),
         ),
         PairCheck(
             "draft-layers-implausible",
@@ -133,7 +135,7 @@ PAIR_CHECKS: dict[str, PairCheck] = {
             "model's config given as the draft loads as a slow, untrained head",
             "check that the folder given as the draft is the draft head (published EAGLE heads "
             "have 1 layer) and not a copy of a target config",
-            (SPECFORGE_CONFIGS, VLLM_EAGLE3 + " (LlamaModel)"),
+            (SPECFORGE_CONFIGS, VLLM_EAGLE3),
         ),
         PairCheck(
             "verifier-mismatch",
@@ -141,7 +143,7 @@ PAIR_CHECKS: dict[str, PairCheck] = {
             "neither engine compares the verifier a speculators config names with the target "
             "it serves; a draft trained for another target loads and is rarely accepted",
             "serve the draft with the verifier it names, or use a draft trained for this target",
-            (SPECULATORS_CONFIG + " (VerifierConfig)",),
+            (SPECULATORS_CONFIG,),
         ),
         PairCheck(
             "implausible-value",
@@ -158,7 +160,7 @@ PAIR_CHECKS: dict[str, PairCheck] = {
             "outside its layers is never captured, so fc receives fewer states than it was "
             "built for (shape error at the first draft step)",
             "set eagle_aux_hidden_state_layer_ids to layers of this target",
-            (VLLM_SRC + "model_executor/models/interfaces.py (set_aux_hidden_state_layers)",),
+            (VLLM_SRC + "model_executor/models/interfaces.py",),
         ),
         PairCheck(
             "aux-ids-sglang-shift",
@@ -166,7 +168,7 @@ PAIR_CHECKS: dict[str, PairCheck] = {
             "SGLang's set_eagle3_layers_to_capture adds 1 to explicit aux ids, so an id at "
             "the last layer taps past the end of the target",
             "use ids counted as SGLang counts them (one less), or the defaults",
-            (SGLANG_SRC + "models/llama.py (set_eagle3_layers_to_capture)",),
+            (SGLANG_SRC + "models/llama.py",),
         ),
         PairCheck(
             "aux-convention",
@@ -175,8 +177,8 @@ PAIR_CHECKS: dict[str, PairCheck] = {
             "1 (the output of layer i): the same config taps layers one apart",
             "check which engine the draft was trained against before serving it on the other",
             (
-                VLLM_SRC + "model_executor/models/interfaces.py (set_aux_hidden_state_layers)",
-                SGLANG_SRC + "models/llama.py (set_eagle3_layers_to_capture)",
+                VLLM_SRC + "model_executor/models/interfaces.py",
+                SGLANG_SRC + "models/llama.py",
             ),
         ),
         PairCheck(
