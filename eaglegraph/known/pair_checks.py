@@ -140,8 +140,9 @@ PAIR_CHECKS: dict[str, PairCheck] = {
         PairCheck(
             "verifier-mismatch",
             None,
-            "neither engine compares the verifier a speculators config names with the target "
-            "it serves; a draft trained for another target loads and is rarely accepted",
+            "neither engine compares the verifier a draft config names (or the "
+            "target_model_type it was trained for) with the target it serves; a draft trained "
+            "for another target loads and its proposals are rarely accepted",
             "serve the draft with the verifier it names, or use a draft trained for this target",
             (SPECULATORS_CONFIG,),
         ),

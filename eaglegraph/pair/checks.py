@@ -322,30 +322,36 @@ def _identity(side: ModelSide) -> set[str]:
 
 
 def _verifier_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
-    target = pair.target
-    if target is None or not facts.verifier:
+    """The verifier the draft names (speculators' `verifier`, `base_model_name_or_path`) or the
+    model type it was trained against (SpecForge's `target_model_type`) against the target."""
+    target, draft = pair.target, pair.draft
+    if target is None or draft is None:
         return []
-    spec = pair.draft.config.sub("speculators_config") if pair.draft else None
-    verifier = spec.sub("verifier") if spec is not None else None
-    archs = verifier.str_list("architectures") if verifier is not None else []
-    known = _identity(target)
-    named = facts.verifier.rstrip("/").split("/")[-1].lower()
     problems = []
-    if known and named not in known:
-        problems.append(f"the target is {' / '.join(sorted(known))}")
-    if archs and target.architecture not in archs:
+    if facts.verifier:
+        known = _identity(target)
+        named = facts.verifier.rstrip("/").split("/")[-1].lower()
+        if known and named not in known:
+            problems.append(
+                f"names verifier {facts.verifier!r}; the target is {' / '.join(sorted(known))}"
+            )
+        spec = draft.config.sub("speculators_config")
+        verifier = spec.sub("verifier") if spec is not None else None
+        archs = verifier.str_list("architectures") if verifier is not None else []
+        if archs and target.architecture not in archs:
+            problems.append(
+                f"names verifier architectures {archs}; the target is a {target.architecture}"
+            )
+    trained_for = draft.config.str("target_model_type", default=None)
+    target_types = {target.geometry.model_type, target.config.str("model_type", default="")}
+    if trained_for and trained_for not in target_types:
         problems.append(
-            f"its architectures {archs} do not include the target's {target.architecture}"
+            f"says target_model_type {trained_for!r}; the target is "
+            f"{' / '.join(sorted(t for t in target_types if t))}"
         )
     if not problems:
         return []
-    return [
-        check_finding(
-            "verifier-mismatch",
-            W,
-            f"the draft names verifier {facts.verifier!r}, but {'; '.join(problems)}",
-        )
-    ]
+    return [check_finding("verifier-mismatch", W, f"the draft {'; '.join(problems)}")]
 
 
 def _draft_layer_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:

@@ -201,6 +201,16 @@ def test_verifier_named_is_not_the_target_given(tmp_path: Path) -> None:
     assert f.severity is W and "Llama-3.1-8B-Instruct" in f.message and "qwen3-8b" in f.message
 
 
+def test_target_model_type_the_draft_was_trained_for(tmp_path: Path) -> None:
+    pair = _pair(tmp_path, _config(QWEN3_8B), _config(QWEN3_8B_EAGLE3, target_model_type="llama"))
+    f = _found(pair, "verifier-mismatch")
+    assert "target_model_type 'llama'; the target is qwen3" in f.message
+    same = _pair(
+        tmp_path / "b", _config(QWEN3_8B), _config(QWEN3_8B_EAGLE3, target_model_type="qwen3")
+    )
+    assert "verifier-mismatch" not in {x.id for x in same.findings}
+
+
 def test_verifier_named_is_the_target_given(tmp_path: Path) -> None:
     target = _folder(tmp_path / "t", _config(QWEN3_8B, _name_or_path="Qwen/Qwen3-8B"))
     draft = _folder(
