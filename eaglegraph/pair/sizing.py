@@ -321,7 +321,7 @@ def _bytes(t: _Tally, quant: Quantization | None, nbytes: int) -> int:
 
 
 def _parameters_source(plan: LayerPlan, moe: str | None, t: _Tally) -> str:
-    parts = [f"config: layers by {plan.mixers_source}"]
+    parts = ["config"]
     if moe:
         parts.append(moe)
     if t.groups[VISION]:

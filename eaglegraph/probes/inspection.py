@@ -69,11 +69,14 @@ class Inspection:
         if self.request.predict_memory:
             import torch
 
-            from eaglegraph.probes.memory_predict import predict_memory
+            from eaglegraph.probes.memory_predict import apply_prediction, predict_memory
             from eaglegraph.rig.config import RigConfig
 
             if on_stage is not None:
                 on_stage("recording the capture sequence")
             config = RigConfig(self.options, torch.device("cpu"), dtype)
             report.memory_prediction = predict_memory(self.pair, config)
+            # one graph-memory answer: the prediction for the plan's own pool policy
+            policy = str(self.options.behavior.default_pool)
+            apply_prediction(report.memory, report.memory_prediction, policy)
         return report

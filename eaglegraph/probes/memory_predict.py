@@ -21,6 +21,7 @@ from eaglegraph.known.compilation import engine_compiles_target
 from eaglegraph.pair.model import Pair
 from eaglegraph.probes.alloc_recorder import AllocationRecorder, Scope, shape_only_kernels
 from eaglegraph.probes.allocator_sim import Event, simulate
+from eaglegraph.results.inspect import MemoryEstimate
 from eaglegraph.results.prediction import (
     MemoryPrediction,
     PolicyPrediction,
@@ -120,4 +121,24 @@ def predict_memory(
         )
     return MemoryPrediction(
         recording.dtype, [predict_policy(recording, p) for p in policies], method
+    )
+
+
+def apply_prediction(memory: MemoryEstimate, prediction: MemoryPrediction, policy: str) -> None:
+    """Make the prediction the report's one graph-memory answer: the plan's pool policy's
+    predicted reservation replaces the estimate, and a profiled KV budget follows it."""
+    chosen = prediction.policy(policy)
+    predicted = chosen.reserved_bytes
+    old = memory.graph_memory_bytes
+    if memory.graph_memory_in_kv_budget and old is not None and memory.kv_budget_bytes:
+        budget = memory.kv_budget_bytes + old - predicted
+        per_token = (memory.kv_bytes_per_token_target or 0) + (memory.kv_bytes_per_token_draft or 0)
+        memory.kv_budget_bytes = budget
+        memory.kv_budget_tokens = budget // per_token if per_token and budget > 0 else None
+    memory.graph_memory_bytes = predicted
+    memory.graph_memory_source = (
+        f"predicted ({policy} pool, allocator simulation; replaces the estimate of "
+        f"{old / (1 << 20):.2f} MiB)"
+        if old is not None
+        else f"predicted ({policy} pool, allocator simulation)"
     )

@@ -171,7 +171,7 @@ def _memory_table(report: InspectReport) -> Table:
     table.add_row("target weights", fmt_bytes(m.target_weight_bytes), m.weights_source)
     table.add_row("draft weights", fmt_bytes(m.draft_weight_bytes), m.weights_source)
     table.add_row(
-        "KV per token (target)", fmt_bytes(m.kv_bytes_per_token_target), "K+V, all layers"
+        "KV per token (target)", fmt_bytes(m.kv_bytes_per_token_target), m.kv_target_layers
     )
     table.add_row("KV per token (draft)", fmt_bytes(m.kv_bytes_per_token_draft), "")
     table.add_row(
@@ -191,14 +191,50 @@ def _memory_table(report: InspectReport) -> Table:
             if m.graph_memory_in_kv_budget
             else "captured after the KV cache, outside gpu_memory_utilization"
         )
+        if m.graph_memory_source != "estimate":
+            where = f"{m.graph_memory_source}; {where}"
         table.add_row("graph memory", fmt_bytes(m.graph_memory_bytes), where)
         tokens = f"{m.kv_budget_tokens:,} tokens" if m.kv_budget_tokens else ""
         table.add_row("KV budget", fmt_bytes(m.kv_budget_bytes), tokens)
     return table
 
 
+def _sizing_table(report: InspectReport) -> Table | None:
+    """The target sized from its config: each figure with where it came from."""
+    s = report.target.sizing if report.target is not None else None
+    if s is None:
+        return None
+    table = Table(title="Target sizing (config)", title_justify="left", show_header=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(justify="right", no_wrap=True)
+    table.add_column(style="dim", overflow="fold")
+    table.add_row("parameters", fmt_count(s.parameters), s.parameters_source)
+    if s.mtp_parameters:
+        table.add_row("MTP modules", fmt_count(s.mtp_parameters), "stored past the stack")
+    table.add_row("weights", fmt_bytes(s.weight_bytes), s.weight_bytes_source)
+    if s.checkpoint_weight_bytes != s.weight_bytes:
+        table.add_row("checkpoint", fmt_bytes(s.checkpoint_weight_bytes), "with MTP modules")
+    table.add_row("load dtype", s.load_dtype, s.load_dtype_source)
+    kinds = ", ".join(f"{n} {k.split('_')[0]}" for k, n in s.layer_kinds.items())
+    table.add_row("layers", kinds, s.layer_kinds_source)
+    if s.sliding_window:
+        table.add_row("sliding window", str(s.sliding_window), "tokens a sliding layer keeps")
+    if s.state_bytes_per_request_layer:
+        table.add_row(
+            "state / request",
+            fmt_bytes(s.state_bytes_per_request_layer),
+            "per linear-attention / Mamba layer (no KV)",
+        )
+    if s.vision_parameters:
+        table.add_row("vision tower", fmt_count(s.vision_parameters), "weights only, no KV")
+    return table
+
+
 def render_inspect(report: InspectReport, console: Console) -> None:
     console.print(_sides_table(report))
+    sizing = _sizing_table(report)
+    if sizing is not None:
+        console.print(sizing)
     if report.missing:
         console.print(f"[yellow]{report.missing}[/yellow]")
     facts = _facts_table(report)

@@ -216,6 +216,10 @@ class MemoryEstimate:
     graph_memory_in_kv_budget: bool = False  # profiled and taken out of the KV budget
     kv_budget_bytes: int | None = None  # gpu_memory_utilization share left for the KV cache
     kv_budget_tokens: int | None = None
+    kv_target_layers: str = "K+V, all layers"  # which target layers hold KV, and how
+    # where graph_memory_bytes comes from: the engine-style estimate, or the --predict-memory
+    # simulation that replaced it (one answer per report)
+    graph_memory_source: str = "estimate"
 
 
 @dataclass

@@ -78,9 +78,16 @@ def estimate_memory(pair: Pair, plan: CapturePlan, dtype: str | None = None) -> 
     largest = max(plan.capture_sizes) if plan.capture_sizes else 0
     rows_draft = min(largest, plan.max_num_seqs) if largest else 0
     kv_t = None
+    kv_layers = "K+V, all layers"
     if pair.target and t:
         full, sliding, state = kv_layer_counts(pair.target.config, t.num_hidden_layers)
         kv_t = _side_kv(pair.target, full + sliding, nbytes)
+        row = "latent row" if mla_dims(pair.target.config) else "K+V"
+        kv_layers = (
+            f"{row}, all {full + sliding} layers"
+            if full + sliding == t.num_hidden_layers
+            else f"{row}, {full + sliding} attention layers of {t.num_hidden_layers}"
+        )
         if sliding:
             notes.append(
                 f"{sliding} of the target's {full + sliding} KV layers use a sliding window "
@@ -128,7 +135,13 @@ def estimate_memory(pair: Pair, plan: CapturePlan, dtype: str | None = None) -> 
         dtype=name,
         target_weight_bytes=weights(pair.target),
         draft_weight_bytes=weights(pair.draft),
-        weights_source="safetensors headers" if has_headers else "config geometry",
+        weights_source=(
+            "safetensors headers"
+            if has_headers
+            else sizing.weight_bytes_source
+            if sizing is not None and not dtype
+            else "config geometry"
+        ),
         kv_bytes_per_token_target=kv_t,
         kv_bytes_per_token_draft=kv_d,
         largest_capture_tokens=largest,
@@ -137,6 +150,7 @@ def estimate_memory(pair: Pair, plan: CapturePlan, dtype: str | None = None) -> 
         draft_transient_peak_bytes=peak,
         dedicated_pool_extra_bytes=peak,
         notes=notes,
+        kv_target_layers=kv_layers,
         **budget,
     )
 
