@@ -72,16 +72,15 @@ def hf_snapshot(path: Path) -> tuple[Path, str | None]:
         rev = ref.read_text(encoding="utf-8").strip() if ref.is_file() else ""
     except OSError:
         rev = ""
-    if rev and (snapshots / rev / CONFIG).exists():
+    if rev and (snapshots / rev).is_dir():
         return snapshots / rev, None
+    # no usable ref: the newest snapshot, those holding a readable config.json first
     revs = sorted(
-        (p for p in snapshots.iterdir() if (p / CONFIG).exists()),
-        key=lambda p: p.stat().st_mtime,
+        (p for p in snapshots.iterdir() if p.is_dir()),
+        key=lambda p: ((p / CONFIG).exists(), p.stat().st_mtime),
     )
     if not revs:
-        raise BadInput(
-            f"{path} is a Hugging Face cache folder with no snapshot holding config.json"
-        )
+        raise BadInput(f"{path} is a Hugging Face cache folder with no snapshot")
     chosen = revs[-1]
     note = None
     if len(revs) > 1:
@@ -107,9 +106,17 @@ def _model_dir(path: Path, what: str) -> Path:
             return path.parent
         raise BadInput(f"{what} {path} is a file; expected a model directory")
     path, _ = hf_snapshot(path)
-    if not (path / CONFIG).exists():
-        raise BadInput(f"{what} {path} has no config.json")
+    _require_config(path, what)
     return path
+
+
+def _require_config(folder: Path, what: str = "") -> None:
+    config = folder / CONFIG
+    if not config.exists():
+        where = f"{what} {folder}".strip()
+        if config.is_symlink():
+            raise BadInput(f"{where}: its config.json is {_problem(config)}")
+        raise BadInput(f"{where} has no config.json")
 
 
 def _model_subfolders(path: Path, warnings: list[str]) -> list[Path]:
@@ -128,11 +135,18 @@ def _model_subfolders(path: Path, warnings: list[str]) -> list[Path]:
         try:
             if not entry.is_dir():
                 continue
-            folder, note = hf_snapshot(entry)
-            if (folder / CONFIG).exists():
+            try:
+                folder, note = hf_snapshot(entry)
+            except BadInput as exc:
+                warnings.append(f"skipped {entry}: {exc}")
+                continue
+            config = folder / CONFIG
+            if config.exists():
                 found.append(folder)
                 if note:
                     warnings.append(note)
+            elif config.is_symlink():  # a loop, or a blob a partial download never wrote
+                warnings.append(f"skipped {entry}: its config.json is {_problem(config)}")
         except PermissionError:
             warnings.append(f"skipped {entry}: permission denied")
     return found
@@ -157,6 +171,8 @@ def locate(path: Path | None, target: Path | None = None, draft: Path | None = N
     path, note = hf_snapshot(path)
     warnings += [note] if note else []
     layout_of = "Hugging Face cache, " if path.parent.name == "snapshots" else ""
+    if (path / CONFIG).is_symlink():
+        _require_config(path)  # a loop, or a blob never downloaded: said, not searched past
     t, d = path / "target", path / "draft"
     if (t / CONFIG).exists() and (d / CONFIG).exists():
         return Located(layout=f"{layout_of}target/ + draft/", target=t, draft=d, warnings=warnings)

@@ -177,6 +177,21 @@ def test_symlink_loops_are_skipped_with_a_named_warning(tmp_path: Path) -> None:
     assert skipped == [f"skipped {tmp_path / n}: a symlink loop" for n in ("a", "b", "loop")]
 
 
+def test_config_symlink_into_a_missing_blob_is_named(tmp_path: Path) -> None:
+    """A cache snapshot whose config.json points at a blob a partial download never wrote."""
+    hub = tmp_path / "hub"
+    _hf_cache(hub, "Qwen/Qwen3-8B", QWEN3_8B)
+    repo = _hf_cache(hub, "lmsys/Qwen3-8B-EAGLE3", QWEN3_8B_EAGLE3)
+    for blob in (repo / "blobs").iterdir():
+        blob.unlink()
+    pair = load_pair(hub)
+    assert pair.draft is None and pair.target is not None
+    skipped = [f.message for f in pair.findings if f.id == "layout-skipped"]
+    assert skipped == [f"skipped {repo}: its config.json is a broken symlink"]
+    with pytest.raises(BadInput, match="its config.json is a broken symlink"):
+        load_pair(repo)
+
+
 def test_symlink_loop_given_as_model_dir(tmp_path: Path) -> None:
     (tmp_path / "loop").symlink_to("loop")
     with pytest.raises(BadInput, match="is a symlink loop"):
