@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,7 @@ from eaglegraph.serial import document, dumps
 
 if TYPE_CHECKING:
     from eaglegraph.cli.outputs import Outputs
+    from eaglegraph.reports.progress import PlainLines
 
 
 @dataclass
@@ -73,9 +73,10 @@ class App:
 
     @contextlib.contextmanager
     def progress(self, description: str, total: int | None = None) -> Iterator[ProgressHandle]:
-        """Progress on stderr: a live bar on a terminal, else one line per milestone (a stage,
-        a phase, a probe case) with its count, so piped runs still show where they are.
-        EAGLEGRAPH_NO_PROGRESS silences both."""
+        """Progress on stderr: on a terminal a live bar with the count, its rate and ETA; when
+        piped one line per milestone (a stage, a phase, a probe case) with its count, rate and
+        ETA, and the latest status again every few seconds, so a long step never goes silent.
+        EAGLEGRAPH_NO_PROGRESS silences both; stdout (and so --json) never gets any of it."""
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -83,7 +84,10 @@ class App:
             SpinnerColumn,
             TextColumn,
             TimeElapsedColumn,
+            TimeRemainingColumn,
         )
+
+        from eaglegraph.reports.progress import PlainLines, RateColumn
 
         quiet = bool(os.environ.get("EAGLEGRAPH_NO_PROGRESS"))
         live = self.err.is_terminal and not quiet
@@ -92,15 +96,24 @@ class App:
             TextColumn("[progress.description]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
+            RateColumn(),
             TimeElapsedColumn(),
+            TimeRemainingColumn(),
             console=self.err,
             transient=True,
             disable=not live,
         )
-        lines = None if live or quiet else description
-        with progress:
-            task = progress.add_task(description, total=total)
-            yield ProgressHandle(progress, task, lines)
+        lines = None
+        if not live and not quiet:
+            lines = PlainLines(description, lambda line: click.echo(line, err=True), total=total)
+            lines.start()
+        try:
+            with progress:
+                task = progress.add_task(description, total=total)
+                yield ProgressHandle(progress, task, lines)
+        finally:
+            if lines is not None:
+                lines.stop()
 
 
 @dataclass
@@ -110,8 +123,7 @@ class ProgressHandle:
 
     _progress: Any
     _task: Any
-    _lines: str | None = None  # the command's label in line mode; None: live bar or quiet
-    _start: float = field(default_factory=time.monotonic)
+    _lines: PlainLines | None = None  # the piped form; None: live bar or quiet
 
     def __call__(
         self,
@@ -126,11 +138,8 @@ class ProgressHandle:
         if total is not None:
             kwargs["total"] = total
         self._progress.update(self._task, **kwargs)
-        if milestone is not None and self._lines is not None:
-            task = self._progress.tasks[0]
-            count = f" [{task.completed:.0f}/{task.total:.0f}]" if task.total else ""
-            elapsed = time.monotonic() - self._start
-            click.echo(f"{self._lines}: {milestone}{count} ({elapsed:.0f} s)", err=True)
+        if self._lines is not None:
+            self._lines.update(description, advance, total, milestone)
 
 
 def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
