@@ -24,7 +24,7 @@ from eaglegraph.pair import Pair, load_pair
 from eaglegraph.pair.presets import resolve_model_arg
 from eaglegraph.probes.setup import as_choices, plan_options, resolve_device
 from eaglegraph.rig.config import RigConfig
-from eaglegraph.rig.gpus import get_gpu
+from eaglegraph.rig.gpus import GpuSpec, get_gpu
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.options import PlanChoices, PlanOptions
 from eaglegraph.rig.options import with_mode as options_with_mode
@@ -101,7 +101,7 @@ class RunSpec:
             mode=o.mode.name,
             behavior=o.behavior.name,
             capture_sizes=list(o.capture_sizes) if o.capture_sizes is not None else None,
-            gpu=o.gpu.name,
+            gpu=o.gpu.to_json(),  # name, capability, memory: a card the user described too
             defaults=list(o.defaults),
         )
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -117,11 +117,20 @@ class RunSpec:
             mode=Mode[o["mode"]],
             behavior=get_profile(o["behavior"]),
             capture_sizes=tuple(sizes) if sizes is not None else None,
-            gpu=get_gpu(o.get("gpu")),
+            gpu=_gpu(o.get("gpu")),
             defaults=tuple(o.get("defaults", ())),
         )
         fields = {k: v for k, v in data.items() if k != "options"}
         return cls(options=options, **fields)
+
+
+def _gpu(saved: Any) -> GpuSpec:
+    """The plan's GPU from a saved spec: its record (name, capability, memory), or the bare
+    name older runs stored."""
+    if isinstance(saved, Mapping):
+        major, minor = (int(x) for x in str(saved["capability"]).split("."))
+        return get_gpu(str(saved["name"]), float(saved["memory_gib"]), (major, minor))
+    return get_gpu(saved)
 
 
 def spec_for_pair(

@@ -2,71 +2,47 @@
 
 Support engineers plan for the customer's GPU, not the one they run on: `--gpu B200` on a
 laptop must give the plan a B200 server would build (capture ceiling, attention backend
-support, default batch limits). Memory is what `torch.cuda.get_device_properties().total_memory`
-reports for the usual SKU, in GiB, since the engines compare that figure against thresholds.
+support, default batch limits). The cards are data (`known.gpus`); a card the table lacks is
+described by its memory and capability (`--gpu-memory`, `--capability`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 
-from eaglegraph.errors import unknown_choice
+from eaglegraph.errors import BadInput, unknown_choice
+from eaglegraph.known.gpus import GPU_NAMES, GPU_TABLE, GpuSpec, find_gpu
 
+__all__ = ["DEFAULT_GPU", "GPUS", "GpuSpec", "get_gpu"]
 
-@dataclass(frozen=True)
-class GpuSpec:
-    name: str
-    capability: tuple[int, int]
-    memory_gib: float
-    note: str = ""
-
-    @property
-    def sm(self) -> int:
-        return self.capability[0] * 10 + self.capability[1]
-
-    @property
-    def family(self) -> int:
-        """vLLM's `is_device_capability_family`: SM100 and SM103 are both family 100."""
-        return self.capability[0] * 10
-
-    def label(self) -> str:
-        return f"{self.name} (SM{self.sm}, {self.memory_gib:g} GiB)"
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "capability": f"{self.capability[0]}.{self.capability[1]}",
-            "memory_gib": self.memory_gib,
-        }
-
-
-GPUS: dict[str, GpuSpec] = {
-    g.name: g
-    for g in (
-        GpuSpec("H100", (9, 0), 79.2, "H100 SXM/PCIe 80 GB"),
-        GpuSpec("H200", (9, 0), 139.8, "H200 141 GB"),
-        GpuSpec("H20", (9, 0), 95.0, "H20 96 GB"),
-        GpuSpec("B200", (10, 0), 178.4, "B200 180 GB"),
-        GpuSpec("GB200", (10, 0), 184.0, "GB200 186 GB"),
-        GpuSpec("B300", (10, 3), 268.0, "B300 288 GB"),
-        GpuSpec("RTX-PRO-6000", (12, 0), 94.5, "RTX PRO 6000 Blackwell 96 GB"),
-        GpuSpec("A100", (8, 0), 79.2, "A100 80 GB"),
-        GpuSpec("A100-40GB", (8, 0), 39.4, "A100 40 GB"),
-        GpuSpec("L40S", (8, 9), 44.4, "L40S 48 GB"),
-        GpuSpec("L4", (8, 9), 22.0, "L4 24 GB"),
-        GpuSpec("A10G", (8, 6), 22.0, "A10G 24 GB"),
-    )
-}
+GPUS: dict[str, GpuSpec] = {g.name: g for g in GPU_TABLE}
 
 DEFAULT_GPU = "H100"
 
 
-def get_gpu(name: str | None) -> GpuSpec:
-    """A GPU by name (case-insensitive; 'h100', 'B200'); H100 when none is given."""
+def get_gpu(
+    name: str | None,
+    memory_gib: float | None = None,
+    capability: tuple[int, int] | None = None,
+) -> GpuSpec:
+    """A GPU by name (any spelling `known.gpus` lists; H100 when none is given), with its
+    memory and capability replaced where the user gave them; an unknown name gets the closest
+    names."""
     if name is None:
-        return GPUS[DEFAULT_GPU]
-    key = name.strip().upper().replace("_", "-")
-    for gpu in GPUS.values():
-        if gpu.name.upper() == key:
-            return gpu
-    raise unknown_choice("GPU", name, GPUS)
+        gpu = GPUS[DEFAULT_GPU]
+        if memory_gib is not None or capability is not None:
+            gpu = replace(gpu, name="custom GPU", note="described by --gpu-memory/--capability")
+    else:
+        found = find_gpu(name)
+        if found is None:
+            if memory_gib is None or capability is None:
+                raise unknown_choice("GPU", name, GPU_NAMES)
+            found = GpuSpec(name.strip(), capability, memory_gib, "described by the user")
+        gpu = found
+    if memory_gib is not None:
+        if not 0 < memory_gib < 10_000:
+            raise BadInput(f"GPU memory must be between 0 and 10000 GiB, got {memory_gib:g}")
+        gpu = replace(gpu, memory_gib=memory_gib)
+    if capability is not None:
+        gpu = replace(gpu, capability=capability)
+    return gpu
