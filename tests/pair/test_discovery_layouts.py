@@ -216,3 +216,27 @@ def test_unreadable_subfolder_is_skipped_with_a_named_warning(tmp_path: Path) ->
         locked.chmod(0o755)
     assert pair.kind == "eagle3"
     assert any("locked" in f.message for f in pair.findings if f.id == "layout-skipped")
+
+
+def test_unreadable_subfolder_seen_as_any_user_sees_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same skip where the tests run as root (who reads every folder): stat() refuses the
+    folder as it does for a user without permission."""
+    import eaglegraph.pair.discovery as discovery
+
+    _place(QWEN3_8B, tmp_path)
+    _place(QWEN3_8B_EAGLE3, tmp_path / "draft")
+    locked = _place(QWEN3_8B_EAGLE3, tmp_path / "locked")
+    real_stat = os.stat
+
+    def stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if Path(path) == locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(discovery.os, "stat", stat)
+    pair = load_pair(tmp_path)
+    assert pair.layout == "target at the root + draft in draft/"
+    skipped = [f.message for f in pair.findings if f.id == "layout-skipped"]
+    assert skipped == [f"skipped {locked}: permission denied"]
