@@ -309,7 +309,23 @@ def size_model(
         vision_parameters=t.groups[VISION],
         state_bytes_per_request_layer=state,
         groups={k: v for k, v in t.groups.items() if v},
+        notes=_notes(quant, folder),
     )
+
+
+def _notes(quant: Quantization | None, folder: Path | None) -> list[str]:
+    notes = []
+    if quant is not None and folder is not None and any(folder.glob("*.safetensors")):
+        notes.append(
+            "the safetensors headers give the weight bytes; their element counts are not "
+            "parameters for packed formats (two FP4 or eight int4 values an element): the "
+            "parameter count is the config's"
+        )
+    if quant is not None and not quant.bytes_per_param:
+        notes.append(
+            f"quantization {quant.method!r} is not sized: weights taken in the model dtype"
+        )
+    return notes
 
 
 def _bytes(t: _Tally, quant: Quantization | None, nbytes: int) -> int:

@@ -227,6 +227,8 @@ def _sizing_table(report: InspectReport) -> Table | None:
         )
     if s.vision_parameters:
         table.add_row("vision tower", fmt_count(s.vision_parameters), "weights only, no KV")
+    for note in s.notes:
+        table.add_row("note", "", note)
     return table
 
 

@@ -31,3 +31,4 @@ class SizingFacts:
     vision_parameters: int
     state_bytes_per_request_layer: int
     groups: dict[str, int] = field(default_factory=dict)  # parameters per weight group
+    notes: list[str] = field(default_factory=list)

@@ -87,3 +87,14 @@ def test_a_prediction_replaces_the_graph_estimate_and_the_budget_follows() -> No
     assert memory.kv_budget_tokens == 1400 * 1024
     assert memory.graph_memory_source.startswith("predicted (shared pool")
     assert "replaces the estimate of 700.00 MiB" in memory.graph_memory_source
+
+
+def test_sizing_survives_a_saved_run(tmp_path: Path) -> None:
+    from eaglegraph.results.registry import load_run
+    from eaglegraph.results.sizing import SizingFacts
+
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(inspect_json(PUBLIC / "gpt-oss-20b")))
+    report = load_run(path)
+    assert isinstance(report.target.sizing, SizingFacts)
+    assert report.target.sizing.layer_kinds == {"sliding_attention": 12, "full_attention": 12}
