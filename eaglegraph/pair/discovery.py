@@ -17,6 +17,7 @@ followed. Classification of a model folder happens in the loader, which has read
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +46,7 @@ def _problem(path: Path) -> str | None:
     except RuntimeError:  # pathlib's own loop detection
         return "a symlink loop"
     except OSError as exc:
-        if exc.strerror and "loop" in exc.strerror.lower():
+        if exc.errno == errno.ELOOP:  # newer Pythons raise this from resolve() too
             return "a symlink loop"
         if isinstance(exc, PermissionError):
             return "permission denied"
