@@ -95,10 +95,8 @@ def _from_list(src: Config, key: str, layers: int) -> list[str] | None:
         raise BadInput(f"{src.source}: '{key}' must be a list of strings")
     if len(names) < layers:
         raise BadInput(f"{src.source}: '{key}' lists {len(names)} layers, expected {layers}")
-    unknown = sorted({n for n in names if n.lower() not in _MIXER_SPELLINGS})
-    if unknown:
-        raise BadInput(f"{src.source}: '{key}' names unknown layer type(s) {', '.join(unknown)}")
-    return [_MIXER_SPELLINGS[n.lower()] for n in names[:layers]]
+    # a kind not listed here is taken as attention: it may hold KV, and KV is what runs out
+    return [_MIXER_SPELLINGS.get(n.lower(), FULL) for n in names[:layers]]
 
 
 def _mixers(src: Config, layers: int) -> tuple[list[str], str]:

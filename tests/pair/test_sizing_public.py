@@ -137,3 +137,48 @@ def test_float32_config_is_sized_as_each_engine_loads_it(tmp_path: Path) -> None
     assert vllm.weight_bytes == 2 * vllm.parameters  # not 4 bytes a parameter
     assert "_resolve_auto_dtype" in vllm.load_dtype_source
     assert "_get_and_verify_dtype" in sglang.load_dtype_source
+
+
+def test_layer_plan_spellings(tmp_path: Path) -> None:
+    from eaglegraph.pair.layer_kinds import DENSE, MOE, NONE, layer_plan
+
+    nemotron = Config({"hybrid_override_pattern": "M-M*-E", "num_local_experts": 8}, "nemotron-h")
+    plan = layer_plan(nemotron, 6)
+    assert plan.mixers == [MAMBA, NONE, MAMBA, FULL, NONE, NONE]
+    assert plan.mlps == [NONE, DENSE, NONE, NONE, DENSE, MOE]
+    bamba = layer_plan(Config({"attn_layer_indices": [1]}, "bamba"), 3)
+    assert bamba.mixers == [MAMBA, FULL, MAMBA]
+    qwen2 = Config(
+        {"sliding_window": 4096, "use_sliding_window": True, "max_window_layers": 2}, "qwen2"
+    )
+    assert layer_plan(qwen2, 4).mixers == [FULL, FULL, SLIDING, SLIDING]
+    mistral = layer_plan(Config({"sliding_window": 4096}, "mistral"), 2)
+    assert mistral.mixers == [SLIDING, SLIDING] and mistral.sliding_window == 4096
+    qwen_moe = Config({"num_experts": 4, "decoder_sparse_step": 2, "mlp_only_layers": [3]}, "q")
+    assert layer_plan(qwen_moe, 4).mlps == [DENSE, MOE, DENSE, DENSE]
+    llama4 = Config({"num_local_experts": 16, "interleave_moe_layer_step": 2}, "llama4")
+    assert layer_plan(llama4, 4).mlps == [DENSE, MOE, DENSE, MOE]
+    odd = layer_plan(Config({"layer_types": ["full_attention", "something_new"]}, "x"), 2)
+    assert odd.mixers == [FULL, FULL]  # unknown kinds may hold KV: counted as attention
+
+
+def test_compressed_tensors_nvfp4_and_fp8_per_tensor() -> None:
+    from eaglegraph.pair.quantization import EXPERTS, read_quantization
+
+    ct = Config(
+        {
+            "quantization_config": {
+                "quant_method": "compressed-tensors",
+                "config_groups": {
+                    "group_0": {"weights": {"num_bits": 4, "type": "float", "group_size": 16}}
+                },
+                "ignore": ["lm_head", "model.layers.0.linear_attn"],
+            }
+        },
+        "ct",
+    )
+    q = read_quantization(ct)
+    assert q is not None and q.description == "compressed-tensors NVFP4"
+    assert q.bytes_per_param[EXPERTS] == 0.5 + 1 / 16 and "attention" not in q.bytes_per_param
+    fp8 = read_quantization(Config({"quantization_config": {"quant_method": "fp8"}}, "fp8"))
+    assert fp8 is not None and fp8.description == "FP8 per-tensor"
