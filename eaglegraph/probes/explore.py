@@ -42,12 +42,14 @@ def open_source(
 
 
 def capture(source: str, plan: PlanChoices, rig: Mapping[str, Any], progress: Progress) -> Any:
-    """The capture `c` starts: the spec `eaglegraph capture` builds from these options."""
+    """The capture `c` starts: the spec `eaglegraph capture` builds from these options (on
+    CPU its quick plan, unless the options name the batch sizes)."""
     from eaglegraph.probes.capture import CaptureRequest, run_capture
     from eaglegraph.probes.spec import resolve_run
+    from eaglegraph.rig.options import CPU_CAPTURE_MAX_NUM_SEQS
     from eaglegraph.rig.plan import build_plan
 
-    spec = resolve_run(source, plan=plan, **rig)
+    spec = resolve_run(source, plan=plan, cpu_max_num_seqs=CPU_CAPTURE_MAX_NUM_SEQS, **rig)
     total = sum(p.descriptor_count for p in build_plan(spec.options).phases) or 1
     done = [0]
 

@@ -9,8 +9,10 @@ caller's functions in a worker thread, so the app itself never computes a result
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -28,6 +30,13 @@ from eaglegraph.errors import BadInput
 from eaglegraph.reports.explore_model import Explorer, Node, build
 from eaglegraph.reports.format import SEVERITY_STYLE
 from eaglegraph.serial import atomic_write
+
+
+class _Cancelled(KeyboardInterrupt):
+    """Raised in a run started from inside at its next progress step once esc or q asked it to
+    stop (a KeyboardInterrupt, so the run's own error handling does not record it as a crash
+    and its `finally`s end worker processes)."""
+
 
 # A run started from inside: called in a worker thread with a progress callback
 # (description, fraction or None); returns the finished run.
@@ -141,10 +150,10 @@ class ExploreApp(App[None]):
     #timeline { width: 100%; height: 100%; background: $panel; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "quit"),
+        Binding("q", "quit_now", "quit"),
         Binding("question_mark", "help", "help"),
         Binding("slash", "search", "search"),
-        Binding("escape", "clear", "clear", show=False),
+        Binding("escape", "cancel_or_clear", "cancel/clear", show=False),
         Binding("p", "cycle('phase')", "phase"),
         Binding("s", "cycle('severity')", "severity"),
         Binding("k", "cycle('kind')", "kind"),
@@ -171,6 +180,7 @@ class ExploreApp(App[None]):
         self.selected: str | None = None
         self.history: list[str] = []
         self.exported: list[Path] = []
+        self.running: tuple[str, threading.Event] | None = None  # the run started here
 
     # --- layout ---------------------------------------------------------------------------
 
@@ -385,39 +395,67 @@ class ExploreApp(App[None]):
         if name not in self.actions:
             self.notify(f"{name}: start explore on a MODEL_DIR to run one", severity="warning")
             return
+        if self.running is not None:
+            self.notify(f"{self.running[0]} is running (esc cancels it)", severity="warning")
+            return
         bar = self._work_bar()
         bar.add_class("shown")
         bar.update(total=None, progress=0)
-        self.notify(f"{name} started")
+        self.notify(f"{name} started (esc cancels it)")
+        cancel = threading.Event()
 
         def progress(text: str, fraction: float | None) -> None:
+            if cancel.is_set():  # the work's next step ends it; its `finally`s clean up
+                raise _Cancelled
+
             def apply() -> None:
-                self.query_one("#status", Static).update(f" {name}: {text}")
+                self.query_one("#status", Static).update(f" {name}: {text}  (esc cancels)")
                 if fraction is not None:
                     bar.update(total=100, progress=100 * fraction)
 
             self.call_from_thread(apply)
 
-        def work() -> Any:
-            return self.actions[name](progress)
+        def work() -> None:
+            try:
+                ended: tuple[Any, str] = (self.actions[name](progress), "done")
+            except _Cancelled:
+                ended = (None, "cancelled")
+            except Exception as exc:  # shown in the app; the run is lost, the app is not
+                ended = (None, f"failed: {exc}")
+            if not cancel.is_set() or ended[1] == "cancelled":
+                with contextlib.suppress(RuntimeError):  # the app may have quit meanwhile
+                    self.call_from_thread(self._work_ended, name, *ended)
 
-        self.run_worker(work, name=name, thread=True, exclusive=True)
+        # a daemon thread, not a Textual worker: quitting never waits for a graph or a case
+        # to finish (probe workers end themselves once this process is gone)
+        self.running = (name, cancel)
+        threading.Thread(target=work, name=f"explore-{name}", daemon=True).start()
 
-    def on_worker_state_changed(self, event: Any) -> None:
-        from textual.worker import WorkerState
-
-        worker = event.worker
-        if event.state == WorkerState.SUCCESS:
-            self._work_bar().remove_class("shown")
-            self.explorer = build(worker.result)
+    def _work_ended(self, name: str, result: Any, outcome: str) -> None:
+        self.running = None
+        self._work_bar().remove_class("shown")
+        self.query_one("#status", Static).update(f" {name} {outcome}")
+        if result is not None:
+            self.explorer = build(result)
             self.show_title()
             self.selected = None
             self.history.clear()
             self.refresh_tree()
-            self.notify(f"{worker.name} done")
-        elif event.state == WorkerState.ERROR:
-            self._work_bar().remove_class("shown")
-            self.notify(f"{worker.name} failed: {worker.error}", severity="error")
+        self.notify(f"{name} {outcome}", severity="error" if outcome != "done" else "information")
+
+    def action_cancel_or_clear(self) -> None:
+        """esc: cancel the capture or probe started here, else clear the search."""
+        if self.running is not None:
+            self.running[1].set()
+            self.notify(f"cancelling {self.running[0]} (it stops at its next step)")
+            return
+        self.action_clear()
+
+    def action_quit_now(self) -> None:
+        """q: leave at once; a run started here is told to stop and is not waited for."""
+        if self.running is not None:
+            self.running[1].set()
+        self.exit()
 
 
 def _label(n: Node) -> Text:

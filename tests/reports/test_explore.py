@@ -6,6 +6,8 @@ import asyncio
 import html
 import json
 import re
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,16 @@ def screen_text(app: ExploreApp) -> str:
     svg = app.export_screenshot()
     body = svg[svg.index("<g class=") :]
     return html.unescape(re.sub(r"<[^>]+>", "", body)).replace("\xa0", " ")
+
+
+async def work_done(app: ExploreApp, pilot: Any, timeout: float = 300) -> None:
+    """Wait until the capture or probe started inside the app has ended."""
+    deadline = time.monotonic() + timeout
+    await pilot.pause()
+    while app.running is not None and time.monotonic() < deadline:
+        await pilot.pause(0.05)
+    assert app.running is None, "the run started inside never ended"
+    await pilot.pause()
 
 
 def drive(run: Any, steps: Any, tmp_path: Path) -> Any:
@@ -256,8 +268,7 @@ def test_a_run_started_from_inside_replaces_the_view(
             await pilot.pause()
             before = app.explorer.schema
             await pilot.press("c")
-            await app.workers.wait_for_complete()
-            await pilot.pause()
+            await work_done(app, pilot)
             return before, app.explorer.schema
 
     before, after = asyncio.run(main())
@@ -284,8 +295,7 @@ def test_explore_model_dir_starts_a_real_capture(tmp_path: Path) -> None:
             await pilot.pause()
             before = app.explorer.schema
             await pilot.press("c")
-            await app.workers.wait_for_complete()
-            await pilot.pause()
+            await work_done(app, pilot)
             return before, app.explorer.schema, screen_text(app)
 
     before, after, shown = asyncio.run(main())
@@ -326,3 +336,78 @@ def test_explore_model_dir_probe_runs_the_probe_command_spec(
     assert calls["options"]["isolate"] is True and calls["options"]["batches"] is None
     assert spec.compile_model is False and spec.options.behavior.name == "vllm-pre-39773"
     assert seen == [("2 cases planned", 0.0), ("case 1/2: a", 0.0), ("case a: ok", 0.5)]
+
+
+def _endless(started: threading.Event, stopped: threading.Event) -> Any:
+    """A run that reports progress forever, until the app stops it."""
+
+    def capture(progress: Any) -> Any:
+        started.set()
+        try:
+            n = 0
+            while True:
+                n += 1
+                progress(f"graph {n}", None)
+                time.sleep(0.05)
+        finally:
+            stopped.set()
+
+    return capture
+
+
+def test_esc_cancels_a_run_started_inside(saved: dict[str, Path]) -> None:
+    started, stopped = threading.Event(), threading.Event()
+
+    async def main() -> tuple[str, str]:
+        app = ExploreApp(
+            load_run(saved["inspect"]), actions={"capture": _endless(started, stopped)}
+        )
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("c")
+            assert await asyncio.to_thread(started.wait, 10)
+            await pilot.press("escape")
+            await work_done(app, pilot, timeout=10)
+            return app.explorer.schema, screen_text(app)
+
+    schema, shown = asyncio.run(main())
+    assert stopped.is_set() and schema == "eaglegraph.inspect/1"  # the view is kept
+    assert "capture cancelled" in shown
+
+
+def test_q_quits_within_a_second_while_a_run_is_going(saved: dict[str, Path]) -> None:
+    started, stopped = threading.Event(), threading.Event()
+
+    async def main() -> float:
+        app = ExploreApp(
+            load_run(saved["inspect"]), actions={"capture": _endless(started, stopped)}
+        )
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("c")
+            assert await asyncio.to_thread(started.wait, 10)
+            t0 = time.monotonic()
+            await pilot.press("q")
+            await pilot.pause()
+            return time.monotonic() - t0
+
+    took = asyncio.run(main())
+    assert took < 1.0
+    assert stopped.wait(2)  # told to stop, and it did at its next step
+
+
+def test_explore_capture_uses_the_commands_quick_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`c` on a MODEL_DIR captures what `eaglegraph capture` captures on CPU: the quick plan
+    (a few requests), not the engine's whole default plan."""
+    import eaglegraph.probes.capture as capture
+    from eaglegraph.probes.explore import open_source as _open
+    from eaglegraph.rig.options import CPU_CAPTURE_MAX_NUM_SEQS
+
+    seen: dict[str, Any] = {}
+
+    def fake_capture(pair: Any, request: Any, **kwargs: Any) -> str:
+        seen["max_num_seqs"] = request.config.options.max_num_seqs
+        return "run"
+
+    monkeypatch.setattr(capture, "run_capture", fake_capture)
+    _, actions = _open("tiny-llama-eagle3", {}, {"device": "cpu"})
+    assert actions["capture"](lambda text, f: None) == "run"
+    assert seen["max_num_seqs"] == CPU_CAPTURE_MAX_NUM_SEQS["vllm"]
