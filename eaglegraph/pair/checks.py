@@ -19,6 +19,7 @@ from eaglegraph.known.pair_checks import (
     PLAUSIBLE_MAX,
     RMS_EPS_RTOL,
 )
+from eaglegraph.pair.config import Config
 from eaglegraph.pair.discovery import hf_cache_name
 from eaglegraph.pair.drafts.base import check_finding, hazard_finding
 from eaglegraph.pair.facts import DraftFacts
@@ -232,7 +233,7 @@ def _draft_target_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
                 hazard_fix=True,
             )
         )
-    out += _rope_findings(g, t) + _verifier_findings(pair, facts)
+    out += _rope_findings(g, t, _states_theta(draft.config)) + _verifier_findings(pair, facts)
     if abs(g.rms_norm_eps - t.rms_norm_eps) > RMS_EPS_RTOL * max(g.rms_norm_eps, t.rms_norm_eps):
         out.append(
             check_finding(
@@ -278,14 +279,25 @@ def _implausible(side: ModelSide) -> list[Finding]:
     return out
 
 
-def _rope_findings(g: Geometry, t: Geometry) -> list[Finding]:
+def _states_theta(cfg: Config) -> bool:
+    """Whether a config writes its rope θ (top level, `rope_parameters`, or the nested layer
+    config of speculators and multimodal wrappers) rather than leaving it to the default."""
+    for sub in (cfg, cfg.sub("transformer_layer_config"), cfg.sub("text_config")):
+        if sub is None:
+            continue
+        params = sub.dict("rope_parameters") or {}
+        if sub.has("rope_theta") or "rope_theta" in params:
+            return True
+    return False
+
+
+def _rope_findings(g: Geometry, t: Geometry, stated: bool) -> list[Finding]:
     """θ and scaling of the draft against the target's. A θ the draft config states is a
     warning (it was written for another model, or rewritten); a default θ, or scaling only one
     side has, is information: the draft was most likely trained with its own config."""
     out = []
     dr, tr = g.rope, t.rope
     if dr.rope_theta != tr.rope_theta:
-        stated = dr.source != "default"
         out.append(
             check_finding(
                 "rope-theta-differs",
@@ -331,7 +343,9 @@ def _verifier_findings(pair: Pair, facts: DraftFacts) -> list[Finding]:
     if facts.verifier:
         known = _identity(target)
         named = facts.verifier.rstrip("/").split("/")[-1].lower()
-        if known and named not in known:
+        # containment, not equality: a draft for Qwen3-8B serves Qwen3-8B-FP8 as well, and
+        # Meta-Llama-3.1-8B-Instruct is Llama-3.1-8B-Instruct renamed
+        if known and not any(named in k or k in named for k in known):
             problems.append(
                 f"names verifier {facts.verifier!r}; the target is {' / '.join(sorted(known))}"
             )

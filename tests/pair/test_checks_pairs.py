@@ -104,6 +104,12 @@ def test_rope_theta_defaulted_by_the_draft_is_information(tmp_path: Path) -> Non
     assert f.severity is INFO and "no rope_theta: the default" in f.message
 
 
+def test_rope_scaling_without_theta_leaves_theta_to_the_default(tmp_path: Path) -> None:
+    yarn = {"type": "yarn", "factor": 4, "original_max_position_embeddings": 4096}
+    pair = _pair(tmp_path, _config(QWEN3_8B), _config(VICUNA_EAGLE1, rope_scaling=yarn))
+    assert _found(pair, "rope-theta-differs").severity is INFO
+
+
 def test_rope_scaling_only_the_target_has(tmp_path: Path) -> None:
     """The real DeepSeek pair: SpecForge's V3 EAGLE-3 head has no rope scaling, R1 has yarn
     ×40; θ agrees (10000 both)."""
@@ -209,6 +215,13 @@ def test_target_model_type_the_draft_was_trained_for(tmp_path: Path) -> None:
         tmp_path / "b", _config(QWEN3_8B), _config(QWEN3_8B_EAGLE3, target_model_type="qwen3")
     )
     assert "verifier-mismatch" not in {x.id for x in same.findings}
+
+
+def test_verifier_named_is_a_variant_of_the_target_given(tmp_path: Path) -> None:
+    target = _folder(tmp_path / "hub" / "models--Qwen--Qwen3-8B-FP8", _config(QWEN3_8B))
+    draft_cfg = _config(QWEN3_8B_EAGLE3, base_model_name_or_path="Qwen/Qwen3-8B")
+    pair = load_pair(None, target=target, draft=_folder(tmp_path / "head", draft_cfg))
+    assert "verifier-mismatch" not in {f.id for f in pair.findings}
 
 
 def test_verifier_named_is_the_target_given(tmp_path: Path) -> None:
