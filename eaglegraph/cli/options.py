@@ -108,7 +108,8 @@ def _plan_option_list(seqs_help: str, tokens_help: str) -> list[Callable[[Any], 
             "--trtllm-artifacts/--no-trtllm-artifacts",
             default=None,
             help="Whether FlashInfer's TRT-LLM/XQA kernels load (cubin package or NVIDIA "
-            "artifactory reachable). Default: yes.",
+            "artifactory reachable). Default: inspect takes a fresh install of the release "
+            "(vLLM <= 0.25 bundles flashinfer-cubin, 0.26+ does not); other commands: yes.",
         ),
         click.option(
             "--capture-sizes",

@@ -11,7 +11,10 @@ model yet: it is recognised and refused in one line rather than planned as a den
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from eaglegraph.errors import BadInput, unknown_choice
+from eaglegraph.known.versions import Version, VersionRange, between
 
 # what the rig models (`rig.options.ATTENTION_BACKENDS`)
 RIG_BACKENDS = ("flash_attn", "flashinfer", "triton")
@@ -49,3 +52,81 @@ def engine_backend(name: str) -> str:
         name,
         [*RIG_BACKENDS, "FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "fa3"],
     )
+
+
+@dataclass(frozen=True)
+class DefaultBackend:
+    """The backend vLLM picks when the launch line names none, and how the rig plans it."""
+
+    engine_name: str  # as vLLM logs it (AttentionBackendEnum)
+    rig_backend: str  # what the plan models
+    why: str
+
+
+# `vllm/platforms/cuda.py::_get_backend_priorities` (vllm 0.22-0.33; unchanged for the
+# dense, causal, text-only case): the first backend that supports the layer wins. Dense:
+# SM10x puts FLASHINFER first, every other GPU FLASH_ATTN. MLA: FLASHINFER_MLA on SM10x,
+# TRITON_MLA on SM12x, FLASH_ATTN_MLA elsewhere.
+DENSE_PRIORITIES: dict[int, tuple[str, ...]] = {
+    10: ("FLASHINFER", "FLASH_ATTN", "TRITON_ATTN"),
+    0: ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN"),
+}
+MLA_PRIORITIES: dict[int, str] = {10: "FLASHINFER_MLA", 12: "TRITON_MLA", 0: "FLASH_ATTN_MLA"}
+PRIORITIES_SOURCE = "vllm/platforms/cuda.py::_get_backend_priorities"
+
+
+def _flash_attn_takes(head_dim: int | None) -> bool:
+    """`FlashAttentionBackend.supports_head_size` (vllm 0.33): multiples of 8 up to 256
+    (larger only through FA4, not modelled)."""
+    return head_dim is None or (head_dim % 8 == 0 and head_dim <= 256)
+
+
+def vllm_default_backend(
+    capability_major: int, *, mla: bool = False, head_dim: int | None = None
+) -> DefaultBackend:
+    """The attention backend vLLM picks for the target on a GPU of this SM generation."""
+    gpu = f"SM{capability_major}x"
+    if mla:
+        name = MLA_PRIORITIES.get(capability_major, MLA_PRIORITIES[0])
+        return DefaultBackend(
+            name,
+            "flash_attn",
+            f"vLLM's MLA default on {gpu} is {name}; its graph support is not modelled, planned "
+            "as flash_attn",
+        )
+    order = DENSE_PRIORITIES.get(capability_major, DENSE_PRIORITIES[0])
+    for name in order:
+        if name == "FLASH_ATTN" and not _flash_attn_takes(head_dim):
+            continue
+        return DefaultBackend(name, BACKEND_SPELLINGS[name.lower()], f"vLLM default on {gpu}")
+    raise AssertionError("TRITON_ATTN takes every layer")  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class CubinRule:
+    """Whether a fresh install of these releases has FlashInfer's TRT-LLM kernels on disk."""
+
+    versions: VersionRange
+    bundled: bool
+    source: str
+
+
+# The wheels' METADATA: vllm 0.20-0.25 require `flashinfer-cubin` (the TRT-LLM/XQA cubins) next
+# to `flashinfer-python`; from 0.26 only `flashinfer-python`, whose kernels are downloaded from
+# NVIDIA's artifactory on first use (an offline host has none).
+CUBIN_RULES = (
+    CubinRule(
+        between(None, "0.26"),
+        True,
+        "vllm 0.20-0.25 METADATA: Requires-Dist flashinfer-cubin",
+    ),
+    CubinRule(
+        between("0.26", None),
+        False,
+        "vllm 0.26-0.33 METADATA: flashinfer-python only, no flashinfer-cubin",
+    ),
+)
+
+
+def trtllm_cubins_bundled(version: Version) -> CubinRule:
+    return next(r for r in CUBIN_RULES if version in r.versions)

@@ -138,6 +138,7 @@ class TargetFacts:
     architecture: str | None = None
     moe: bool = False
     quantized: bool = False
+    mla: bool = False  # DeepSeek-style latent attention (`kv_lora_rank`): MLA backends
 
     @classmethod
     def from_config(cls, architecture: str | None, config: Mapping[str, Any]) -> TargetFacts:
@@ -145,7 +146,8 @@ class TargetFacts:
         if isinstance(experts, list):  # one count per layer group: the same value each
             experts = experts[0] if experts else 0
         moe = isinstance(experts, int) and not isinstance(experts, bool) and experts > 0
-        return cls(architecture, moe, config.get("quantization_config") is not None)
+        quantized = config.get("quantization_config") is not None
+        return cls(architecture, moe, quantized, mla=config.get("kv_lora_rank") is not None)
 
     def describe(self) -> str:
         kind = ("MoE" if self.moe else "dense") + (", quantized" if self.quantized else "")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eaglegraph.errors import BadInput
-from eaglegraph.known.backends import engine_backend
+from eaglegraph.known.backends import engine_backend, trtllm_cubins_bundled, vllm_default_backend
 from eaglegraph.known.choose import profile_release, resolve_profile
 from eaglegraph.known.profiles import Profile
 from eaglegraph.known.runner_rules import TargetFacts, runner_for
@@ -135,6 +135,32 @@ def _runner(
     return choice.runner, choice.why
 
 
+def _vllm_backend_defaults(
+    c: PlanChoices,
+    beh: Profile,
+    gpu: GpuSpec,
+    target: TargetFacts | None,
+    head_dim: int | None,
+    backend: str,
+    trtllm: bool,
+    defaults: list[str],
+) -> tuple[str, bool]:
+    """What a server of this release picks when the launch line is silent: the attention
+    backend for the GPU and target, and whether FlashInfer's TRT-LLM kernels are installed."""
+    if c.attention_backend is None:
+        chosen = vllm_default_backend(
+            gpu.capability[0], mla=bool(target and target.mla), head_dim=head_dim
+        )
+        backend = chosen.rig_backend
+        defaults.append(f"attention backend {chosen.engine_name} ({chosen.why})")
+    if c.trtllm_artifacts is None and backend == "flashinfer":
+        rule = trtllm_cubins_bundled(parse_version(c.engine_version) or profile_release(beh))
+        trtllm = rule.bundled
+        state = "bundled" if rule.bundled else "not installed (no flashinfer-cubin)"
+        defaults.append(f"FlashInfer TRT-LLM kernels {state} in a fresh install")
+    return backend, trtllm
+
+
 def _mode(value: Mode | str | None) -> Mode | None:
     if value is None or isinstance(value, Mode):
         return value
@@ -208,10 +234,15 @@ def resolve_plan_options(
     if max_size is not None:
         max_size = _positive(max_size, "max_cudagraph_capture_size")
 
-    backend = engine_backend(c.attention_backend or "flash_attn")
     runner, runner_why = _runner(fw, beh, c, target, str(method) if method else draft_method)
     target_gpu = get_gpu(c.gpu)
     defaults: list[str] = []
+    backend = engine_backend(c.attention_backend) if c.attention_backend else "flash_attn"
+    trtllm = True if c.trtllm_artifacts is None else c.trtllm_artifacts
+    if engine_batch_defaults and fw == "vllm":
+        backend, trtllm = _vllm_backend_defaults(
+            c, beh, target_gpu, target, head_dim, backend, trtllm, defaults
+        )
     seqs_default, tokens_default = DEFAULT_MAX_NUM_SEQS[fw], DEFAULT_MAX_NUM_BATCHED_TOKENS
     if engine_batch_defaults and fw == "vllm":
         seqs_default, tokens_default = vllm_batch_defaults(target_gpu, beh)
@@ -250,7 +281,7 @@ def resolve_plan_options(
         capture_sizes=sizes,
         max_capture_size=max_size,
         gpu=target_gpu,
-        trtllm_artifacts=True if c.trtllm_artifacts is None else c.trtllm_artifacts,
+        trtllm_artifacts=trtllm,
         breakable=breakable,
         compiled=compiled,
         head_dim=head_dim,

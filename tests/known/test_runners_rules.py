@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from eaglegraph.errors import BadInput
+from eaglegraph.known.backends import trtllm_cubins_bundled, vllm_default_backend
 from eaglegraph.known.runner_rules import TargetFacts, parse_runner, runner_for
 from eaglegraph.known.runners import ModelRunner
 from eaglegraph.known.versions import parse_version
@@ -75,3 +76,58 @@ def test_runner_spellings() -> None:
     assert parse_runner("v1") is V1 and parse_runner("1") is V2 and parse_runner("mrv2") is V2
     with pytest.raises(BadInput, match="did you mean"):
         parse_runner("v11")
+
+
+@pytest.mark.parametrize(
+    ("major", "mla", "head_dim", "want"),
+    [
+        (9, False, 128, ("FLASH_ATTN", "flash_attn")),  # H100/H200
+        (10, False, 128, ("FLASHINFER", "flashinfer")),  # B200: FLASHINFER first on SM10x
+        (8, False, 128, ("FLASH_ATTN", "flash_attn")),
+        (9, False, 512, ("FLASHINFER", "flashinfer")),  # FLASH_ATTN takes head sizes <= 256
+        (9, True, None, ("FLASH_ATTN_MLA", "flash_attn")),
+        (10, True, None, ("FLASHINFER_MLA", "flash_attn")),
+        (12, True, None, ("TRITON_MLA", "flash_attn")),
+    ],
+)
+def test_default_backend_per_gpu_and_architecture(
+    major: int, mla: bool, head_dim: int | None, want: tuple[str, str]
+) -> None:
+    """`vllm/platforms/cuda.py::_get_backend_priorities` (0.22-0.33), first backend that
+    supports the layer (`FlashAttentionBackend.supports_head_size`)."""
+    chosen = vllm_default_backend(major, mla=mla, head_dim=head_dim)
+    assert (chosen.engine_name, chosen.rig_backend) == want
+
+
+def test_trtllm_cubins_ship_until_0_25() -> None:
+    """The wheels' METADATA: flashinfer-cubin is a requirement of 0.20-0.25 only."""
+    for minor in range(20, 34):
+        rule = trtllm_cubins_bundled((0, minor, 0))
+        assert rule.bundled is (minor <= 25), minor
+        assert "METADATA" in rule.source
+
+
+@pytest.mark.parametrize(
+    ("engine", "gpu", "backend", "trtllm", "target_mode"),
+    [
+        ("vllm==0.33.0", "B200", "flashinfer", False, "PIECEWISE"),  # offline: no XQA/TRT-LLM
+        ("vllm==0.25.0", "B200", "flashinfer", True, "FULL_AND_PIECEWISE"),
+        ("vllm==0.33.0", "H100", "flash_attn", True, "FULL_AND_PIECEWISE"),
+    ],
+)
+def test_inspect_takes_the_release_defaults_for_the_gpu(
+    engine: str, gpu: str, backend: str, trtllm: bool, target_mode: str
+) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from eaglegraph.cli import cli
+
+    args = ["inspect", "tiny-llama-eagle3", "--json", "--engine", engine, "--gpu", gpu]
+    result = CliRunner().invoke(cli, [*args, "--max-num-seqs", "8", "-K", "3"])
+    assert result.exit_code in (0, 1), result.stderr
+    plan = json.loads(result.stdout)["plan"]
+    assert (plan["attention_backend"], plan["trtllm_artifacts"]) == (backend, trtllm)
+    assert plan["phases"][0]["mode"] == target_mode
+    assert any(d.startswith("attention backend ") for d in plan["defaults"])

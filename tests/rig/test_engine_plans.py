@@ -149,10 +149,12 @@ def test_inspect_json_shows_the_engine_plan(
 ) -> None:
     """`inspect --json --engine --gpu` carries, per phase, the mode and descriptors the
     release builds (the table row), and the profile it chose. The rows are MRV2's
-    (`CudaGraphManager._init_candidates`): `--runner v2`, as VLLM_USE_V2_MODEL_RUNNER=1 does."""
+    (`CudaGraphManager._init_candidates`): `--runner v2`, as VLLM_USE_V2_MODEL_RUNNER=1 does,
+    with FlashInfer's TRT-LLM kernels loaded (`--trtllm-artifacts`), as the rows assume."""
     plan = _inspect_json(
         "--engine", engine, "--gpu", gpu, "--attention-backend", backend,
         "--max-num-seqs", str(r), "-K", str(k), "--mode", mode, "--runner", "v2",
+        "--trtllm-artifacts",
     )["plan"]  # fmt: skip
     assert plan["runner"] == "mrv2"
     profile = profile_for_engine(engine).profile
