@@ -48,9 +48,16 @@ SIGNALS = {
 }
 
 
-def probe_once(backend: str, mode: str, batch: int, device: str = "cpu", **plan: Any) -> Any:
+def probe_once(
+    backend: str,
+    mode: str,
+    batch: int,
+    device: str = "cpu",
+    preset: str = "tiny-llama-eagle3",
+    **plan: Any,
+) -> Any:
     spec = resolve_run(
-        "tiny-llama-eagle3",
+        preset,
         plan={"attention_backend": backend, "max_num_seqs": 4, "num_speculative_tokens": 3, **plan},
         device=device,
         max_model_len=256,
@@ -94,7 +101,7 @@ def evaluate(mutant: Mutant, modes: str, batch: int, device: str = "cpu") -> dic
     costs: dict[str, float] = {}
     for mode in modes.split(","):
         with planted(mutant), _counting_from_capture():
-            run = probe_once(mutant.backend, mode, batch, device)
+            run = probe_once(mutant.backend, mode, batch, device, mutant.preset, **mutant.plan)
             fired = ACTIVITY["fired"] if mutant.tracked else None
         findings += run.findings
         for case in run.cases:

@@ -19,6 +19,7 @@ from unittest import mock
 import torch
 
 from eaglegraph.rig import attention as rig_attention
+from eaglegraph.rig import mtp_window as rig_mtp_window
 from eaglegraph.rig import routines as rig_routines
 from eaglegraph.rig import step as rig_step
 from eaglegraph.rig.attention import AttentionRuntime, FlashInferBuilder
@@ -40,6 +41,8 @@ class Mutant:
     # the mutant counts its own firings (`tracked`), the benchmark checks the claim
     equivalent: Mapping[str, str] = field(default_factory=dict)
     tracked: bool = False
+    preset: str = "tiny-llama-eagle3"  # the pair it is probed on (MTP window bugs: an MTP one)
+    plan: Mapping[str, Any] = field(default_factory=dict)  # plan options beyond the benchmark's
 
 
 # how often a tracked mutant changed a value since the last reset (the benchmark resets it
@@ -352,6 +355,48 @@ def _draft_csr_len_carried() -> Any:
     return mock.patch.object(FlashInferBuilder, "build", patched)
 
 
+def _by_row(module: Any, name: str, position: int) -> Any:
+    """`name` called with its idx_mapping argument (at `position`) replaced by the batch rows
+    0..n-1: per-request state read by batch row instead of request slot, which is the same
+    only while every request's slot equals its row."""
+    orig = getattr(module, name)
+
+    def patched(*args: Any, **kwargs: Any) -> Any:
+        idx = args[position]
+        rows = torch.arange(idx.numel(), dtype=idx.dtype, device=idx.device)
+        return orig(*args[:position], rows, *args[position + 1 :], **kwargs)
+
+    stack = contextlib.ExitStack()
+    for caller in {
+        module,
+        *(m for m in (*RIG_CALLERS, rig_mtp_window) if getattr(m, name, None) is orig),
+    }:
+        stack.enter_context(mock.patch.object(caller, name, patched))
+    return stack
+
+
+def _block_table_by_row() -> Any:
+    return _by_row(rig_step, "gather_block_tables", 1)
+
+
+def _mtp_cache_by_row() -> Any:
+    stack = contextlib.ExitStack()
+    stack.enter_context(_by_row(rig_mtp_window, "prepare_mtp_window", 7))
+    stack.enter_context(_by_row(rig_mtp_window, "cache_mtp_window", 4))
+    return stack
+
+
+def _gather_one_row_past() -> Any:
+    orig = rig_step.gather_block_tables
+
+    def patched(src: Any, idx: Any, dst: torch.Tensor, n: int, padded: int, *rest: Any) -> None:
+        # `i <= num_reqs` for `i < num_reqs`: one row past the batch is treated as a request
+        n = min(n + 1, dst.shape[0])
+        orig(src, idx, dst, n, max(padded, n), *rest)
+
+    return mock.patch.object(rig_step, "gather_block_tables", patched)
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("block-table-row-off", "target", ("block_table", "kv_cache"), "flash_attn",
            "each request gathers the block-table row of its neighbour", _block_table_row_off),
@@ -418,6 +463,18 @@ MUTANTS: tuple[Mutant, ...] = (
            "eagle.draft_tokens"), "flashinfer",
            "the draft's CSR built from the previous draft position's lengths",
            _draft_csr_len_carried),
+    # request identity (issue 27): invisible while batch row = request slot
+    Mutant("block-table-by-row", "target", ("block_table", "kv_cache", "target.hidden"),
+           "flash_attn", "the block table gathered by batch row instead of request slot",
+           _block_table_by_row),
+    Mutant("mtp-cache-by-row", "draft_prefill", ("mtp.cached_ids", "mtp.cached_hidden",
+           "eagle.draft_tokens", "kv_cache"), "flash_attn",
+           "the MTP window's per-request cache read and written by batch row, not slot",
+           _mtp_cache_by_row, preset="tiny-deepseek-mtp2",
+           plan={"num_speculative_tokens": 2}),  # two modules: K a multiple of 2
+    Mutant("gather-one-row-past", "target", ("target.idx_mapping", "block_table"),
+           "flash_attn", "`<=` for `<`: gather_block_tables treats the row past the batch as "
+           "a request, reading idx_mapping's padding", _gather_one_row_past),
 )  # fmt: skip
 
 

@@ -39,6 +39,14 @@ from eaglegraph.rig.options import PROBE_MAX_NUM_SEQS
     help="Comma-separated request counts to probe (default: every batch that needs padding).",
 )
 @click.option(
+    "--schedule",
+    "schedule_file",
+    default=None,
+    metavar="FILE.json",
+    help="A live-server schedule to probe (per-step requests; see the README) instead of "
+    "the default one.",
+)
+@click.option(
     "--no-isolation", is_flag=True, help="Run cases in this process (faster; a crash ends the run)."
 )
 @click.option(
@@ -58,6 +66,7 @@ def command(
     model_dir: str | None,
     pool: str | None,
     batches: str | None,
+    schedule_file: str | None,
     modes: tuple[str, ...],
     no_isolation: bool,
     workers: int | None,
@@ -95,7 +104,11 @@ def command(
         _warn_unused_with_no_isolation(ctx)
     plan = pop_plan_kwargs(kwargs)
     check_choices(model_dir, None, None, plan)  # before torch is imported
-    from eaglegraph.probes.probing import ProbeRequest
+    from eaglegraph.probes.schedules import load_schedule
+
+    # a bad file is refused before torch is imported
+    schedules = None if schedule_file is None else (load_schedule(schedule_file),)
+    from eaglegraph.probes.probing import ProbeRequest, live_schedules
 
     request = ProbeRequest.for_model(
         model_dir,
@@ -107,8 +120,10 @@ def command(
         isolate=not no_isolation,
         timeout=timeout,
         workers=workers,
+        schedules=schedules,
     )
     spec = request.spec
+    live_schedules(spec, schedules)  # checked against the run before any work
     warn_suspicious(spec.open_pair(), spec.options, spec.max_model_len, force=outputs.force)
     with app.progress("probe", total=None) as progress:
         run = request.run(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -34,6 +34,12 @@ from eaglegraph.probes.poisoning import (
     unmapped_buffer,
 )
 from eaglegraph.probes.reference_diff import compare_step, reference_for
+from eaglegraph.probes.schedules import (
+    Limits,
+    check_schedule,
+    schedule_from_json,
+    schedule_to_json,
+)
 from eaglegraph.probes.spec import RunSpec
 from eaglegraph.results.capture import CaptureEvent
 from eaglegraph.results.codec import decode
@@ -54,6 +60,7 @@ from eaglegraph.rig.kv_cache import NULL_BLOCK, BlockAllocator
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.reference import ReferenceEngine
 from eaglegraph.rig.step import Rig
+from eaglegraph.rig.workload import LiveSchedule, ScheduledRequest
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,8 @@ class ProbeCase:
     spec: RunSpec
     large: int
     batch: int
+    # a live-server schedule run step by step instead of the padded step (`probes.schedules`)
+    schedule: LiveSchedule | None = None
 
     @property
     def mode(self) -> str:
@@ -76,11 +85,15 @@ class ProbeCase:
             "spec": self.spec.to_json(),
             "large": self.large,
             "batch": self.batch,
+            "schedule": None if self.schedule is None else schedule_to_json(self.schedule),
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ProbeCase:
-        return cls(data["name"], RunSpec.from_json(data["spec"]), data["large"], data["batch"])
+        live = data.get("schedule")
+        schedule = None if live is None else schedule_from_json(live)
+        spec = RunSpec.from_json(data["spec"])
+        return cls(data["name"], spec, data["large"], data["batch"], schedule)
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
@@ -140,13 +153,17 @@ class BuiltRig:
     """A rig built and captured once, and its state right after capture: every case of one
     mode starts from that state (buffers, KV, allocator, host table), as a fresh rig would."""
 
-    def __init__(self, spec: RunSpec, checkpoint: Checkpoint | None = None) -> None:
+    def __init__(
+        self, spec: RunSpec, checkpoint: Checkpoint | None = None, live_tokens: int = 0
+    ) -> None:
+        """`live_tokens`: the most KV positions a request of the live schedules can hold."""
         k = spec.options.num_speculative_tokens
         config = spec.rig_config(guard=True)
         if config.num_blocks is None:
             # a KV pool for the schedule (twice what its requests can own, the rest canaries)
             # rather than for max_model_len: every poison, scan and snapshot goes over it
-            tokens = max(PROMPT_LENGTHS) + STEPS * (k + 1) + k + 1
+            tokens = max(PROMPT_LENGTHS, default=0) + STEPS * (k + 1) + k + 1
+            tokens = max(tokens, live_tokens)
             per_request = -(-tokens // config.block_size)
             config = replace(config, num_blocks=1 + 2 * spec.options.max_num_seqs * per_request)
         # emulated captures record nothing: their passes only cost time (see RigConfig)
@@ -190,7 +207,7 @@ def execute_cases(cases: list[ProbeCase], checkpoint: Checkpoint | None = None) 
     checkpoint = checkpoint or Checkpoint()
     checkpoint.update(case=",".join(c.name for c in cases))
     try:
-        built = BuiltRig(cases[0].spec, checkpoint)
+        built = BuiltRig(cases[0].spec, checkpoint, max(_live_tokens(c) for c in cases))
     except Exception as exc:
         return [_error(c, exc, start, checkpoint) for c in cases]
     return [execute_case(c, built) for c in cases]
@@ -204,10 +221,12 @@ def execute_case(
     checkpoint.update(case=case.name, stage="build", step=None, phase=None, broken=[])
     try:
         if built is None:
-            built = BuiltRig(case.spec, checkpoint)
+            built = BuiltRig(case.spec, checkpoint, _live_tokens(case))
         elif built.rig.config.options != case.spec.options:
             raise ValueError(f"case {case.name} does not match the rig it was given")
         with recording(checkpoint):
+            if case.schedule is not None:
+                return _execute_live(case, built, start)
             return _execute(case, built, start)
     except Exception as exc:
         return _error(case, exc, start, checkpoint)
@@ -362,6 +381,104 @@ def _execute(case: ProbeCase, built: BuiltRig, start: float) -> CaseResult:
     return result
 
 
+def _live_tokens(case: ProbeCase) -> int:
+    """The most KV positions one request of the case's live schedule can hold (0: none);
+    checking it refuses a schedule the run cannot hold, in one line, before the rig is built."""
+    if case.schedule is None:
+        return 0
+    return check_schedule(case.schedule, schedule_limits(case.spec))
+
+
+def schedule_limits(spec: RunSpec) -> Limits:
+    """What a live schedule must fit under `spec`."""
+    o = spec.options
+    return Limits(o.max_num_seqs, o.num_speculative_tokens, spec.max_model_len,
+                  o.max_num_batched_tokens)  # fmt: skip
+
+
+def _execute_live(case: ProbeCase, built: BuiltRig, start: float) -> CaseResult:
+    """A live schedule, step by step, rig and reference in lockstep: before each step its
+    requests finish, are preempted, resume and arrive into the slots it names, the batch rows
+    take its order and the drafts its accept counts; every step's invariants, guard reads,
+    writes into committed KV and reference differential are checked."""
+    schedule = case.schedule
+    assert schedule is not None
+    config, rig, cp = built.config, built.fresh(), built.checkpoint
+    session, ref = Session(rig), reference_for(rig)
+    ref_session = Session(ref)
+    arrivals = [a for s in schedule.steps for a in s.arrive]
+    rng = np.random.default_rng(schedule.seed)
+    prompts = {a.rid: rng.integers(3, rig.vocab_size, size=a.prompt_len).tolist() for a in arrivals}
+    result = CaseResult(
+        case.name, config.options.mode.name, case.batch, case.large, "ok", 0.0,
+        graphs=list(built.graphs), schedule=schedule.name,
+        reproduction={"mode": config.options.mode.name, "schedule": schedule_to_json(schedule),
+                      "num_speculative_tokens": rig.num_speculative_tokens, "seed": config.seed},
+    )  # fmt: skip
+    timer, touched = _Timer(), list[int]()
+    kept: dict[int, tuple[list[int], int]] = {}  # preempted: (tokens, tokens still to make)
+
+    def watch(batch: list[ScheduledRequest]) -> Callable[[str], None]:
+        writes = CommittedKV(rig, batch)
+
+        def after(phase: str) -> None:
+            _read_guards(rig, result, "live", phase)
+            with timer("canaries"):
+                overwrites = writes.changed()
+            result.canaries.extend(
+                CanaryHit(first_block=w.block, elements=w.slots, written=w.slots, phase=phase,
+                          kernel="write_kv", request=w.request, layer=w.layer,
+                          position=w.position)
+                for w in overwrites
+            )  # fmt: skip
+
+        return after
+
+    for i, step in enumerate(schedule.steps):
+        for s in (session, ref_session):
+            by_rid = {r.rid: r for r in s.running}
+            for rid in step.finish:
+                s.finish(by_rid[rid])
+            for rid in step.preempt:
+                r = by_rid[rid]
+                left = r.max_new_tokens - r.generated
+                kept[rid] = (s.preempt(r), left)
+            for rid, slot in step.resume:
+                s.resume(rid, *kept[rid], slot)
+            for a in step.arrive:
+                s.admit(a.rid, prompts[a.rid], a.max_new_tokens, a.slot, a.chunk)
+            s.reorder(step.order)
+        with timer("reference"):
+            _force_counts(session, ref_session, ref, dict(step.accept))
+        cp.update(stage="step", step=i)
+        hit = _lockstep(i, rig, session, ref, ref_session, timer, result.invariants, touched, cp,
+                        watch)  # fmt: skip
+        if session.last is not None:
+            result.descriptors = dict(session.last.descriptors)
+        if hit is not None and result.divergence is None:
+            result.divergence = hit
+    result.counts = {"steps": [len(schedule.steps), max(touched)]}
+    result.signal_s = timer.totals
+    result.duration_s = time.perf_counter() - start
+    return result
+
+
+def _read_guards(rig: Rig, result: CaseResult, run: str, phase: str) -> None:
+    """The guard log of the phase just done into `result` (each read named by its buffer)."""
+    log = rig.guard_log
+    assert log is not None
+    for v in log.read():
+        buf = rig.registry.by_id(v.buffer_id)
+        result.violations.append(
+            GuardViolation(
+                run=run, phase=phase, kernel=v.kernel,
+                buffer=buf.name if buf else unmapped_buffer(v.kernel),
+                row=int(v.row), value=int(v.value),
+            )
+        )  # fmt: skip
+    log.reset()
+
+
 class _PhaseCollector:
     """The rig's phase hook during one probed run: guard log, invariants, canaries per phase."""
 
@@ -394,18 +511,8 @@ class _PhaseCollector:
             self.result.invariants.extend(InvariantViolation(**hit, step=2) for hit in broken)
 
     def __call__(self, phase: str) -> None:
-        rig, result, log = self.rig, self.result, self.rig.guard_log
-        assert log is not None
-        for v in log.read():
-            buf = rig.registry.by_id(v.buffer_id)
-            result.violations.append(
-                GuardViolation(
-                    run=self.run, phase=phase, kernel=v.kernel,
-                    buffer=buf.name if buf else unmapped_buffer(v.kernel),
-                    row=int(v.row), value=int(v.value),
-                )
-            )  # fmt: skip
-        log.reset()
+        rig, result = self.rig, self.result
+        _read_guards(rig, result, self.run, phase)
         if self.run != "A":
             return
         with self.timer("invariants"):
@@ -466,11 +573,27 @@ def _force_acceptance(
         if r.done or not r.drafts:
             continue
         j = (i - shift) % n
-        cont = ref.greedy_continuation(r.tokens, k)
         agree = k if j == 0 else 0 if j == 1 else min(j - 1, k)
-        drafts = cont[:agree] + [(t + 1) % ref.vocab_size for t in cont[agree:]]
-        r.drafts = list(drafts)
-        w.drafts = list(drafts)
+        r.drafts = _accepted_drafts(ref, r.tokens, agree)
+        w.drafts = list(r.drafts)
+
+
+def _accepted_drafts(ref: ReferenceEngine, tokens: list[int], n: int) -> list[int]:
+    """K drafts after `tokens` of which the target accepts exactly `n`: its own continuation
+    up to there, a wrong token after it."""
+    cont = ref.greedy_continuation(tokens, ref.num_speculative_tokens)
+    return cont[:n] + [(t + 1) % ref.vocab_size for t in cont[n:]]
+
+
+def _force_counts(
+    session: Session, ref_session: Session, ref: ReferenceEngine, accept: dict[int, int]
+) -> None:
+    """Drafts the target accepts exactly `accept[rid]` of (the target's own continuation up
+    to there, a wrong token after it), in both sessions; other requests draft freely."""
+    for r, w in zip(session.running, ref_session.running, strict=True):
+        if r.rid in accept and r.drafts:
+            r.drafts = _accepted_drafts(ref, r.tokens, accept[r.rid])
+            w.drafts = list(r.drafts)
 
 
 def _lockstep(
@@ -483,19 +606,24 @@ def _lockstep(
     broken: list[InvariantViolation],
     touched: list[int],
     checkpoint: Checkpoint,
+    watch: Callable[[list[ScheduledRequest]], Callable[[str], None]] | None = None,
 ) -> ReferenceDivergence | None:
     """One step of the rig and of the reference over the same requests, compared; the rig's
     metadata invariants are checked around each phase of it too (prefill steps included):
-    slot mappings before the phase's kernels run, the rest once it is done."""
+    slot mappings before the phase's kernels run, the rest once it is done. `watch(batch)`:
+    a further hook called after each phase (a live schedule reads guards and KV there)."""
     batch = session.batch()
     touched.append(sum(len(b.query) for b in batch))
     view = StepView(rig, batch)
+    after = watch(batch) if watch is not None else None
 
     def check(phase: str, at: str = "after") -> None:
         with timer("invariants"):
             hits = check_phase(view, phase, at)
         checkpoint.broken(hits)
         broken.extend(InvariantViolation(**hit, step=step) for hit in hits)
+        if after is not None and at == "after":
+            after(phase)
 
     def launch(phase: str, draft_step: int, what: str) -> None:
         checkpoint.update(stage="step", step=step, phase=phase, draft_step=draft_step)

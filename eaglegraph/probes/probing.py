@@ -19,16 +19,24 @@ import torch
 
 from eaglegraph.errors import BadInput
 from eaglegraph.probes import checkpoint as breadcrumbs
-from eaglegraph.probes.cases import ProbeCase, execute_case, execute_cases, result_from_json
+from eaglegraph.probes.cases import (
+    ProbeCase,
+    execute_case,
+    execute_cases,
+    result_from_json,
+    schedule_limits,
+)
 from eaglegraph.probes.environment import run_environment
 from eaglegraph.probes.preflight import preflight
 from eaglegraph.probes.runner import Job, Outcome, run_task, run_tasks
+from eaglegraph.probes.schedules import check_schedule, default_schedules
 from eaglegraph.probes.spec import RunSpec
 from eaglegraph.probes.stale_read import SGLANG_MODES, VLLM_MODES, build_findings, build_matrix
 from eaglegraph.results.probe import CaseResult, ProbeRun
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.options import PROBE_MAX_NUM_SEQS, PlanChoices
 from eaglegraph.rig.plan import CapturePlan, build_plan
+from eaglegraph.rig.workload import LiveSchedule
 
 PROBE_DEFAULT_SEQS = PROBE_MAX_NUM_SEQS  # padding bugs need only a few requests
 
@@ -44,6 +52,8 @@ class ProbeRequest:
     isolate: bool = True
     timeout: float = 900.0
     workers: int | None = None
+    # live-server schedules run per mode (None: the default set, `probes.schedules`)
+    schedules: tuple[LiveSchedule, ...] | None = None
 
     @classmethod
     def for_model(
@@ -122,11 +132,32 @@ def padding_batches(plan: CapturePlan, max_num_seqs: int) -> list[int]:
     return padded or [1]
 
 
+def live_schedules(
+    spec: RunSpec, schedules: Sequence[LiveSchedule] | None = None
+) -> tuple[LiveSchedule, ...]:
+    """The live schedules a probe of `spec` runs (the given ones, or the default set), each
+    checked against the run first: a bad one is refused in one line naming step and field."""
+    o = spec.options
+    picked = (
+        tuple(schedules)
+        if schedules is not None
+        else default_schedules(o.max_num_seqs, o.num_speculative_tokens)
+    )
+    for schedule in picked:
+        check_schedule(schedule, schedule_limits(spec))
+    return picked
+
+
 def plan_cases(
-    spec: RunSpec, modes: Sequence[str], batches: Sequence[int] | None = None
+    spec: RunSpec,
+    modes: Sequence[str],
+    batches: Sequence[int] | None = None,
+    schedules: Sequence[LiveSchedule] | None = None,
 ) -> list[ProbeCase]:
-    """One case per (mode, batch): the given batches, or every batch that pads under the mode."""
+    """One case per (mode, batch): the given batches, or every batch that pads under the mode;
+    and one per (mode, live schedule)."""
     seqs = spec.options.max_num_seqs
+    live = live_schedules(spec, schedules)
     cases = []
     for mode in select_modes(modes, spec.options.framework):
         case_spec = spec.with_mode(mode)
@@ -135,7 +166,17 @@ def plan_cases(
             if not 1 <= b < seqs:
                 raise BadInput(f"--batches {b}: must be between 1 and max_num_seqs-1 ({seqs - 1})")
             cases.append(ProbeCase(f"{mode.lower()}-b{b}", case_spec, large=seqs, batch=b))
+        for schedule in live:
+            most = max(len(_running_sizes(schedule)), 1)
+            cases.append(
+                ProbeCase(f"{mode.lower()}-{schedule.name}", case_spec, seqs, most, schedule)
+            )
     return cases
+
+
+def _running_sizes(schedule: LiveSchedule) -> set[int]:
+    """The request ids a schedule ever runs (its case's `batch` is how many)."""
+    return {a.rid for s in schedule.steps for a in s.arrive}
 
 
 def run_case(
@@ -267,6 +308,7 @@ def probe(
     isolate: bool = True,
     timeout: float = 900.0,
     workers: int | None = None,
+    schedules: Sequence[LiveSchedule] | None = None,
     on_plan: Callable[[list[ProbeCase]], None] | None = None,
     on_case: Callable[[str, CaseResult | None], None] | None = None,
 ) -> ProbeRun:
@@ -280,9 +322,10 @@ def probe(
         raise BadInput(f"timeout must be a positive number of seconds, got {timeout}")
     if workers is not None and workers < 1:
         raise BadInput(f"--workers must be at least 1, got {workers}")
+    live = live_schedules(spec, schedules)  # a bad schedule is refused before any work
     preflight(spec.open_pair(), spec.rig_config())  # what each worker would build
     start = time.perf_counter()
-    cases = plan_cases(spec, modes, batches)
+    cases = plan_cases(spec, modes, batches, live)
     if on_plan is not None:
         on_plan(cases)
     workers = workers or default_workers(spec.device)
@@ -301,6 +344,7 @@ def probe(
             "max_num_seqs": o.max_num_seqs,
             "pool": spec.resolved_pool,
             "batches": list(batches) if batches else "padding",
+            "schedules": [s.name for s in live],
             "device": spec.device,
             # worker processes at once (isolated runs; one process otherwise)
             "workers": workers if isolate else 1,

@@ -131,6 +131,9 @@ class CaseResult:
     # where a case that failed was last seen (probes/checkpoint.py): stage, step, phase,
     # the last kernel launched and the buffers it reads, invariants already broken
     checkpoint: dict[str, Any] | None = None
+    # a live-schedule case: the schedule's name (its steps are in `reproduction`); None for
+    # a padding case (one probed step at `batch` requests)
+    schedule: str | None = None
 
     @property
     def hits(self) -> int:

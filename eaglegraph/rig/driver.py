@@ -49,35 +49,77 @@ class Session:
         self.running: list[Request] = []
         self.free_slots = list(range(engine.max_num_seqs - 1, -1, -1))
         self.steps = 0
+        self.last: StepRecord | None = None  # the last step's record
 
-    def admit(self, rid: int, prompt: list[int], max_new_tokens: int) -> Request:
+    def admit(
+        self,
+        rid: int,
+        prompt: list[int],
+        max_new_tokens: int,
+        slot: int | None = None,
+        chunk: int | None = None,
+    ) -> Request:
+        """Start a request in `slot` (None: the lowest free one); `chunk`: prompt tokens per
+        prefill step (a chunked prefill)."""
         if not self.free_slots:
             raise BadInput(f"no free request slot (max_num_seqs {self.engine.max_num_seqs})")
+        if slot is not None and slot not in self.free_slots:
+            raise BadInput(f"request {rid}: slot {slot} is not free")
         need = len(prompt) + max_new_tokens + 2 * self.engine.num_speculative_tokens + 2
         if need > self.engine.max_model_len:
             raise BadInput(
                 f"request {rid} needs {need} positions but max_model_len is {self.engine.max_model_len}"
             )
-        request = Request(rid, list(prompt), max_new_tokens, self.free_slots.pop())
+        if slot is None:
+            slot = self.free_slots[-1]
+        self.free_slots.remove(slot)
+        request = Request(rid, list(prompt), max_new_tokens, slot, chunk=chunk)
         self.running.append(request)
         return request
+
+    def preempt(self, request: Request) -> list[int]:
+        """Evict `request` (its KV and slot freed, as a server under memory pressure does);
+        returns the tokens it had, which it recomputes as a prompt when it resumes."""
+        tokens = list(request.tokens) if request.tokens else list(request.prompt)
+        self.finish(request)
+        return tokens
+
+    def resume(
+        self, rid: int, tokens: list[int], max_new_tokens: int, slot: int | None = None
+    ) -> Request:
+        """A preempted request back, in `slot`: its tokens so far are prefilled again."""
+        return self.admit(rid, tokens, max_new_tokens, slot)
+
+    def reorder(self, rids: tuple[int, ...]) -> None:
+        """Batch rows by request id: `rids` first in that order, the others after."""
+        rank = {rid: i for i, rid in enumerate(rids)}
+        self.running.sort(key=lambda r: rank.get(r.rid, len(rank)))
 
     def batch(self) -> list[ScheduledRequest]:
         k = self.engine.num_speculative_tokens
         batch = []
         for r in self.running:
             if r.is_new:
-                query, start, drafts = list(r.prompt), 0, 0
+                start, end = r.next_chunk()
+                query, drafts = r.prompt[start:end], 0
             else:
                 query, start, drafts = [r.tokens[-1], *r.drafts], len(r.tokens) - 1, len(r.drafts)
+                end = start + len(query)
             self.engine.allocate(r, start + len(query) + k)
-            batch.append(ScheduledRequest(r.rid, r.slot, query, start, drafts, r.blocks))
+            backup = r.prompt[end] if r.is_new and end < len(r.prompt) else None
+            batch.append(ScheduledRequest(r.rid, r.slot, query, start, drafts, r.blocks, backup))
         return batch
 
     def apply(self, batch: list[ScheduledRequest], out: StepOutput) -> StepRecord:
         proposed = []
         for j, r in enumerate(self.running):
             n = out.num_accepted[j]
+            if r.is_new and r.next_chunk()[1] < len(r.prompt):
+                # a partial prefill: its sampled token and drafts are discarded (the engine
+                # samples nothing for a request whose prompt is not complete)
+                r.prefilled = r.next_chunk()[1]
+                proposed.append(0)
+                continue
             new = (r.drafts[:n] if not r.is_new else []) + [out.next_tokens[j]]
             proposed.append(0 if r.is_new else len(r.drafts))
             if r.is_new:
@@ -100,6 +142,7 @@ class Session:
             descriptors=dict(out.descriptors),
         )
         self.steps += 1
+        self.last = record
         return record
 
     def step(self) -> StepRecord:

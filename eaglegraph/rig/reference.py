@@ -164,6 +164,8 @@ class ReferenceEngine:
         while n < req.num_drafts and req.query[n + 1] == verdict[n]:
             n += 1
         next_token = verdict[n] if req.num_drafts else verdict[len(req.query) - 1]
+        if req.backup_token is not None:  # a partial prefill drafts from its next prompt token
+            next_token = req.backup_token
         valid = req.start_pos + len(req.query) - (req.num_drafts - n)
         full = [*context[:valid], next_token]
         self.history[req.rid] = full[:valid]

@@ -293,6 +293,9 @@ class Rig:
             bufs.target_argmax, bufs.verify_drafts, bufs.query_start_loc, rb, bufs.num_drafts,
             bufs.num_accepted, bufs.num_rejected, bufs.next_tokens, bufs.accepted_tokens,
         )  # fmt: skip
+        for i, b in enumerate(batch):
+            if b.backup_token is not None:  # a partial prefill: its sample is discarded
+                bufs.next_tokens[i] = b.backup_token
         accepted = bufs.num_accepted[:rb].tolist()
         next_tokens = bufs.next_tokens[:rb].tolist()
         descriptors = {"target": target.desc.label()}

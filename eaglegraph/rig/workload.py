@@ -45,6 +45,46 @@ class Schedule:
         return cls("grow-shrink", tuple(arrivals), seed)
 
 
+@dataclass(frozen=True)
+class Arrive:
+    """A request joining a live schedule: its prompt, the request slot it takes (its row of
+    every per-request table; None: the lowest free one) and, for a chunked prefill, the most
+    prompt tokens it is given per step."""
+
+    rid: int
+    prompt_len: int
+    max_new_tokens: int = 64
+    slot: int | None = None
+    chunk: int | None = None
+
+
+@dataclass(frozen=True)
+class LiveStep:
+    """One step of a live server's schedule. Before the step runs: `finish` leave (KV and slot
+    freed), `preempt` are evicted (KV and slot freed, tokens kept), `resume` (rid, slot) come
+    back and recompute their tokens as a prefill, `arrive` join. `order`: the batch rows by
+    request id (the rest follow in running order), so batch row and request slot differ and
+    change from step to step. `accept`: drafts the target accepts per request id (the others
+    draft freely): K - accept are rejected."""
+
+    arrive: tuple[Arrive, ...] = ()
+    finish: tuple[int, ...] = ()
+    preempt: tuple[int, ...] = ()
+    resume: tuple[tuple[int, int | None], ...] = ()
+    order: tuple[int, ...] = ()
+    accept: tuple[tuple[int, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class LiveSchedule:
+    """Steps over which requests arrive, finish, are preempted and resumed, as a server runs."""
+
+    name: str
+    steps: tuple[LiveStep, ...]
+    what: str = ""
+    seed: int = 0
+
+
 @dataclass
 class Request:
     rid: int
@@ -57,10 +97,17 @@ class Request:
     generated: int = 0
     proposed: int = 0
     accepted: int = 0
+    chunk: int | None = None  # chunked prefill: prompt tokens per step (None: all at once)
+    prefilled: int = 0  # prompt tokens a chunked prefill has computed so far
 
     @property
     def is_new(self) -> bool:
         return not self.tokens
+
+    def next_chunk(self) -> tuple[int, int]:
+        """(start, end) of the prompt tokens this request's next prefill step computes."""
+        end = len(self.prompt) if self.chunk is None else self.prefilled + self.chunk
+        return self.prefilled, min(end, len(self.prompt))
 
     @property
     def done(self) -> bool:
@@ -77,6 +124,10 @@ class ScheduledRequest:
     start_pos: int
     num_drafts: int
     blocks: list[int]
+    # a partial (chunked) prefill's next prompt token: the draft is fed it in place of a
+    # sampled one, whose value is discarded (vLLM: vllm/v1/spec_decode/eagle.py::
+    # prepare_next_token_ids_padded, the backup token of each discarded request)
+    backup_token: int | None = None
 
 
 @dataclass

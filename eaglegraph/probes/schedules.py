@@ -1,0 +1,327 @@
+"""Live-server schedules for the probe: the default set, a user's JSON, and their validation.
+
+The probe's padding cases run three steps in which batch row and request slot coincide; a live
+server's batch is a permutation of request slots that changes every step (vLLM MRV2's
+`idx_mapping`, SGLang's `req_pool_indices`): requests arrive into freed slots, finish, are
+preempted and resumed, and chunked prefills run beside decodes. A schedule says all of that
+per step (`rig.workload.LiveSchedule`); the probe runs it in lockstep with the dense
+reference, checking the step's invariants and the reference differential at every step, so
+per-request state read by batch row instead of by slot is seen.
+
+A schedule file (`probe --schedule FILE.json`)::
+
+    {"name": "mine",
+     "steps": [
+       {"arrive": [{"rid": 0, "prompt_len": 9, "slot": 3},
+                   {"rid": 1, "prompt_len": 21, "slot": 1, "chunk": 8}]},
+       {"arrive": [{"rid": 2, "prompt_len": 6, "slot": 0}], "order": [2, 1, 0],
+        "accept": {"0": 0}},
+       {"preempt": [0], "finish": [2], "resume": [{"rid": 0, "slot": 2}]}
+     ]}
+
+Everything is checked against the run (request slots, K, max_model_len, the step's token
+budget) before any work; a bad file is refused in one line naming the step and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eaglegraph.errors import BadInput
+from eaglegraph.rig.workload import Arrive, LiveSchedule, LiveStep
+
+STEP_KEYS = ("arrive", "finish", "preempt", "resume", "order", "accept")
+ARRIVE_KEYS = ("rid", "prompt_len", "max_new_tokens", "slot", "chunk")
+
+
+def _fail(where: str, why: str) -> BadInput:
+    return BadInput(f"schedule {where}: {why}")
+
+
+def _int(value: Any, where: str, low: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _fail(where, f"expected an integer, got {json.dumps(value)}")
+    if value < low:
+        raise _fail(where, f"must be at least {low}, got {value}")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _fail(where, f"expected a list, got {json.dumps(value)}")
+    return value
+
+
+def _arrive(data: Any, where: str) -> Arrive:
+    if not isinstance(data, dict):
+        raise _fail(where, f"expected an object, got {json.dumps(data)}")
+    unknown = sorted(set(data) - set(ARRIVE_KEYS))
+    if unknown:
+        raise _fail(f"{where}.{unknown[0]}", f"unknown field (fields: {', '.join(ARRIVE_KEYS)})")
+    for key in ("rid", "prompt_len"):
+        if key not in data:
+            raise _fail(f"{where}.{key}", "missing")
+    opt = {k: _int(data[k], f"{where}.{k}", 1) for k in ("chunk",) if data.get(k) is not None}
+    if data.get("slot") is not None:
+        opt["slot"] = _int(data["slot"], f"{where}.slot")
+    return Arrive(
+        rid=_int(data["rid"], f"{where}.rid"),
+        prompt_len=_int(data["prompt_len"], f"{where}.prompt_len", 1),
+        max_new_tokens=_int(data.get("max_new_tokens", 64), f"{where}.max_new_tokens", 1),
+        **opt,
+    )
+
+
+def _resume(data: Any, where: str) -> tuple[int, int | None]:
+    if isinstance(data, int) and not isinstance(data, bool):
+        return _int(data, where), None
+    if not isinstance(data, dict) or "rid" not in data or set(data) - {"rid", "slot"}:
+        raise _fail(where, 'expected a request id or {"rid": N, "slot": S}')
+    slot = data.get("slot")
+    return _int(data["rid"], f"{where}.rid"), None if slot is None else _int(slot, f"{where}.slot")
+
+
+def _step(data: Any, i: int) -> LiveStep:
+    where = f"step {i}"
+    if not isinstance(data, dict):
+        raise _fail(where, f"expected an object, got {json.dumps(data)}")
+    unknown = sorted(set(data) - set(STEP_KEYS))
+    if unknown:
+        raise _fail(f"{where} {unknown[0]}", f"unknown field (fields: {', '.join(STEP_KEYS)})")
+    accept = data.get("accept", {})
+    if not isinstance(accept, dict):
+        raise _fail(f"{where} accept", 'expected an object {"rid": accepted drafts}')
+    pairs = []
+    for rid, n in accept.items():
+        try:
+            key = int(rid)
+        except ValueError:
+            raise _fail(f"{where} accept", f"key {rid!r} is not a request id") from None
+        pairs.append((key, _int(n, f"{where} accept.{rid}")))
+    return LiveStep(
+        arrive=tuple(
+            _arrive(a, f"{where} arrive[{j}]")
+            for j, a in enumerate(_list(data.get("arrive", []), f"{where} arrive"))
+        ),
+        finish=tuple(
+            _int(r, f"{where} finish[{j}]")
+            for j, r in enumerate(_list(data.get("finish", []), f"{where} finish"))
+        ),
+        preempt=tuple(
+            _int(r, f"{where} preempt[{j}]")
+            for j, r in enumerate(_list(data.get("preempt", []), f"{where} preempt"))
+        ),
+        resume=tuple(
+            _resume(r, f"{where} resume[{j}]")
+            for j, r in enumerate(_list(data.get("resume", []), f"{where} resume"))
+        ),
+        order=tuple(
+            _int(r, f"{where} order[{j}]")
+            for j, r in enumerate(_list(data.get("order", []), f"{where} order"))
+        ),
+        accept=tuple(pairs),
+    )
+
+
+def schedule_from_json(data: Any, name: str = "user") -> LiveSchedule:
+    """A schedule from its JSON form (the file's layout is this module's docstring)."""
+    if not isinstance(data, dict):
+        raise _fail("file", "expected an object with a list of steps")
+    unknown = sorted(set(data) - {"name", "steps", "what", "seed"})
+    if unknown:
+        raise _fail(unknown[0], "unknown field (fields: name, steps, what, seed)")
+    steps = _list(data.get("steps"), "steps")
+    if not steps:
+        raise _fail("steps", "no steps")
+    return LiveSchedule(
+        name=str(data.get("name", name)),
+        steps=tuple(_step(s, i) for i, s in enumerate(steps)),
+        what=str(data.get("what", "")),
+        seed=_int(data.get("seed", 0), "seed"),
+    )
+
+
+def schedule_to_json(schedule: LiveSchedule) -> dict[str, Any]:
+    """The JSON form `schedule_from_json` reads (what a probe case carries to its worker)."""
+    steps = []
+    for s in schedule.steps:
+        step: dict[str, Any] = {}
+        if s.arrive:
+            step["arrive"] = [{k: v for k, v in vars(a).items() if v is not None} for a in s.arrive]
+        for key in ("finish", "preempt", "order"):
+            if getattr(s, key):
+                step[key] = list(getattr(s, key))
+        if s.resume:
+            step["resume"] = [{"rid": r, "slot": slot} for r, slot in s.resume]
+        if s.accept:
+            step["accept"] = {str(r): n for r, n in s.accept}
+        steps.append(step)
+    return {"name": schedule.name, "what": schedule.what, "seed": schedule.seed, "steps": steps}
+
+
+def load_schedule(path: str) -> LiveSchedule:
+    """A schedule file: read and parsed (its limits are checked against the run by
+    `check_schedule`)."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise BadInput(f"--schedule {path}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"--schedule {path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    return schedule_from_json(data, Path(path).stem)
+
+
+@dataclass
+class _Live:
+    """One request as the validation follows it."""
+
+    slot: int
+    prompt: int  # prompt tokens (a resumed request's: every token it had)
+    chunk: int | None
+    max_new: int
+    prefilled: int = 0
+    generated: int = 0
+    decoding: bool = False
+    steps: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a schedule must fit: the run's request slots, K, context and token budget."""
+
+    max_num_seqs: int
+    num_speculative_tokens: int
+    max_model_len: int
+    max_tokens: int
+
+
+def check_schedule(schedule: LiveSchedule, limits: Limits) -> int:
+    """Follow the schedule on the host and refuse, in one line naming the step and field,
+    anything the engine could not run: a slot out of range or held, an unknown or repeated
+    request, a batch past max_num_seqs or the token budget, a request past max_model_len, an
+    accept count outside 0..K or for a request that has no drafts that step. Returns the most
+    KV positions one request can hold (what the probe sizes its KV pool for)."""
+    k, r = limits.num_speculative_tokens, limits.max_num_seqs
+    running: dict[int, _Live] = {}
+    preempted: dict[int, _Live] = {}
+    seen: set[int] = set()
+    longest = 0
+    for i, step in enumerate(schedule.steps):
+        w = f"step {i}"
+        for field_name, rids in (("finish", step.finish), ("preempt", step.preempt)):
+            for j, rid in enumerate(rids):
+                if rid not in running:
+                    raise _fail(f"{w} {field_name}[{j}]", f"request {rid} is not running")
+                live = running.pop(rid)
+                if field_name == "preempt":
+                    live.prompt += live.generated
+                    live.max_new -= live.generated
+                    live.prefilled = live.generated = 0
+                    live.decoding, live.chunk = False, None
+                    preempted[rid] = live
+        joins: list[tuple[str, int, _Live, int | None]] = []
+        for j, (rid, slot) in enumerate(step.resume):
+            if rid not in preempted:
+                raise _fail(f"{w} resume[{j}]", f"request {rid} was not preempted")
+            joins.append((f"{w} resume[{j}]", rid, preempted.pop(rid), slot))
+        for j, a in enumerate(step.arrive):
+            if a.rid in seen:
+                raise _fail(f"{w} arrive[{j}].rid", f"request {a.rid} already arrived")
+            seen.add(a.rid)
+            joins.append(
+                (
+                    f"{w} arrive[{j}]",
+                    a.rid,
+                    _Live(-1, a.prompt_len, a.chunk, a.max_new_tokens),
+                    a.slot,
+                )
+            )
+        for where, rid, live, slot in joins:
+            held = {x.slot for x in running.values()}
+            if slot is not None and not slot < r:
+                raise _fail(f"{where}.slot", f"slot {slot} is past max_num_seqs {r}")
+            if slot is not None and slot in held:
+                owner = next(q for q, x in running.items() if x.slot == slot)
+                raise _fail(f"{where}.slot", f"slot {slot} is held by request {owner}")
+            free = [s for s in range(r) if s not in held]
+            if not free:
+                raise _fail(where, f"no free request slot (max_num_seqs {r})")
+            need = live.prompt + live.max_new + 2 * k + 2
+            if need > limits.max_model_len:
+                raise _fail(
+                    f"{where}.prompt_len",
+                    f"request {rid} needs {need} positions, max_model_len is {limits.max_model_len}",
+                )
+            longest = max(longest, need)
+            live.slot = free[0] if slot is None else slot
+            running[rid] = live
+        if not running:
+            raise _fail(w, "no request is running")
+        for j, rid in enumerate(step.order):
+            if rid not in running:
+                raise _fail(f"{w} order[{j}]", f"request {rid} is not running")
+        if len(set(step.order)) != len(step.order):
+            raise _fail(f"{w} order", "a request is listed twice")
+        for rid, n in step.accept:
+            live_or_none = running.get(rid)
+            if live_or_none is None or not live_or_none.decoding:
+                raise _fail(f"{w} accept.{rid}", f"request {rid} has no drafts this step")
+            if n > k:
+                raise _fail(f"{w} accept.{rid}", f"{n} accepted drafts is more than K={k}")
+        tokens = 0
+        for live in running.values():
+            if live.decoding:
+                tokens += k + 1
+            else:
+                end = live.prompt if live.chunk is None else live.prefilled + live.chunk
+                tokens += min(end, live.prompt) - live.prefilled
+        if tokens > limits.max_tokens:
+            raise _fail(w, f"{tokens} tokens exceed max_num_batched_tokens {limits.max_tokens}")
+        for live in list(running.values()):
+            if live.decoding:
+                live.generated += 1  # at least the bonus token
+            else:
+                end = live.prompt if live.chunk is None else live.prefilled + live.chunk
+                live.prefilled = min(end, live.prompt)
+                if live.prefilled == live.prompt:
+                    live.decoding, live.generated = True, 1
+    return longest
+
+
+def default_schedules(max_num_seqs: int, num_speculative_tokens: int) -> tuple[LiveSchedule, ...]:
+    """The probe's own live schedule over `max_num_seqs` slots: requests arrive into slots out
+    of order, a prefill is chunked beside decodes, one request is preempted and resumed in
+    another slot while another finishes and a new one takes a freed slot, the batch rows are
+    permuted every step, and the forced accept counts run through every value 0..K. Needs
+    three request slots (none with fewer)."""
+    r, k = max_num_seqs, num_speculative_tokens
+    if r < 3:
+        return ()
+    counts = iter(n % (k + 1) for n in range(64))
+    # (step: arrivals, finishes, preemptions, resumptions, row order, requests that decode)
+    plan: list[tuple[tuple[Arrive, ...], tuple[int, ...], tuple[int, ...],
+                     tuple[tuple[int, int | None], ...], tuple[int, ...], tuple[int, ...]]] = [
+        ((Arrive(0, 9, slot=r - 1), Arrive(1, 21, slot=1, chunk=8)), (), (), (), (), ()),
+        ((Arrive(2, 6, slot=0),), (), (), (), (2, 1, 0), (0,)),
+        ((), (), (), (), (1, 0, 2), (0, 2)),
+        ((Arrive(3, 13, slot=r - 1),), (), (0,), (), (3, 2, 1), (2, 1)),
+        ((), (2,), (), ((0, 0),), (0, 3, 1), (1, 3)),
+        ((), (), (), (), (1, 0, 3), (0, 3, 1)),
+    ]  # fmt: skip
+    steps = tuple(
+        LiveStep(arrive, finish, preempt, resume, order, tuple((rid, next(counts)) for rid in dec))
+        for arrive, finish, preempt, resume, order, dec in plan
+    )
+    return (
+        LiveSchedule(
+            "live",
+            steps,
+            "slots out of order and reused, chunked prefill beside decodes, preemption and "
+            "resumption in another slot, rows permuted each step, every rejected count 0..K",
+        ),
+    )
