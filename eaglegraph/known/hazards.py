@@ -194,9 +194,11 @@ HAZARDS: dict[str, Hazard] = {
             None,
             "a draft with fewer max positions than the target indexes its rotary table out of "
             "range past its limit",
-            workaround="vLLM raises the draft's limit to the target's for default, linear and "
-            "llama3 rope (for yarn and other types it limits max_model_len to the draft's); "
-            "elsewhere set max_position_embeddings in the draft config to the target's",
+            workaround="vLLM 0.27-0.30 raise the draft's limit to the target's max_model_len; "
+            "0.33 does so for default, linear and llama3 rope and caps max_model_len to the "
+            "draft's for other types; SGLang refuses to start unless "
+            "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1; on older vLLM and elsewhere set "
+            "max_position_embeddings in the draft config to the target's",
             refs=("vllm#21986", "sglang#3513"),
             cite="vllm-project/vllm#21986, sgl-project/sglang#3513",
         ),
