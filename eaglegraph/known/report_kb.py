@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from importlib import resources
+from types import MappingProxyType
 from typing import Any
 
 from eaglegraph.known.triage_categories import Category
@@ -54,20 +56,6 @@ KEYS: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
-class ReportConfig:
-    """What the thread states of the serving configuration; None where it does not."""
-
-    model: str | None = None
-    method: str | None = None
-    tp: int | None = None
-    dp: int | None = None
-    ep: int | None = None
-    cudagraph_mode: str | None = None
-    attention_backend: str | None = None
-    gpu: str | None = None
-
-
-@dataclass(frozen=True)
 class KnownReport:
     id: str
     title: str
@@ -76,7 +64,8 @@ class KnownReport:
     version: str | None
     signature: str
     log: str
-    config: ReportConfig
+    # what the thread states of the serving configuration (CONFIG_KEYS); None where it does not
+    config: Mapping[str, str | int | None]
     root_cause: str | None
     fix: str | None
     category: str
@@ -122,20 +111,11 @@ def problems(entry: Any) -> list[str]:
 
 
 def from_json(entry: dict[str, Any]) -> KnownReport:
+    """A valid entry (see `problems`) as a `KnownReport`; keys the schema does not name are
+    ignored."""
     cfg = entry["config"]
-    return KnownReport(
-        id=entry["id"],
-        title=entry["title"],
-        url=entry["url"],
-        engine=entry["engine"],
-        version=entry["version"],
-        signature=entry["signature"],
-        log=entry["log"],
-        config=ReportConfig(**{k: cfg.get(k) for k in CONFIG_KEYS}),
-        root_cause=entry["root_cause"],
-        fix=entry["fix"],
-        category=entry["category"],
-    )
+    plain = {f.name: entry[f.name] for f in fields(KnownReport) if f.name != "config"}
+    return KnownReport(config=MappingProxyType({k: cfg.get(k) for k in CONFIG_KEYS}), **plain)
 
 
 def report_files() -> list[tuple[str, str]]:

@@ -9,18 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SimilarReport:
     id: str
-    title: str
-    url: str
-    engine: str
-    version: str | None
-    category: str
-    root_cause: str | None
-    fix: str | None
     score: float
+    title: str
     # The signature terms both logs contain, most telling first (error names, kernels, files).
     shared_terms: list[str] = field(default_factory=list)
+    url: str
     # The configuration facts both state ("engine vllm", "method eagle3", "version 0.10 ~ 0.11").
     shared_facts: list[str] = field(default_factory=list)
+    engine: str
+    version: str | None = None
+    category: str
+    root_cause: str | None = None
+    fix: str | None = None

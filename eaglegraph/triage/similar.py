@@ -14,14 +14,14 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from eaglegraph.known import report_kb as kb
 from eaglegraph.known.report_kb import KnownReport
 from eaglegraph.known.versions import parse_version
 from eaglegraph.results.similar import SimilarReport
-from eaglegraph.results.triage import TriageResult
+from eaglegraph.results.triage import TriageConfig, TriageResult
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 # The aliases match the lower-cased text (case-insensitive regexes are several times slower).
@@ -87,16 +87,11 @@ def _index() -> _Index:
 
 @dataclass(frozen=True)
 class Query:
-    """What the ranking reads of a triaged report: its signature text and its stated facts."""
+    """What the ranking reads of a triaged report: its signature text and the configuration
+    the log states (engine, version, draft kind, CUDA-graph mode, attention backend, GPU, TP)."""
 
     text: str
-    engine: str | None = None
-    version: str | None = None
-    method: str | None = None
-    mode: str | None = None
-    backend: str | None = None
-    gpu: str | None = None
-    tp: int | None = None
+    config: TriageConfig = field(default_factory=TriageConfig)
 
 
 def query_of(result: TriageResult, pasted: str | None = None) -> Query:
@@ -108,17 +103,7 @@ def query_of(result: TriageResult, pasted: str | None = None) -> Query:
     if pasted:
         picked = (ln for ln in pasted.splitlines() if _SIGNATURE_LINE.search(ln))
         lines += [ln[:_LINE_CHARS] for _, ln in zip(range(_QUERY_LINES), picked, strict=False)]
-    cfg = result.config
-    return Query(
-        text="\n".join(lines),
-        engine=cfg.framework,
-        version=cfg.version,
-        method=cfg.spec_method,
-        mode=cfg.cudagraph_mode_resolved or cfg.cudagraph_mode_requested,
-        backend=cfg.attention_backend or cfg.attention_backend_raw,
-        gpu=cfg.gpu,
-        tp=cfg.tp,
-    )
+    return Query(text="\n".join(lines), config=result.config)
 
 
 def similar_reports(query: Query, k: int = kb.TOP_K) -> list[SimilarReport]:
@@ -152,19 +137,14 @@ def similar_for(result: TriageResult, pasted: str | None = None) -> list[Similar
     return similar_reports(query_of(result, pasted))
 
 
+# The fields a SimilarReport copies from the known report it names.
+_COPIED = ("id", "title", "url", "engine", "version", "category", "root_cause", "fix")
+
+
 def _result(r: KnownReport, score: float, terms: list[str], facts: list[str]) -> SimilarReport:
+    copied = {name: getattr(r, name) for name in _COPIED}
     return SimilarReport(
-        id=r.id,
-        title=r.title,
-        url=r.url,
-        engine=r.engine,
-        version=r.version,
-        category=r.category,
-        root_cause=r.root_cause,
-        fix=r.fix,
-        score=round(score, 2),
-        shared_terms=terms[:8],
-        shared_facts=facts,
+        score=round(score, 2), shared_terms=terms[:8], shared_facts=facts, **copied
     )
 
 
@@ -174,26 +154,29 @@ def _norm(text: str | None) -> str:
 
 def _shared_facts(q: Query, r: KnownReport) -> list[tuple[str, str]]:
     """(weight key, sentence) for each configuration fact the query and the report share."""
-    cfg = r.config
+    mine = q.config
+    theirs = {k: v for k, v in r.config.items() if isinstance(v, str)}
     out: list[tuple[str, str]] = []
-    if q.engine and _norm(q.engine) == _norm(r.engine):
+    same_engine = bool(mine.framework) and _norm(mine.framework) == _norm(r.engine)
+    if same_engine:
         out.append(("engine", f"engine {r.engine}"))
-    family = kb.method_family(q.method)
-    if family and family == kb.method_family(cfg.method):
+    family = kb.method_family(mine.spec_method)
+    if family and family == kb.method_family(theirs.get("method")):
         out.append(("method", f"method {family}"))
-    near = _versions_near(q.version, r.version)
-    if near and q.engine and _norm(q.engine) == _norm(r.engine):
+    near = _versions_near(mine.version, r.version)
+    if near and same_engine:
         out.append(("version", near))
-    for key, mine, theirs in (
-        ("mode", q.mode, cfg.cudagraph_mode),
-        ("backend", q.backend, cfg.attention_backend),
-    ):
-        if mine and theirs and _norm(mine) in _norm(theirs):
-            out.append((key, f"{'cudagraph mode' if key == 'mode' else 'backend'} {mine}"))
-    if q.gpu and cfg.gpu and _gpu_name(q.gpu) and _gpu_name(q.gpu) in _norm(cfg.gpu):
-        out.append(("gpu", f"GPU {_gpu_name(q.gpu).upper()}"))
-    if q.tp and cfg.tp and q.tp == cfg.tp:
-        out.append(("tp", f"TP={q.tp}"))
+    mode = mine.cudagraph_mode_resolved or mine.cudagraph_mode_requested
+    backend = mine.attention_backend or mine.attention_backend_raw
+    for key, label, value in (("mode", "cudagraph mode", mode), ("backend", "backend", backend)):
+        stated = theirs.get("cudagraph_mode" if key == "mode" else "attention_backend")
+        if value and stated and _norm(value) in _norm(stated):
+            out.append((key, f"{label} {value}"))
+    gpu = _gpu_name(mine.gpu or "")
+    if gpu and gpu in _norm(theirs.get("gpu")):
+        out.append(("gpu", f"GPU {gpu.upper()}"))
+    if mine.tp and mine.tp == r.config.get("tp"):
+        out.append(("tp", f"TP={mine.tp}"))
     return out
 
 
