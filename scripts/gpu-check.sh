@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU checks, run on the H100/H200 machine from the repository root (nothing installs there:
-# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|cuda-rig|cuda-probes|capture|memdiff|memdiff3|probe|bench|memory|memory-tables|memory-tests|memory-8b|memory-compiled|memory-refusal|memdiff-mtp|bench-capture|mtp|mtp-probes|sanitizer|badinput|views|engines|seams|all]...
-# (probe-profiles and seams run only when named)
+# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|cuda-rig|cuda-probes|capture|memdiff|memdiff3|probe|bench|memory|memory-tables|memory-tests|memory-8b|memory-compiled|memory-refusal|memdiff-mtp|bench-capture|mtp|mtp-probes|sanitizer|badinput|views|engines|seams|mrv1|all]...
+# (probe-profiles, seams and mrv1 run only when named)
 # Every stage logs to $OUT (default /tmp/eaglegraph-gpu) and the script keeps going after a
 # failing stage, so one run reports everything.
 set -u
@@ -209,6 +209,38 @@ if want engines; then
   TAIL=30 run engines-probe-sglang-0.5.9 $EG probe tiny-llama-eagle3 --engine sglang==0.5.9 --mode FULL --no-color
   TAIL=40 run engines-inspect-b200 $EG inspect llama3.1-8b-eagle3 --engine vllm==0.33.0 --gpu B200 \
     --attention-backend flashinfer -K 5 --no-color
+fi
+if named mrv1; then
+  # issue 28 part 2: vLLM's V1 GPU model runner (MRV1) in the rig on real graphs. Expect
+  # "replay==eager True" for each mode (drafter PIECEWISE graphs captured in the target's
+  # PIECEWISE pass, every draft pass dispatching into them), a clean probe under current MRV1
+  # semantics (--runner v1), and hazard draft-decode-rejected-kv (vllm#29845) on eagle.seq_lens
+  # under vllm-mrv1-pre-29845
+  TAIL=12 run mrv1-replay python3 -c "import torch
+from eaglegraph.known.runners import ModelRunner
+from eaglegraph.pair import load_pair
+from eaglegraph.pair.presets import materialize
+from eaglegraph.rig.config import RigConfig
+from eaglegraph.rig.driver import run_workload
+from eaglegraph.rig.options import PlanChoices, resolve_plan_options
+from eaglegraph.rig.step import Rig
+from eaglegraph.rig.workload import Schedule
+pair, sched = load_pair(materialize('tiny-llama-eagle3')), Schedule.grow_shrink(8, waves=2)
+def rig(mode):
+    opts = resolve_plan_options(PlanChoices(max_num_seqs=8, num_speculative_tokens=3, mode=mode,
+        max_num_batched_tokens=128, runner=ModelRunner.MRV1))
+    return Rig(pair, RigConfig(opts, torch.device('cuda'), dtype='float32', max_model_len=512))
+eager = run_workload(rig('NONE'), sched).token_trace()
+for mode in ('FULL_AND_PIECEWISE', 'PIECEWISE', 'FULL'):
+    r = rig(mode); events, findings = r.capture()
+    res = run_workload(r, sched)
+    used = sorted({d.split('(')[0] for s in res.steps for p, d in s.descriptors.items() if p != 'target'})
+    print(mode, type(r.speculator).__name__, len(events), 'graphs, draft passes', used,
+          'replay==eager', res.token_trace() == eager, 'findings', len(findings))"
+  TAIL=30 run mrv1-cuda-tests python3 -m pytest -q -m cuda -p no:cacheprovider tests/rig/test_mrv1_eagle.py
+  TAIL=20 run mrv1-probe-current $EG probe tiny-llama-eagle3 --runner v1 --mode all --no-color
+  TAIL=20 run mrv1-probe-pre29845 $EG probe tiny-llama-eagle3 --behavior vllm-mrv1-pre-29845 \
+    --mode FULL_AND_PIECEWISE --no-color --fail-on never
 fi
 if want bench || named bench-capture; then
   TAIL=10 run bench-capture python3 benchmarks/bench_capture.py

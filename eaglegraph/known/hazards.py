@@ -113,6 +113,18 @@ HAZARDS: dict[str, Hazard] = {
             flag="pad_last_token_indices",
         ),
         Hazard(
+            "draft-decode-rejected-kv",
+            "vllm",
+            "MRV1's padded drafter batch keeps the rejected drafts in the target's seq_lens; "
+            "the draft decodes grow those seq_lens by one per step without dropping them, so "
+            "each decode attends the rejected positions' stale draft KV (wrong drafts, and "
+            "reads past the request's last valid position)",
+            fix="seq_lens -= num_rejected_tokens before the draft decodes (EagleProposer.propose)",
+            fixed_by="vllm#29845",
+            buffers=(("eagle.seq_lens", "draft_decode"),),
+            flag="draft_decode_excludes_rejected",
+        ),
+        Hazard(
             "stale-padded-positions",
             "sglang",
             "padded draft replays (raw_bs < graph bs) keep stale positions in rows raw_bs..bs; "

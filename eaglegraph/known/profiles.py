@@ -69,6 +69,13 @@ FLAGS = {
             "the unpadded batch, so a FULL replay's padded requests read stale rows",
         ),
         Flag(
+            "draft_decode_excludes_rejected",
+            "vllm#29845",
+            "MRV1's draft decodes drop each request's rejected drafts from the seq_lens of the "
+            "padded drafter batch; before (0.11-0.13), every draft decode attended the rejected "
+            "positions' stale draft KV",
+        ),
+        Flag(
             "reset_positions_on_padded_replay",
             "sglang#10892",
             "the EAGLE draft graph runner zeroes positions[raw_bs:bs] before a padded replay; "
@@ -205,6 +212,7 @@ class Profile:
     reuse_target_attn_state: bool = True
     dedicated_eagle_pool: bool = False
     dflash_padded_query_buffers: bool = True
+    draft_decode_excludes_rejected: bool = True
     reset_positions_on_padded_replay: bool = True
     breakable_graphs: bool = True
     per_descriptor_rounding: bool = True
@@ -304,17 +312,17 @@ def _pr(ref: str) -> str:
 
 RELEASES = (
     Release(
-        "vllm-pre-39773",
+        "vllm-mrv1-pre-29845",
         "vllm",
-        f"vLLM main between {_pr('vllm#37588')} and {_pr('vllm#39773')} (March–April 2026): "
-        "EAGLE prefill graphs exist, draft decodes may run PIECEWISE, last_token_indices not "
-        "padded",
-        between(None, "0.20"),
-        refs=("vllm#37588", "vllm#39773"),
-        version_note=f"predates {_pr('vllm#39773')}",
-        runner=ModelRunner.MRV2,
-        on=("dedicated_eagle_pool",),
+        "vLLM 0.11-0.13, V1 GPU model runner (MRV1): one PIECEWISE-or-eager dispatcher for every "
+        "draft pass; the padded drafter batch's draft decodes attend the rejected drafts "
+        f"(before {_pr('vllm#29845')})",
+        between(None, "0.14"),
+        refs=("vllm#29845",),
+        version_note=f"MRV1 only; padded drafter batch without {_pr('vllm#29845')}",
+        runner=ModelRunner.MRV1,
         off=(
+            "draft_decode_excludes_rejected",
             "draft_decode_mode_clamp",
             "pad_last_token_indices",
             "reuse_target_attn_state",
@@ -334,6 +342,18 @@ RELEASES = (
             "flashinfer_fa2_native_decode",
             "fa4_full_graphs",
         ),
+    ),
+    Release(
+        "vllm-pre-39773",
+        "vllm",
+        f"vLLM main between {_pr('vllm#37588')} and {_pr('vllm#39773')} (March–April 2026): "
+        "EAGLE prefill graphs exist, draft decodes may run PIECEWISE, last_token_indices not "
+        "padded",
+        between("0.14", "0.20"),
+        refs=("vllm#37588", "vllm#39773"),
+        version_note=f"predates {_pr('vllm#39773')}",
+        runner=ModelRunner.MRV2,
+        on=("dedicated_eagle_pool", "draft_decode_excludes_rejected"),
     ),
     Release(
         "vllm-0.20",

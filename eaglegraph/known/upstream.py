@@ -77,6 +77,13 @@ _ALL = (
         "MRV2 EAGLE prefill CUDA graphs (draft prefill captured FULL)",
     ),
     _pr(
+        "vllm-mrv1-draft-decode-rejected",
+        "vllm#29845",
+        "MRV1 padded drafter batch: the draft decodes' seq_lens drop each request's rejected "
+        "drafts (0.11-0.13 kept them: every draft decode attended the rejected positions)",
+        "0.14",
+    ),
+    _pr(
         "vllm-mrv2-eagle-padding",
         "vllm#39773",
         "MRV2: `last_token_indices` not padded before draft prefill (stale values -> OOB "

@@ -294,6 +294,7 @@ def _invariant_findings(case: CaseResult, label: str) -> list[Finding]:
     out = []
     for inv in case.invariants:
         expected = "" if inv.expected is None else f", expected {inv.expected}"
+        hazard_id, ref, _ = _known(inv.buffer, inv.phase)  # a known hazard's buffer
         out.append(
             _record_finding(
                 case,
@@ -306,6 +307,8 @@ def _invariant_findings(case: CaseResult, label: str) -> list[Finding]:
                 f"({inv.violations} element(s))",
                 evidence=f"invariant {inv.invariant} checked on device after the phase",
                 fix=f"check what {inv.kernel} writes into {inv.buffer} for this batch",
+                hazard=hazard_id,
+                ref=ref,
             )
         )
     return out

@@ -144,24 +144,28 @@ def _capture_phases(
     t0: float,
 ) -> None:
     backend = ctx.backend
+    runners = parts.runners
     with torch.inference_mode():
-        for phase in PHASES:
-            runner = parts.runners[phase]
-            if phase == "draft_prefill":
-                findings += speculator.capture_findings(runner)
-            for desc in runner.dispatcher.capture_order():
-                try:
-                    event, state = runner.capture(
-                        desc, dummies[phase], parts.config.max_num_seqs, len(events), t0, instrument
-                    )
-                except (torch.OutOfMemoryError, RuntimeError) as exc:
-                    failed = _failed_event(desc, phase, backend, len(events), t0, exc)
-                    raise CaptureFailed(events, failed, exc) from exc
-                if phase == "target" and desc.mode is Mode.FULL:
-                    parts.captured_states[desc] = state
-                events.append(event)
-                if on_event is not None:
-                    on_event(event)
+        for phase, desc in speculator.capture_sequence():
+            runner = runners[phase]
+            try:
+                event, state = runner.capture(
+                    desc, dummies[phase], parts.config.max_num_seqs, len(events), t0, instrument
+                )
+            except (torch.OutOfMemoryError, RuntimeError) as exc:
+                failed = _failed_event(desc, phase, backend, len(events), t0, exc)
+                raise CaptureFailed(events, failed, exc) from exc
+            if phase == "target" and desc.mode is Mode.FULL:
+                parts.captured_states[desc] = state
+            events.append(event)
+            if on_event is not None:
+                on_event(event)
+    # what the speculator checks of its captures (the target's captured states are all in)
+    findings += speculator.capture_findings(runners["draft_prefill"])
+    for phase in PHASES:
+        source = speculator.graph_source(phase)
+        if source is not None:
+            runners[phase].share(runners[source])
 
 
 def _failed_event(

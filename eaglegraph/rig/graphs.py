@@ -255,6 +255,12 @@ class PhaseRunner:
         """`dispatch`, and the padded shape the batch runs at (`BatchDescriptor.pad`)."""
         return self.dispatch(num_reqs, num_tokens, uniform).pad(num_reqs, num_tokens)
 
+    def share(self, other: PhaseRunner) -> None:
+        """Dispatch into `other`'s captured graphs wherever the two share a descriptor (one
+        engine dispatcher serving several phases): nothing is captured again."""
+        mine = set(self.dispatcher.descriptors)
+        self.graphs.update({d: g for d, g in other.graphs.items() if d in mine})
+
     def run(self, batch: PaddedBatch, live: Metadata | None) -> None:
         """Replay the graph of `batch`'s descriptor over `live` metadata, or run the routine
         eagerly at the padded shape where none was captured."""

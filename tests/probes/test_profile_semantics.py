@@ -29,7 +29,7 @@ from eaglegraph.rig.plan import build_plan
 from eaglegraph.rig.step import Rig
 from eaglegraph.rig.workload import Schedule
 
-SEED_BUGS = {"vllm-pre-39773", "sglang-pre-10892"}
+SEED_BUGS = {"vllm-pre-39773", "sglang-pre-10892", "vllm-mrv1-pre-29845"}
 PRESET = "tiny-llama-eagle3"  # an EAGLE pair: the DFlash-only flag does not apply
 PLAN = {"max_num_seqs": 4, "num_speculative_tokens": 3, "max_num_batched_tokens": 64}
 SIZES = (4, 8, 16)
@@ -43,6 +43,7 @@ RUNTIME_FLAGS = (
     "pad_last_token_indices",
     "draft_decode_mode_clamp",
     "per_mode_dispatch",
+    "draft_decode_excludes_rejected",
 )
 NOT_FOR_EAGLE = ("dflash_padded_query_buffers",)
 MEMORY_ONLY = ("graph_memory_profiling",)  # the KV-budget estimate, never a replay

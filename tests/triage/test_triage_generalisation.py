@@ -121,7 +121,8 @@ def test_acceptance_collapse_on_old_vllm() -> None:
     assert r.config.acceptance.rate_last == 0.0
     assert r.config.cudagraph_mode_requested == "PIECEWISE"  # legacy JSON use_cudagraph=true
     assert "vllm-project/vllm#17504" in [f.ref for f in r.fixes]
-    assert "--behavior vllm-pre-39773" in r.reproduce
+    # 0.8.4 is older than every modelled release: the oldest profile (MRV1, < 0.14) rebuilds it
+    assert "--behavior vllm-mrv1-pre-29845" in r.reproduce
 
 
 def test_trtllm_warmup_fault_is_a_capture_failure() -> None:

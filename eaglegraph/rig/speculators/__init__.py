@@ -8,13 +8,16 @@ the rig and `inspect` both take the plan from here.
 
 A new style is one module here with its `Speculator` subclass, a line in `SPECULATORS`, and
 its member of `SpeculatorStyle`; an engine runner that drafts a style its own way is one
-module and a line in `ENGINE_SPECULATORS` (SGLang's EAGLE worker: `sglang_eagle.py`).
+module and a line in `ENGINE_SPECULATORS` (SGLang's EAGLE worker: `sglang_eagle.py`); one
+of vLLM's model runners that does is a line in `RUNNER_SPECULATORS`, looked up by the plan's
+runner (MRV1's EAGLE proposer: `mrv1_eagle.py`).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from eaglegraph.known.runners import ModelRunner
 from eaglegraph.models.drafts import draft_build
 from eaglegraph.models.drafts.mtp import declared_modules, modules_run, run_refusal
 from eaglegraph.models.drafts.style import SpeculatorStyle
@@ -26,11 +29,13 @@ from eaglegraph.rig.plan import CapturePlan
 from eaglegraph.rig.speculators.base import DraftFacts, Speculator, VerifiedStep
 from eaglegraph.rig.speculators.block import BlockSpeculator
 from eaglegraph.rig.speculators.eagle import EagleSpeculator
+from eaglegraph.rig.speculators.mrv1_eagle import Mrv1EagleSpeculator
 from eaglegraph.rig.speculators.sglang_eagle import SGLangEagleSpeculator
 from eaglegraph.rig.speculators.window import WindowSpeculator
 
 __all__ = [
     "ENGINE_SPECULATORS",
+    "RUNNER_SPECULATORS",
     "SPECULATORS",
     "DraftFacts",
     "Speculator",
@@ -51,10 +56,18 @@ SPECULATORS: dict[SpeculatorStyle, type[Speculator]] = {
 ENGINE_SPECULATORS: dict[tuple[str, SpeculatorStyle], type[Speculator]] = {
     ("sglang", SpeculatorStyle.EAGLE): SGLangEagleSpeculator,
 }
+# where one of vLLM's model runners drafts a style its own way: (runner, style) → strategy
+RUNNER_SPECULATORS: dict[tuple[ModelRunner, SpeculatorStyle], type[Speculator]] = {
+    (ModelRunner.MRV1, SpeculatorStyle.EAGLE): Mrv1EagleSpeculator,
+}
 
 
-def strategy_for(style: SpeculatorStyle, framework: str) -> type[Speculator]:
-    """The strategy that drafts `style` as `framework`'s runner does."""
+def strategy_for(
+    style: SpeculatorStyle, framework: str, runner: ModelRunner | str | None = None
+) -> type[Speculator]:
+    """The strategy that drafts `style` as `framework`'s runner (`runner`, for vLLM) does."""
+    if runner is not None and (ModelRunner(runner), style) in RUNNER_SPECULATORS:
+        return RUNNER_SPECULATORS[ModelRunner(runner), style]
     return ENGINE_SPECULATORS.get((framework, style), SPECULATORS[style])
 
 
@@ -101,7 +114,7 @@ def speculator_plan(pair: Pair, plan: CapturePlan) -> tuple[type[Speculator], Ca
     """The pair's speculator and `plan` with its draft phases; a reduced real-geometry
     model's finding rides on the plan, so every run on it (capture, memdiff, probe) says so."""
     style = speculator_of(pair, plan.num_speculative_tokens, plan.framework)
-    speculator = strategy_for(style, plan.framework)
+    speculator = strategy_for(style, plan.framework, plan.runner)
     extra = (
         reduced_geometry_findings(pair) + refusal_findings(pair, plan) + module_findings(pair, plan)
     )

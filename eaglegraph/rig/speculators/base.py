@@ -21,7 +21,7 @@ from eaglegraph.rig.attention import Metadata
 from eaglegraph.rig.descriptors import BatchDescriptor, PaddedBatch
 from eaglegraph.rig.graphs import PhaseRunner, Routine
 from eaglegraph.rig.parts import StepParts
-from eaglegraph.rig.plan import CapturePlan
+from eaglegraph.rig.plan import PHASES, CapturePlan
 from eaglegraph.rig.workload import ScheduledRequest
 
 
@@ -102,6 +102,22 @@ class Speculator(ABC):
     def capture_findings(self, runner: PhaseRunner) -> list[Finding]:
         """Findings about the draft-prefill captures, before they start."""
         return []
+
+    def graph_source(self, phase: str) -> str | None:
+        """The phase whose captured graphs `phase` dispatches into instead of capturing its
+        own (one dispatcher serving several passes, as MRV1's drafter); None: its own."""
+        return None
+
+    def capture_sequence(self) -> list[tuple[str, BatchDescriptor]]:
+        """Every (phase, descriptor) to capture, in the engine's order: target before the
+        speculator, each phase's graphs PIECEWISE-like first and largest first."""
+        runners = self.parts.runners
+        return [
+            (phase, desc)
+            for phase in PHASES
+            if self.graph_source(phase) is None
+            for desc in runners[phase].dispatcher.capture_order()
+        ]
 
     # ------------------------------------------------------------------ the step
 

@@ -12,6 +12,8 @@ draft this way. SGLang's EAGLE worker pads its draft-decode rows its own way
 
 from __future__ import annotations
 
+import torch
+
 from eaglegraph.kernels.block_table import compute_slot_mappings
 from eaglegraph.kernels.eagle import prepare_eagle_decode, prepare_eagle_inputs
 from eaglegraph.known.profiles import FLAGS
@@ -121,7 +123,9 @@ class EagleSpeculator(Speculator):
             bufs.next_tokens, bufs.eagle_input_ids, bufs.eagle_positions, bufs.eagle_qsl,
             bufs.eagle_seq_lens, bufs.last_token_indices, bufs.current_draft_step, rb,
             p.config.max_num_seqs, pad_last_token_indices=p.behavior.pad_last_token_indices,
-            guard=p.guard(target_query_start_loc="target.query_start_loc"),
+            guard=p.guard(
+                target_query_start_loc="target.query_start_loc", num_rejected="verify.num_rejected"
+            ),
         )  # fmt: skip
         runner = p.runners["draft_prefill"]
         uniform = uniform_token_count(rb, step.num_tokens, step.max_query_len)
@@ -154,6 +158,17 @@ class EagleSpeculator(Speculator):
             p.guard(query_start_loc="eagle.query_start_loc", positions="eagle.positions", block_table="block_table"),
         )  # fmt: skip
 
+    def _rejected(self, step: VerifiedStep) -> tuple[torch.Tensor, list[int]]:
+        """The rejected drafts the draft decodes drop from each request's seq_lens (device
+        buffer for `prepare_eagle_decode`, host list for the metadata): every request's."""
+        rejected = [b.num_drafts - a for b, a in zip(step.batch, step.accepted, strict=True)]
+        return self.parts.bufs.num_rejected, rejected
+
+    def _decode_metadata_tokens(self, batch: PaddedBatch) -> int:
+        """The token count a draft decode's metadata is built for: the padded one (MRV2
+        builds for the dispatched shape)."""
+        return batch.num_tokens
+
     def _pad_decode_rows(self, batch: PaddedBatch) -> int:
         """Fill the padded rows of a draft-decode replay before its steps; the KV length each
         padded row is given (vLLM: 0, so they attend to nothing)."""
@@ -168,8 +183,9 @@ class EagleSpeculator(Speculator):
         bufs, hooks, mml = p.bufs, p.hooks, p.config.max_model_len
         rb, k = step.num_reqs, p.config.num_speculative_tokens
         hooks.mark("draft_decode", 1, "prepare")
+        rejected_dev, rejected = self._rejected(step)
         prepare_eagle_decode(
-            bufs.draft_tokens, bufs.seq_lens, bufs.num_rejected, bufs.eagle_input_ids,
+            bufs.draft_tokens, bufs.seq_lens, rejected_dev, bufs.eagle_input_ids,
             bufs.eagle_positions, bufs.eagle_qsl, bufs.eagle_seq_lens, rb, p.config.max_num_seqs, mml,
         )  # fmt: skip
         runner = p.runners["draft_decode"]
@@ -178,12 +194,12 @@ class EagleSpeculator(Speculator):
         if bufs.decode_positions is not bufs.eagle_positions:
             bufs.decode_positions[:rb].copy_(bufs.eagle_positions[:rb])
         pad_len = self._pad_decode_rows(batch)
-        rejected = [b.num_drafts - a for b, a in zip(step.batch, step.accepted, strict=True)]
         base = [min(s - rej, mml) for s, rej in zip(step.seq_lens, rejected, strict=True)]
+        md_tokens = self._decode_metadata_tokens(batch)
 
         def metadata(draft_step: int) -> Metadata:
             lens = [min(b + draft_step, mml) for b in base] + [pad_len] * (r_pad - rb)
-            return p.metadata.draft(lens, r_pad, batch.num_tokens, 1)
+            return p.metadata.draft(lens, r_pad, md_tokens, 1)
 
         if self._fused:
             md = metadata(1)
