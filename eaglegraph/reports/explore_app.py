@@ -14,9 +14,11 @@ import json
 import re
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.table import Table
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -134,7 +136,7 @@ class ExploreApp(App[None]):
 
     TITLE = "eaglegraph explore"
     CSS = """
-    #nav { width: 36%; min-width: 28; border-right: solid $primary; }
+    #nav { width: 26; border-right: solid $primary; }
     #right { width: 1fr; }
     #detail { height: 1fr; }
     #links { height: auto; max-height: 9; border-top: solid $primary; }
@@ -205,6 +207,14 @@ class ExploreApp(App[None]):
         self.refresh_tree()
         self.query_one("#nav", Tree).focus()
 
+    def on_resize(self, event: Any) -> None:
+        self.size_nav()
+
+    def size_nav(self) -> None:
+        """Fit the tree column to its labels and the terminal's width."""
+        labels = [n.label for _, nodes in self.explorer.sections() for n in nodes]
+        self.query_one("#nav", Tree).styles.width = nav_width(labels, self.size.width)
+
     def show_title(self) -> None:
         # one plain line instead of Textual's Header: its clock and icon widgets cost startup
         self.sub_title = self.explorer.title
@@ -222,6 +232,7 @@ class ExploreApp(App[None]):
         return not self.query_text or self.query_text in node.text()
 
     def refresh_tree(self) -> None:
+        self.size_nav()
         tree = self.query_one("#nav", Tree)
         tree.clear()
         tree.root.set_label(self.explorer.schema)
@@ -466,19 +477,54 @@ def _label(n: Node) -> Text:
     return text
 
 
-def _detail(n: Node) -> Table:
-    table = Table(
-        title=Text(n.label, style="bold"),
-        title_justify="left",
-        show_header=False,
-        box=None,
-        expand=True,
-        padding=(0, 1),
-    )
-    table.add_column(style="bold cyan", no_wrap=True, max_width=24)
-    table.add_column(overflow="fold", ratio=1)
-    table.add_row("section", f"{n.section} · {n.kind}")
-    for key, value in n.detail:
+def _detail(n: Node) -> Group:
+    """A node's fields in its order (a finding: the fix and its PR first); a URL gets a line of
+    its own, never folded mid-link, so it can be copied or clicked whole."""
+    rows = [*n.detail, ("section", f"{n.section} · {n.kind}")]
+    key_width = min(24, max(len(key) for key, _ in rows))
+    parts: list[Any] = [Text(n.label, style="bold")]
+    table: Table | None = None
+    for key, value in rows:
+        if value.startswith(("https://", "http://")):
+            parts.append(_UrlLine(key, value, key_width))
+            table = None
+            continue
+        if table is None:
+            table = _detail_table(key_width)
+            parts.append(table)
         style = SEVERITY_STYLE.get(value, "") if key == "severity" else ""
         table.add_row(key, Text(value, style=style))
+    return Group(*parts)
+
+
+def _detail_table(key_width: int) -> Table:
+    table = Table(show_header=False, box=None, expand=True, padding=(0, 1), pad_edge=False)
+    table.add_column(style="bold cyan", no_wrap=True, width=key_width)
+    table.add_column(overflow="fold", ratio=1)
     return table
+
+
+@dataclass(frozen=True)
+class _UrlLine:
+    """`key  URL` on one line when it fits the pane, else the key and the URL on the next
+    line; the URL itself is never wrapped, and is a terminal hyperlink."""
+
+    key: str
+    url: str
+    key_width: int
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        link = Text(self.url, style=f"underline link {self.url}", no_wrap=True, overflow="ignore")
+        key = Text(self.key.ljust(self.key_width) + " ", style="bold cyan")
+        if len(key) + len(self.url) <= options.max_width:
+            yield key + link
+        else:
+            yield key
+            yield link
+
+
+def nav_width(labels: list[str], columns: int) -> int:
+    """The tree column: as wide as its longest label needs, at most a third of the terminal
+    (the detail pane keeps room for a PR's URL on one line), at least 20."""
+    want = max((len(label) for label in labels), default=0) + 6  # guides, bullet, border
+    return max(20, min(want, columns // 3))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from eaglegraph.known.hazards import HAZARDS, Hazard
-from eaglegraph.known.upstream import UPSTREAM
+from eaglegraph.known.upstream import UPSTREAM, Upstream
 from eaglegraph.reports.format import fmt_bytes
 from eaglegraph.results.capture import CaptureEvent, CaptureRun
 from eaglegraph.results.findings import Finding
@@ -164,12 +164,21 @@ def _text(v: Any) -> str:
     return str(v)
 
 
-# the optional Finding fields a finding node lists when set, in this order
-_OPTIONAL = ("phase", "buffer", "kernel", "mode", "descriptor", "batch", "evidence", "fix", "ref")
+# the optional Finding fields a finding node lists when set, in this order: what to do first
+# (the fix, its reference), so an 80×24 screen shows them before the evidence
+_FIRST = ("fix", "ref")
+_OPTIONAL = ("phase", "buffer", "kernel", "mode", "descriptor", "batch", "evidence")
 
 
 def _finding(b: _Builder, f: Finding, i: int) -> Node:
-    detail = [("rule", f.id), ("severity", f.severity.value), ("message", f.message)]
+    detail = [("rule", f.id), ("severity", f.severity.value)]
+    for key in _FIRST:
+        if getattr(f, key):
+            detail.append((key, str(getattr(f, key))))
+    change = UPSTREAM.get(f.ref) if f.ref else None
+    if change is not None and change.kind == "pr":
+        detail.append(("PR", _pr_url(change)))
+    detail.append(("message", f.message))
     for key in _OPTIONAL:
         if getattr(f, key):
             detail.append((key, str(getattr(f, key))))
@@ -204,13 +213,17 @@ def _hazards_by_ref(ref: str | None) -> list[Hazard]:
     return fixed or [h for h in HAZARDS.values() if any(named(r) for r in h.refs)]
 
 
+def _pr_url(change: Upstream) -> str:
+    return f"https://github.com/{change.full_ref.replace('#', '/pull/')}"
+
+
 def _hazard(b: _Builder, h: Hazard) -> Node:
     detail = [("hazard", h.id), ("engine", h.engine or "any"), ("mechanism", h.mechanism)]
     change = h.fix_change
     if change is not None:
         detail += [
             ("fixed by", f"{change.pr} ({change.full_ref})"),
-            ("PR", f"https://github.com/{change.full_ref.replace('#', '/pull/')}"),
+            ("PR", _pr_url(change)),
             ("what it did", change.summary),
         ]
     if h.fixed_in:

@@ -411,3 +411,34 @@ def test_explore_capture_uses_the_commands_quick_plan(monkeypatch: pytest.Monkey
     _, actions = _open("tiny-llama-eagle3", {}, {"device": "cpu"})
     assert actions["capture"](lambda text, f: None) == "run"
     assert seen["max_num_seqs"] == CPU_CAPTURE_MAX_NUM_SEQS["vllm"]
+
+
+def test_the_first_screen_of_a_finding_has_the_fix_and_its_pr_whole(
+    saved: dict[str, Path], tmp_path: Path
+) -> None:
+    """At 80×24 the selected finding shows its fix and its PR's URL, the URL on one line."""
+
+    async def steps(app: ExploreApp, pilot: Any) -> tuple[str | None, str]:
+        return app.selected, screen_text(app)
+
+    selected, shown = drive(load_run(saved["probe"]), steps, tmp_path)
+    assert selected is not None and selected.startswith("finding:")
+    lines = shown.splitlines()
+    assert any("use vLLM ≥ 0.20 (PR #39773)" in line for line in lines)
+    assert any("https://github.com/vllm-project/vllm/pull/39773" in line for line in lines)
+
+
+def test_the_tree_column_follows_the_terminal(saved: dict[str, Path]) -> None:
+    from eaglegraph.reports.explore_app import nav_width
+
+    assert nav_width(["a" * 40], 80) == 26 and nav_width(["a" * 40], 160) == 46
+    assert nav_width(["short"], 160) == 20
+
+    async def main(width: int) -> int:
+        app = ExploreApp(load_run(saved["probe"]))
+        async with app.run_test(size=(width, 24)) as pilot:
+            await pilot.pause()
+            return app.query_one("#nav").size.width
+
+    narrow, wide = asyncio.run(main(80)), asyncio.run(main(160))
+    assert narrow <= 80 // 3 < wide
