@@ -135,9 +135,11 @@ def memdiff(
     if pool == against:
         raise BadInput(f"--pool and --against are both {pool}; pick two different policies")
     if not torch.cuda.is_available():
+        # the CPU answer to "how much does each policy take" is the allocator simulation
         raise MissingEnvironment(
-            "memdiff needs a CUDA GPU: pool memory exists only on the device "
-            "(on CPU, `eaglegraph capture` shows the emulated timeline)"
+            "memdiff needs a CUDA GPU: pool memory exists only on the device",
+            f"on CPU, `eaglegraph inspect {spec.model} --predict-memory` predicts each pool "
+            "under each pool policy",
         )
     if spec.device != "cuda":
         raise BadInput("memdiff measures device memory: run it with --device cuda (or auto)")

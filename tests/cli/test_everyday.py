@@ -201,3 +201,15 @@ def test_sigterm_ends_a_capture_with_one_line_and_143() -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, err
     assert "eaglegraph: terminated" in err and "Traceback" not in err
+
+
+# --- memdiff on CPU ------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(
+    __import__("torch").cuda.is_available(), reason="the CPU answer is for machines without CUDA"
+)
+def test_memdiff_on_cpu_points_to_the_cpu_answer() -> None:
+    code, _, err = run("memdiff", PRESET)
+    assert code == 3
+    assert f"eaglegraph inspect {PRESET} --predict-memory" in err and "capture" not in err
