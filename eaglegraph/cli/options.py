@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from eaglegraph.cli.gpu_options import gpu_description_options, parse_capability
 from eaglegraph.errors import BadInput
 from eaglegraph.known.choose import profile_for_engine
 from eaglegraph.known.pool_policies import PoolPolicy
@@ -101,9 +102,11 @@ def _plan_option_list(seqs_help: str, tokens_help: str) -> list[Callable[[Any], 
             "--gpu",
             default=None,
             metavar="NAME",
-            help="GPU the plan is for (H100, H200, B200, A100, L40S, ...): capability and "
-            "memory drive the engine's GPU rules. Default H100.",
+            help="GPU the plan is for (H100, H800, H20, H200, B200, GB300, A100, L40S, L20, "
+            "RTX-4090, ...; nvidia-smi spellings work): capability and memory drive the "
+            "engine's GPU rules. Default H100.",
         ),
+        *gpu_description_options(),
         click.option(
             "--trtllm-artifacts/--no-trtllm-artifacts",
             default=None,
@@ -142,6 +145,8 @@ PLAN_KEYS = (
     "behavior",
     "engine",
     "gpu",
+    "gpu_memory",
+    "capability",
     "trtllm_artifacts",
     "runner",
     "capture_sizes",
@@ -264,6 +269,8 @@ def pop_plan_kwargs(kwargs: dict[str, Any]) -> PlanChoices:
         if choice.range_note:
             click.echo(f"eaglegraph: warning: {choice.range_note}", err=True)
     plan["runner"] = parse_runner(plan.pop("runner", None))
+    plan["gpu_memory_gib"] = plan.pop("gpu_memory", None)
+    plan["gpu_capability"] = parse_capability(plan.pop("capability", None))
     speculative = _parse_json(plan.pop("speculative_config", None), "--speculative-config")
     compilation = _parse_json(plan.pop("compilation_config", None), "--compilation-config")
     sizes = parse_capture_sizes(plan.pop("capture_sizes", None))

@@ -107,6 +107,8 @@ class PlanChoices:
     speculative_config: Mapping[str, Any] | None = None
     compilation_config: Mapping[str, Any] | None = None
     gpu: str | None = None
+    gpu_memory_gib: float | None = None  # `--gpu-memory`: a card the table lacks, or another SKU
+    gpu_capability: tuple[int, int] | None = None  # `--capability 9.0`
     trtllm_artifacts: bool | None = None
     runner: ModelRunner | None = None  # None: the runner the release picks (`--runner auto`)
     engine_version: str | None = None  # the exact release (`--engine`), when known
@@ -235,7 +237,7 @@ def resolve_plan_options(
         max_size = _positive(max_size, "max_cudagraph_capture_size")
 
     runner, runner_why = _runner(fw, beh, c, target, str(method) if method else draft_method)
-    target_gpu = get_gpu(c.gpu)
+    target_gpu = get_gpu(c.gpu, c.gpu_memory_gib, c.gpu_capability)
     defaults: list[str] = []
     backend = engine_backend(c.attention_backend) if c.attention_backend else "flash_attn"
     trtllm = True if c.trtllm_artifacts is None else c.trtllm_artifacts
