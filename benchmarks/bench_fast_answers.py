@@ -1,0 +1,99 @@
+"""Wall time of the answers that should come at once: --help, every bad-flag error, triage,
+report, an unwritable output; each in a fresh interpreter (what a user waits for), with
+whether torch was imported on the way. `inspect` of a config folder is measured too.
+
+    python benchmarks/bench_fast_answers.py [--repeat 5] [--out benchmarks/bench_fast_answers.txt]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = ROOT / "tests" / "fixtures" / "runs" / "capture-tiny-llama-eagle3-cpu.json"
+PRESET = "tiny-llama-eagle3"
+
+# prints whether torch was imported, after the command ran (its own output discarded)
+_PROBE = """
+import contextlib, io, sys
+from eaglegraph.cli import cli
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    try:
+        cli.main(args=sys.argv[1:], prog_name="eaglegraph")
+    except SystemExit:
+        pass
+print("torch" in sys.modules)
+"""
+
+
+def cases(log: Path) -> dict[str, list[str]]:
+    return {
+        "--help": ["--help"],
+        "capture --help": ["capture", "--help"],
+        "typo command (inpsect)": ["inpsect"],
+        "typo preset": ["probe", "tiny-lama-eagle3"],
+        "typo --gpu H10": ["inspect", PRESET, "--gpu", "H10"],
+        "typo --mode FULLL": ["capture", PRESET, "--mode", "FULLL"],
+        "typo --behavior": ["probe", PRESET, "--behavior", "vllm-pre-3977"],
+        "unwritable --save": ["capture", PRESET, "--save", "/proc/run.json"],
+        "triage LOG": ["triage", str(log)],
+        "report RUN.json": ["report", str(RUN)],
+        "inspect PRESET (config only)": ["inspect", PRESET],
+    }
+
+
+def measure(args: list[str], repeat: int) -> tuple[float, float, bool]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    times = []
+    torch = False
+    for _ in range(repeat):
+        start = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-c", _PROBE, *args],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=env,
+            check=True,
+        )
+        times.append(time.perf_counter() - start)
+        torch = proc.stdout.strip().splitlines()[-1] == "True"
+    return statistics.median(times), max(times), torch
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=None)
+    opts = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "server.log"
+        log.write_text(
+            "INFO vllm version 0.24.0\n"
+            "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        )
+        rows = {name: measure(args, opts.repeat) for name, args in cases(log).items()}
+    lines = [
+        f"fast answers: median / max of {opts.repeat} fresh interpreters, "
+        f"{os.cpu_count()} CPU(s), load {os.getloadavg()[0]:.1f}, Python {sys.version.split()[0]}",
+        f"{'command':34} {'median':>8} {'max':>8}  torch",
+    ]
+    for name, (median, worst, torch) in rows.items():
+        lines.append(f"{name:34} {median:7.2f}s {worst:7.2f}s  {'yes' if torch else 'no'}")
+    text = "\n".join(lines)
+    print(text)
+    if opts.out is not None:
+        opts.out.write_text(text + "\n")
+    print(json.dumps({k: {"median_s": round(v[0], 3), "torch": v[2]} for k, v in rows.items()}))
+
+
+if __name__ == "__main__":
+    main()
