@@ -258,4 +258,10 @@ if want sanitizer; then
   TAIL=25 run probe-buggy $EG probe tiny-llama-eagle3 --behavior vllm-pre-39773 --attention-backend flashinfer \
     --mode PIECEWISE --batches 3 --no-color
 fi
+# issue 26: instrumentation overhead that can be trusted: interleaved bare/instrumented captures
+# of the 8B preset (fresh rig each), pairs added for ~150 s; prints the mean overhead with its
+# 95 % CI and the per-graph medians. Run only when named: scripts/gpu-check.sh overhead
+if named overhead; then
+  TAIL=16 run overhead python3 benchmarks/bench_capture.py --budget-s 150 --no-latency
+fi
 ls -la "$OUT"
