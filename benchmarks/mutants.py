@@ -386,6 +386,12 @@ def _mtp_cache_by_row() -> Any:
     return stack
 
 
+def _mtp_window_not_cached() -> Any:
+    """The window's tail is never cached: a re-prefill after a rejection reads the rows an
+    earlier step left (the draft KV of rejected positions is not shifted back)."""
+    return mock.patch.object(rig_mtp_window, "cache_mtp_window", lambda *a, **k: None)
+
+
 def _gather_one_row_past() -> Any:
     orig = rig_step.gather_block_tables
 
@@ -472,6 +478,11 @@ MUTANTS: tuple[Mutant, ...] = (
            "the MTP window's per-request cache read and written by batch row, not slot",
            _mtp_cache_by_row, preset="tiny-deepseek-mtp2",
            plan={"num_speculative_tokens": 2}),  # two modules: K a multiple of 2
+    Mutant("mtp-window-not-cached", "draft_prefill", ("mtp.cached_ids", "mtp.cached_hidden",
+           "eagle.draft_tokens", "kv_cache"), "flash_attn",
+           "the MTP window's tail is not cached: re-prefilled draft KV is not shifted back",
+           _mtp_window_not_cached, preset="tiny-deepseek-mtp2",
+           plan={"num_speculative_tokens": 2}),
     Mutant("gather-one-row-past", "target", ("target.idx_mapping", "block_table"),
            "flash_attn", "`<=` for `<`: gather_block_tables treats the row past the batch as "
            "a request, reading idx_mapping's padding", _gather_one_row_past),

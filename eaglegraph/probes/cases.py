@@ -33,7 +33,7 @@ from eaglegraph.probes.poisoning import (
     table,
     unmapped_buffer,
 )
-from eaglegraph.probes.reference_diff import compare_step, reference_for
+from eaglegraph.probes.reference_diff import compare_step, compared, reference_for
 from eaglegraph.probes.schedules import (
     Limits,
     check_schedule,
@@ -302,6 +302,7 @@ def _execute(case: ProbeCase, built: BuiltRig, start: float) -> CaseResult:
     )  # fmt: skip
     result.invariants.extend(broken)
     result.graphs = list(graphs)
+    result.compared = compared(rig)
     if divergence is not None:
         result.divergence = divergence
     outputs: dict[str, dict[str, torch.Tensor | list[Any]]] = {}
@@ -338,7 +339,7 @@ def _execute(case: ProbeCase, built: BuiltRig, start: float) -> CaseResult:
             result.reproduction["accepted"] = list(out.num_accepted)
         if run == "A" and result.divergence is None:
             with timer("reference"):
-                hit = compare_step(2, rig, ref, batch, out, ref_out)
+                hit = compare_step(2, rig, ref, batch, out, ref_out, _forced(session))
             result.divergence = hit
         target_layers = rig.models.target.num_layers
         kv = [torch.stack([c[owned] for c in pair]).flatten() for pair in rig.kv_caches]
@@ -411,7 +412,7 @@ def _execute_live(case: ProbeCase, built: BuiltRig, start: float) -> CaseResult:
     prompts = {a.rid: rng.integers(3, rig.vocab_size, size=a.prompt_len).tolist() for a in arrivals}
     result = CaseResult(
         case.name, config.options.mode.name, case.batch, case.large, "ok", 0.0,
-        graphs=list(built.graphs), schedule=schedule.name,
+        graphs=list(built.graphs), schedule=schedule.name, compared=compared(rig),
         reproduction={"mode": config.options.mode.name, "schedule": schedule_to_json(schedule),
                       "num_speculative_tokens": rig.num_speculative_tokens, "seed": config.seed},
     )  # fmt: skip
@@ -576,6 +577,15 @@ def _force_acceptance(
         agree = k if j == 0 else 0 if j == 1 else min(j - 1, k)
         r.drafts = _accepted_drafts(ref, r.tokens, agree)
         w.drafts = list(r.drafts)
+        r.forced = w.forced = True
+
+
+def _forced(session: Session) -> set[int]:
+    """The running requests whose deeper draft modules' KV only an exact (EAGLE-style)
+    reference models: those whose drafts the probe replaced at some step, and chunked
+    prefills (a window's deeper modules see a draft where the next chunk's prompt token will
+    be)."""
+    return {r.rid for r in session.running if r.forced or r.chunk is not None}
 
 
 def _accepted_drafts(ref: ReferenceEngine, tokens: list[int], n: int) -> list[int]:
@@ -594,6 +604,7 @@ def _force_counts(
         if r.rid in accept and r.drafts:
             r.drafts = _accepted_drafts(ref, r.tokens, accept[r.rid])
             w.drafts = list(r.drafts)
+            r.forced = w.forced = True
 
 
 def _lockstep(
@@ -638,7 +649,7 @@ def _lockstep(
         ref_batch = ref_session.batch()
         want = ref.step(ref_batch)
         ref_session.apply(ref_batch, want)
-        return compare_step(step, rig, ref, batch, out, want)
+        return compare_step(step, rig, ref, batch, out, want, _forced(session))
 
 
 def result_to_json(result: CaseResult) -> dict[str, Any]:

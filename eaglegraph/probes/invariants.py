@@ -66,9 +66,15 @@ class StepView:
         return out
 
     def target_padded_tokens(self) -> int:
+        return self._target_pad().num_tokens
+
+    def target_padded_reqs(self) -> int:
+        return self._target_pad().num_reqs
+
+    def _target_pad(self) -> Any:
         rb, tb = self.rb, self.tb
         max_q = max(len(b.query) for b in self.batch)
-        return self.rig.runners["target"].pad(rb, tb, uniform_token_count(rb, tb, max_q)).num_tokens
+        return self.rig.runners["target"].pad(rb, tb, uniform_token_count(rb, tb, max_q))
 
     def decode_slots(self) -> list[int] | None:
         """The slots the real rows of draft decode `draft_step` write (None where a request
@@ -163,6 +169,13 @@ def _padding_slots(bufs: Any, valid: int, pad: int) -> Check | None:
     return Check(bufs.slot_mapping[valid:pad], pad - valid, EQ, (-1,) * (pad - valid))
 
 
+def _pad_table_rows(v: StepView, bufs: Any) -> Check | None:
+    """Padded rows [num_reqs, padded) of the gathered block table are zero: a row past the
+    batch never takes a request's blocks (a `<=` for `<` in the gather would)."""
+    rows = bufs.block_table[v.rb : v.target_padded_reqs()].reshape(-1)
+    return Check(rows, rows.numel(), EQ, (0,) * rows.numel()) if rows.numel() else None
+
+
 def _pad_slots(v: StepView, bufs: Any) -> Check | None:
     return _padding_slots(bufs, v.tb, v.target_padded_tokens())
 
@@ -202,6 +215,11 @@ INVARIANTS: tuple[Invariant, ...] = (
               lambda v, b: _eq(b.positions, [p for r in v.batch for p in
                                              range(r.start_pos, r.start_pos + len(r.query))]),
               "positions run from each request's start"),
+    Invariant("idx-mapping-slots", "target", "target.idx_mapping", "prepare_inputs",
+              lambda v, b: _eq(b.idx_mapping, [r.slot for r in v.batch]),
+              "each batch row maps to its own request's slot"),
+    Invariant("block-table-pad-rows", "target", "block_table", "gather_block_tables",
+              _pad_table_rows, "padded rows of the block table read no request's blocks"),
     Invariant("state-table-from-host", "target", "state.block_table", "block_table_upload",
               _state_rows, "the device block table equals the host's"),
     Invariant("block-table-rows", "target", "block_table", "gather_block_tables",

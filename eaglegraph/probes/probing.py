@@ -356,4 +356,5 @@ def probe(
         matrix=build_matrix(results),
         duration_s=time.perf_counter() - start,
         isolated=isolate,
+        reference_compares=next((c.compared for c in results if c.compared), []),
     )

@@ -12,6 +12,7 @@ the decodes wrote).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 import torch
@@ -33,6 +34,34 @@ def reference_for(rig: Rig) -> ReferenceEngine:
     )
 
 
+def compared(rig: Rig) -> list[str]:
+    """What `compare_step` compares for the rig's drafting, in words (for the run's result)."""
+    style = rig.speculator.style
+    exact = DraftFacts.REFERENCE_KV in rig.speculator.facts
+    k = rig.num_speculative_tokens
+    out = [
+        "accepted counts and next tokens of every request, every step",
+        "target hidden rows fed to the draft, per token",
+        "target K/V of every position each request owns, every layer",
+        f"draft tokens at positions 0..{k - 1}"
+        + (" (position 0: draft prefill; the rest: draft decodes)"
+           if DraftFacts.DECODES in rig.speculator.facts else " (all in the draft graph)"),
+    ]  # fmt: skip
+    if exact:
+        out.append(
+            f"draft K/V ({style}): the accepted positions the draft prefill wrote and the "
+            f"{k - 1} the draft decodes wrote, every draft layer"
+        )
+    else:
+        tail = k + rig.speculator.reprefilled_positions()
+        out.append(
+            f"draft K/V ({style}): each request's committed prefix (all but its last {tail} "
+            "positions), every draft layer; the first draft layer only for requests whose "
+            "drafts the probe forced or whose prefill was chunked"
+        )
+    return out
+
+
 def _tolerance(dtype: torch.dtype) -> float:
     return 1e-3 if dtype == torch.float32 else 5e-2
 
@@ -44,8 +73,10 @@ def compare_step(
     batch: list[ScheduledRequest],
     got: StepOutput,
     want: StepOutput,
+    forced: Collection[int] = (),
 ) -> Divergence | None:
-    """The first value in which the rig's step differs from the reference's, or None."""
+    """The first value in which the rig's step differs from the reference's, or None.
+    `forced`: requests whose drafts the probe replaced at some step (see `_draft_kv`)."""
     for j, b in enumerate(batch):
         if got.num_accepted[j] != want.num_accepted[j]:
             return Divergence(step, "target", b.rid, "verify.num_accepted", "greedy_verify",
@@ -58,7 +89,7 @@ def compare_step(
     hit = (
         _hidden_rows(step, rig, ref, batch)
         or _kv_blocks(step, rig, ref, batch)
-        or _draft_kv(step, rig, ref, batch, decodes=False)
+        or _draft_kv(step, rig, ref, batch, decodes=False, forced=forced)
     )
     if hit is not None:
         return hit
@@ -116,23 +147,37 @@ def _kv_blocks(
 
 
 def _draft_kv(
-    step: int, rig: Rig, ref: ReferenceEngine, batch: list[ScheduledRequest], decodes: bool
+    step: int,
+    rig: Rig,
+    ref: ReferenceEngine,
+    batch: list[ScheduledRequest],
+    decodes: bool,
+    forced: Collection[int] = (),
 ) -> Divergence | None:
     """The draft layers' K/V: the accepted positions [0, valid) the draft prefills wrote, or
     (`decodes`) the K-1 positions after them the draft decodes wrote. EAGLE-style drafting
-    only: its dense reference recomputes exactly those positions (window and block drafts
-    keep other KV)."""
-    if DraftFacts.REFERENCE_KV not in rig.speculator.facts:
+    recomputes exactly those positions in its dense reference; other styles (a multi-module
+    window, a DFlash block) are compared on their committed prefix: the positions before the
+    tail a step may rewrite (`Speculator.reprefilled_positions`) and before the last K, whose
+    deeper modules were fed drafts rather than tokens. Those styles keep the KV a deeper
+    module computed from its own accepted draft, so for a request whose drafts the probe
+    replaced (`forced`) only the first draft layer, fed verified tokens alone, is compared."""
+    exact = DraftFacts.REFERENCE_KV in rig.speculator.facts
+    if decodes and not exact:
         return None
     k = rig.num_speculative_tokens
+    tail = 0 if exact else k + rig.speculator.reprefilled_positions()
     for b in batch:
         trace = ref.last.get(b.rid)
         if trace is None or not trace.draft_kv:
             continue
-        lo, hi = (trace.valid, trace.valid + k - 1) if decodes else (0, trace.valid)
+        layers = trace.draft_kv
+        if not exact and b.rid in forced:  # the first module alone is fed verified tokens only
+            layers = {min(layers): layers[min(layers)]}
+        lo, hi = (trace.valid, trace.valid + k - 1) if decodes else (0, trace.valid - tail)
         hi = min(hi, rig.max_model_len - 1)
         phase = "draft_decode" if decodes else "draft_prefill"
-        hit = _kv_rows(step, rig, b, trace.draft_kv, lo, hi, phase, "draft")
+        hit = _kv_rows(step, rig, b, layers, lo, hi, phase, "draft")
         if hit is not None:
             return hit
     return None

@@ -297,8 +297,9 @@ def default_schedules(max_num_seqs: int, num_speculative_tokens: int) -> tuple[L
     """The probe's own live schedule over `max_num_seqs` slots: requests arrive into slots out
     of order, a prefill is chunked beside decodes, one request is preempted and resumed in
     another slot while another finishes and a new one takes a freed slot, the batch rows are
-    permuted every step, and the forced accept counts run through every value 0..K. Needs
-    three request slots (none with fewer)."""
+    permuted every step, and the forced accept counts run through every value 0..K (for K up
+    to 7). Request 3 always drafts freely, so every style's draft KV is compared on it
+    (`reference_diff._draft_kv`). Needs three request slots (none with fewer)."""
     r, k = max_num_seqs, num_speculative_tokens
     if r < 3:
         return ()
@@ -310,8 +311,8 @@ def default_schedules(max_num_seqs: int, num_speculative_tokens: int) -> tuple[L
         ((Arrive(2, 6, slot=0),), (), (), (), (2, 1, 0), (0,)),
         ((), (), (), (), (1, 0, 2), (0, 2)),
         ((Arrive(3, 13, slot=r - 1),), (), (0,), (), (3, 2, 1), (2, 1)),
-        ((), (2,), (), ((0, 0),), (0, 3, 1), (1, 3)),
-        ((), (), (), (), (1, 0, 3), (0, 3, 1)),
+        ((), (2,), (), ((0, 0),), (0, 3, 1), (1,)),
+        ((), (), (), (), (1, 0, 3), (0, 1)),
     ]  # fmt: skip
     steps = tuple(
         LiveStep(arrive, finish, preempt, resume, order, tuple((rid, next(counts)) for rid in dec))

@@ -170,6 +170,8 @@ def render_probe(run: ProbeRun, console: Console) -> None:
         + ("" if run.isolated else " · [yellow]not isolated[/yellow]")
     )
     console.print(Fitted(_cases_table(run)))
+    for line in run.reference_compares:  # what the reference differential compared
+        console.print(f"[dim]reference compares: {line}[/dim]", highlight=False)
     _matrix(run, console)  # above the findings, so they are what stays on screen
     _findings(run, console)
     _summary(run, console)

@@ -134,6 +134,8 @@ class CaseResult:
     # a live-schedule case: the schedule's name (its steps are in `reproduction`); None for
     # a padding case (one probed step at `batch` requests)
     schedule: str | None = None
+    # what the reference differential compared for the rig's draft kind (`ProbeRun`'s)
+    compared: list[str] = field(default_factory=list)
 
     @property
     def hits(self) -> int:
@@ -167,3 +169,5 @@ class ProbeRun:
     duration_s: float
     isolated: bool = True
     phases: list[str] = field(default_factory=lambda: ["target", "draft_prefill", "draft_decode"])
+    # what the reference differential compares for this run's draft kind, one line each
+    reference_compares: list[str] = field(default_factory=list)

@@ -99,6 +99,7 @@ class Request:
     accepted: int = 0
     chunk: int | None = None  # chunked prefill: prompt tokens per step (None: all at once)
     prefilled: int = 0  # prompt tokens a chunked prefill has computed so far
+    forced: bool = False  # its drafts were replaced by a caller (the probe) at some step
 
     @property
     def is_new(self) -> bool:
