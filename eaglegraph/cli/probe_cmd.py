@@ -17,7 +17,7 @@ from eaglegraph.cli.options import (
     warn_suspicious,
 )
 from eaglegraph.cli.outputs import Outputs, output_files
-from eaglegraph.cli.rig_options import pop_rig_kwargs, rig_options
+from eaglegraph.cli.rig_options import pop_rig_kwargs, refuse_tree, rig_options
 from eaglegraph.results.probe import ProbeRun
 from eaglegraph.rig.options import PROBE_MAX_NUM_SEQS
 
@@ -103,6 +103,7 @@ def command(
     if no_isolation:
         _warn_unused_with_no_isolation(ctx)
     plan = pop_plan_kwargs(kwargs)
+    refuse_tree(plan)
     check_choices(model_dir, None, None, plan)  # before torch is imported
     from eaglegraph.probes.schedules import load_schedule
 

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from eaglegraph.errors import BadInput
+
 if TYPE_CHECKING:
     from eaglegraph.probes.spec import RunSpec
     from eaglegraph.rig.options import PlanChoices
@@ -52,6 +54,15 @@ def rig_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+def refuse_tree(plan: PlanChoices) -> None:
+    """The rig rebuilds chains: a tree (SGLang topk > 1) is refused before any work."""
+    if plan.eagle_topk is not None and plan.eagle_topk > 1:
+        raise BadInput(
+            "tree drafting (--speculative-eagle-topk > 1) is planned by `eaglegraph inspect`; "
+            "the rig rebuilds chains (topk 1) only"
+        )
+
+
 def pop_rig_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
     return {k: kwargs.pop(k) for k in RIG_KEYS if k in kwargs}
 
@@ -72,11 +83,13 @@ def build_spec(
     from eaglegraph.cli.options import pop_plan_kwargs
     from eaglegraph.probes.spec import resolve_run
 
+    plan = plan if plan is not None else pop_plan_kwargs(kwargs)
+    refuse_tree(plan)
     return resolve_run(
         model_dir,
         target_dir,
         draft_dir,
-        plan=plan if plan is not None else pop_plan_kwargs(kwargs),
+        plan=plan,
         pool=pool,
         default_max_num_seqs=default_max_num_seqs,
         cpu_max_num_seqs=cpu_max_num_seqs,

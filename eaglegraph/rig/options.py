@@ -67,6 +67,8 @@ class PlanOptions:
     # the vLLM model runner the step is rebuilt as (None: SGLang), and why it was chosen
     runner: ModelRunner | None = ModelRunner.MRV2
     runner_why: str = ""
+    eagle_topk: int = 1  # SGLang's --speculative-eagle-topk (> 1: tree drafting)
+    num_draft_tokens: int | None = None  # SGLang's --speculative-num-draft-tokens (trees)
 
     def __post_init__(self) -> None:
         if self.runner is not None and not isinstance(self.runner, ModelRunner):
@@ -111,6 +113,8 @@ class PlanChoices:
     gpu_capability: tuple[int, int] | None = None  # `--capability 9.0`
     trtllm_artifacts: bool | None = None
     runner: ModelRunner | None = None  # None: the runner the release picks (`--runner auto`)
+    eagle_topk: int | None = None  # SGLang: draft branches per step (> 1: a tree)
+    num_draft_tokens: int | None = None  # SGLang: tree tokens verified per request
     engine_version: str | None = None  # the exact release (`--engine`), when known
 
 
@@ -163,6 +167,30 @@ def _vllm_backend_defaults(
     return backend, trtllm
 
 
+def _tree(fw: str, c: PlanChoices, k: int) -> tuple[int, int | None]:
+    """SGLang's EAGLE topk and draft-token count (`speculative_hook._handle_eagle_family`):
+    topk 1 is a chain of K+1 tokens; a tree needs its token count, which vLLM has no notion of."""
+    topk = _positive(c.eagle_topk, "--speculative-eagle-topk") if c.eagle_topk else 1
+    if fw != "sglang":
+        if topk > 1 or c.num_draft_tokens:
+            raise BadInput(
+                "tree drafting (--speculative-eagle-topk, --speculative-num-draft-tokens) is SGLang's; vLLM drafts one chain"
+            )
+        return 1, None
+    if topk == 1:
+        return 1, None  # SGLang sets num_draft_tokens to num_steps + 1
+    if c.num_draft_tokens is None:
+        raise BadInput(
+            "--speculative-eagle-topk > 1 needs --speculative-num-draft-tokens (the tree's size)"
+        )
+    tokens = _positive(c.num_draft_tokens, "--speculative-num-draft-tokens")
+    if tokens > topk * k + 1:
+        raise BadInput(
+            f"--speculative-num-draft-tokens {tokens} exceeds the tree's {topk * k + 1} tokens (topk·steps + 1)"
+        )
+    return topk, tokens
+
+
 def _mode(value: Mode | str | None) -> Mode | None:
     if value is None or isinstance(value, Mode):
         return value
@@ -201,6 +229,7 @@ def resolve_plan_options(
     )
     k = k if k is not None else (default_num_speculative_tokens or 3)
     k = _positive(k, "num_speculative_tokens")
+    topk, draft_tokens = _tree(fw, c, k)
     method = spec.get("method")
     built = kind_for_method(str(method)) if method is not None else None
     if method is not None and (built is None or not built.supported):
@@ -291,6 +320,8 @@ def resolve_plan_options(
         explicit_mode=explicit_mode,
         runner=runner,
         runner_why=runner_why,
+        eagle_topk=topk,
+        num_draft_tokens=draft_tokens,
     )
 
 

@@ -354,7 +354,10 @@ def _vllm_hazards(plan: CapturePlan, opts: PlanOptions) -> list[Finding]:
 
 def _sglang_plan(opts: PlanOptions) -> CapturePlan:
     k, beh = opts.num_speculative_tokens, opts.behavior
-    ntok = k + 1  # topk = 1: num_draft_tokens = num_steps + 1
+    # tokens per request of verify and draft extend: num_steps + 1 for a chain (topk = 1),
+    # the tree's --speculative-num-draft-tokens otherwise; draft decodes hold topk per request
+    # (`spec_utils.resolve_num_tokens_per_req`, sglang 0.5.23)
+    ntok, topk = opts.num_draft_tokens or k + 1, opts.eagle_topk
     graphs = opts.mode is not Mode.NONE
     if opts.capture_sizes is not None:
         bs_list = sorted({s for s in opts.capture_sizes if s <= opts.max_num_seqs})
@@ -372,9 +375,9 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
         ["TARGET_VERIFY graphs, one per batch size, largest first, global graph pool"],
     )  # fmt: skip
     if k > 1:
-        dd = full(1)
+        dd = full(topk)
         decode = PhasePlan(
-            "draft_decode", mode, 1, dd, describe_padding(dd, "sglang"),
+            "draft_decode", mode, topk, dd, describe_padding(dd, "sglang"),
             ["EAGLEDraftCudaGraphRunner: one graph runs all draft steps; shares the target's pool"],
             fused_steps=k - 1 if dd else 1,
         )  # fmt: skip
@@ -424,6 +427,8 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
         defaults=list(opts.defaults),
         runner_why=opts.runner_why,
     )
+    if topk > 1:
+        target.notes.append(f"tree drafting: topk {topk}, {ntok} draft tokens verified per request")
     if not opts.behavior.reset_positions_on_padded_replay and decode.descriptors:
         h = hazard("stale-padded-positions")
         plan.findings.append(
