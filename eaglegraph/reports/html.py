@@ -16,6 +16,7 @@ from rich.console import Console
 
 from eaglegraph.reports.exporters import Exporter
 from eaglegraph.reports.runfile import SAVED_RUNS, render_run
+from eaglegraph.results.capture import CaptureRun
 from eaglegraph.results.registry import Run, schema_of
 from eaglegraph.serial import atomic_write
 
@@ -72,6 +73,10 @@ def render_html(
 
     render_run(source, console)
     report = console.export_html(inline_styles=True, code_format=_REPORT)
+    if isinstance(source, CaptureRun):  # the pools over time, drawn above the text
+        from eaglegraph.reports.html_memory import memory_plot_svg
+
+        report = memory_plot_svg(source) + report
     title = title or f"eaglegraph report — {schema_of(source)}"
     return render_explorer_html(source, title=title, report=report)
 
