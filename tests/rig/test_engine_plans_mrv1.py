@@ -17,10 +17,11 @@ import pytest
 from click.testing import CliRunner
 
 from eaglegraph.cli import cli
+from eaglegraph.known.choose import profile_for_engine
 from eaglegraph.known.runner_rules import TargetFacts
 from eaglegraph.known.runners import ModelRunner
 from eaglegraph.rig.options import PlanChoices, resolve_plan_options
-from eaglegraph.rig.plan import build_plan
+from eaglegraph.rig.plan import CapturePlan, build_plan
 
 pytestmark = pytest.mark.fast
 
@@ -75,23 +76,22 @@ def _ids(row: dict) -> str:
     return f"{row['engine']}-{row['gpu']}-{row['backend']}-{row['mode']}-R{row['r']}-K{row['k']}"
 
 
-def _plan(row: dict):  # type: ignore[no-untyped-def]
-    from eaglegraph.known.choose import profile_for_engine
+# row key -> PlanChoices field
+CHOICE = {
+    "engine": "engine_version",
+    "gpu": "gpu",
+    "backend": "attention_backend",
+    "mode": "mode",
+    "r": "max_num_seqs",
+    "k": "num_speculative_tokens",
+}
 
-    opts = resolve_plan_options(
-        PlanChoices(
-            behavior=profile_for_engine(f"vllm=={row['engine']}").name,
-            engine_version=row["engine"],
-            gpu=row["gpu"],
-            attention_backend=row["backend"],
-            mode=row["mode"],
-            max_num_seqs=row["r"],
-            num_speculative_tokens=row["k"],
-            runner=ModelRunner.MRV1,
-        ),
-        target=TargetFacts("LlamaForCausalLM"),
-    )
-    return build_plan(opts)
+
+def _plan(row: dict) -> CapturePlan:
+    behavior = profile_for_engine(f"vllm=={row['engine']}").name
+    fields = {CHOICE[key]: value for key, value in row.items() if key in CHOICE}
+    choices = PlanChoices(behavior=behavior, runner=ModelRunner.MRV1, **fields)
+    return build_plan(resolve_plan_options(choices, target=TargetFacts("LlamaForCausalLM")))
 
 
 @pytest.mark.parametrize("row", ROWS, ids=_ids)
