@@ -213,3 +213,44 @@ def test_memdiff_on_cpu_points_to_the_cpu_answer() -> None:
     code, _, err = run("memdiff", PRESET)
     assert code == 3
     assert f"eaglegraph inspect {PRESET} --predict-memory" in err and "capture" not in err
+
+
+def _session_members(sid: int) -> list[int]:
+    """Live processes of session `sid` (a test's command and every worker it started)."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":  # fields[3]: the session id
+            members.append(int(stat.parent.name))
+    return members
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_sigterm_during_a_probe_ends_its_workers() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("EAGLEGRAPH_NO_PROGRESS", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "eaglegraph", "probe", PRESET, "--mode", "FULL", "--workers", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,  # its workers share the session: what is left is findable
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:  # the cases are planned: workers are starting
+        if "cases planned" in line:
+            break
+    time.sleep(2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "eaglegraph: terminated" in err and "Traceback" not in err
+    deadline = time.monotonic() + 10
+    while _session_members(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _session_members(proc.pid) == []  # no worker outlived the command
