@@ -241,6 +241,8 @@ for mode in ('FULL_AND_PIECEWISE', 'PIECEWISE', 'FULL'):
   TAIL=20 run mrv1-probe-current $EG probe tiny-llama-eagle3 --runner v1 --mode all --no-color
   TAIL=20 run mrv1-probe-pre29845 $EG probe tiny-llama-eagle3 --behavior vllm-mrv1-pre-29845 \
     --mode FULL_AND_PIECEWISE --no-color --fail-on never
+  TAIL=25 run mrv1-memdiff $EG memdiff tiny-llama-eagle3 --runner v1 --pool shared \
+    --against dedicated --max-num-seqs 8 --no-color
 fi
 if want bench || named bench-capture; then
   TAIL=10 run bench-capture python3 benchmarks/bench_capture.py
