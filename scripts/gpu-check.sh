@@ -214,8 +214,8 @@ if named mrv1; then
   # issue 28 part 2: vLLM's V1 GPU model runner (MRV1) in the rig on real graphs. Expect
   # "replay==eager True" for each mode (drafter PIECEWISE graphs captured in the target's
   # PIECEWISE pass, every draft pass dispatching into them), a clean probe under current MRV1
-  # semantics (--runner v1), and hazard draft-decode-rejected-kv (vllm#29845) on eagle.seq_lens
-  # under vllm-mrv1-pre-29845
+  # semantics (--runner v1), hazard draft-decode-rejected-kv (vllm#29845) on eagle.seq_lens
+  # under vllm-mrv1-pre-29845, and a memdiff of the MRV1 capture (identical draft tokens)
   TAIL=12 run mrv1-replay python3 -c "import torch
 from eaglegraph.known.runners import ModelRunner
 from eaglegraph.pair import load_pair
