@@ -266,4 +266,19 @@ fi
 if named overhead; then
   TAIL=16 run overhead python3 benchmarks/bench_capture.py --budget-s 150 --no-latency
 fi
+# issue 27: the probe under live-server schedules (a `live` case per mode: slots permuted each
+# step, chunked prefill, preemption) on every preset on CUDA — expect 0 findings each — and
+# the request-identity / MTP-window mutants, each found. Run only when named:
+# scripts/gpu-check.sh live-schedule (probes) live-mutants (mutants)
+if named live-schedule; then
+  TAIL=12 run live-eagle3 $EG probe tiny-llama-eagle3 --mode all --no-color
+  TAIL=12 run live-eagle1 $EG probe tiny-llama-eagle1 --mode all --no-color
+  TAIL=12 run live-mtp $EG probe tiny-deepseek-mtp --mode all --no-color
+  TAIL=12 run live-mtp2 $EG probe tiny-deepseek-mtp2 -K 2 --mode all --no-color
+  TAIL=12 run live-dflash $EG probe tiny-qwen3-dflash --mode all --no-color
+fi
+if named live-mutants; then
+  TAIL=16 run live-mutants python3 benchmarks/bench_mutants.py --device cuda --jobs 2 \
+    --only block-table-by-row mtp-cache-by-row mtp-window-not-cached gather-one-row-past
+fi
 ls -la "$OUT"
