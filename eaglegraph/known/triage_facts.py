@@ -70,6 +70,11 @@ HIDDENISH = re.compile(r"hidden|fc\.weight|\bfc\b|aux|width")
 SHAPE_NUMBERS = re.compile(r"\((\d+)\)|\b(\d{4,6})x(\d{3,6})\b")
 # A size this large in a shape error is a vocabulary, not a hidden width.
 VOCAB_MIN = 30000
+# A hidden width is at least WIDTH_MIN and a multiple of WIDTH_STEP (every public EAGLE/MTP
+# target: 2048, 4096, 4480, 5120, 7168, ...); a shape error whose sizes are all below or off
+# that grid is over a token count (a batch x (K+1) against a padded or captured size).
+WIDTH_MIN = 256
+WIDTH_STEP = 64
 # An index bound that is a model's position limit (a draft trained for 2048 positions).
 INDEX_BOUND = re.compile(r"<\s*(\d{3,6})\b")
 POSITION_LIMITS = frozenset({2048, 4096, 8192, 16384, 32768, 65536, 131072})

@@ -74,10 +74,23 @@ SIGNAL_FACTS: tuple[SignalFact, ...] = (
     SignalFact("ctx.launch-blocking", ("context.launch-blocking",)),
     SignalFact("ctx.mode-downgrade", ("mode.downgrade",)),
     SignalFact("log.peer-lost", ("secondary.peer-lost",)),
+    SignalFact("log.draft-load", ("load.draft-weights",)),
+    SignalFact("log.k-limit", ("spec.k-limit",)),
+    SignalFact("log.graph-size", ("shape.graph-size",)),
+    SignalFact("log.engine-kernel", ("kernel.engine",)),
 )
 
 # The root error's mechanism is one of the specific ones (it decides its own class).
-_SPECIFIC = ("log.mech-oom", "log.mech-shape", "log.mech-oob", "log.mech-config")
+_SPECIFIC = (
+    "log.mech-oom",
+    "log.mech-shape",
+    "log.mech-oob",
+    "log.mech-config",
+    "log.mech-load",
+    "log.mech-k-limit",
+    "log.mech-graph-size",
+    "log.mech-kernel",
+)
 # Mechanisms whose class comes from the phase in which they happened.
 _PHASE_BOUND = (
     "log.mech-async",
@@ -104,8 +117,25 @@ LOG_RULES: tuple[Rule, ...] = rule_table(
     ("log-kv-squeezed", OOM, 1.0, "log.kv-squeezed"),
     "KV cache squeezed below 1 GiB",
     # -- shapes and configs ------------------------------------------------------------------
-    ("log-shape", CONFIG, 3.0, "log.shape"),
+    ("log-shape", CONFIG, 3.0, "log.shape !log.shape-tokens"),
     "tensor shape mismatch",
+    ("log-shape-tokens", STALE, 1.0, "log.shape-tokens !phase.capture"),
+    "a shape error over a token count, not a width: the batch and the padded or captured size "
+    "disagree",
+    ("log-shape-tokens-capture", CAPTURE, 2.5, "log.shape-tokens phase.capture"),
+    "a shape error over a token count while capturing",
+    ("log-draft-load", CONFIG, 3.0, "log.draft-load"),
+    "the draft's weights do not load into the module built for it",
+    ("log-k-limit", MODE, 3.0, "log.k-limit"),
+    "a kernel or graph mode that supports only some numbers of speculative tokens",
+    ("log-graph-size-capture", CAPTURE, 3.0, "log.graph-size phase.capture"),
+    "a compiled graph's size guard failed while capturing",
+    ("log-graph-size", STALE, 1.5, "log.graph-size !phase.capture"),
+    "a compiled graph's size guard failed in serving: the padded batch and the graph's size "
+    "disagree",
+    ("log-engine-kernel", OTHER, 3.0, "log.engine-kernel"),
+    "the fault is inside an engine kernel (TRT-LLM GEMM, FlashAttention-3) that graphs do not "
+    "explain",
     ("log-shape-width", CONFIG, 0.5, "log.shape-width"),
     "the mismatching sizes look like widths or vocabularies",
     ("log-config-key", CONFIG, 2.5, "log.config-key"),

@@ -49,6 +49,10 @@ class Mechanism(StrEnum):
     HANG = "hang"
     CAPTURE_WRAPPER = "capture-wrapper"
     EXCEPTION = "exception"
+    LOAD = "load"
+    K_LIMIT = "k-limit"
+    GRAPH_SIZE = "graph-size"
+    KERNEL = "kernel"
 
 
 ERROR, SECONDARY, CONTEXT, NARRATIVE = SignalKind
@@ -377,6 +381,55 @@ SIGNALS: tuple[SignalSpec, ...] = (
         extra=alternatives("gibberish|Gibberish|garbage|nonsense|wrong |accuracy|gsm8k|acceptance"),
         why="a silent failure: drafts are wrong, nothing crashes",
     ),
+    # --- draft loading, kernel limits, graph sizes, engine kernels (issue 29 blind spots) -------
+    SignalSpec(
+        "load.draft-weights",
+        ERROR,
+        r"KeyError: '(?:model\.)?(?:fc|midlayer|layers\.\d+|embed_tokens|lm_head|d2t|t2d|"
+        r"eagle|mtp|draft|enorm|hnorm|eh_proj|shared_head)[\w.]*'|"
+        r"[Ww]eights? (?:were |are )?not initialized from checkpoint|"
+        r"Following weights were not initialized|"
+        r"(?i:eagle-?3 (?:is )?not supported|(?:does|do) not support eagle-?3)",
+        anchors=("KeyError", "initialized", "agle3", "agle-3", "AGLE3", "AGLE-3"),
+        why="the draft's weights do not load into the module the engine built for it "
+        "(vllm/model_executor/model_loader/default_loader.py::DefaultModelLoader.load_weights "
+        "lists the weights not initialized from checkpoint)",
+    ),
+    SignalSpec(
+        "spec.k-limit",
+        ERROR,
+        r"(?i:(?:num_speculative_tokens|speculative[_ ]tokens|num_draft_tokens|max_draft_len|"
+        r"speculative_num_steps|draft[_ ]tokens)[^\n]{0,60}?(?:not supported|unsupported|"
+        r"must be|should be|only supports?|exceeds?|at most)|(?:not supported|unsupported|"
+        r"only supports?|at most)[^\n]{0,40}?(?:num_speculative_tokens|speculative tokens|"
+        r"draft tokens|max_draft_len))",
+        anchors=(
+            "speculative",
+            "Speculative",
+            "draft_tokens",
+            "draft tokens",
+            "draft_len",
+            "Draft tokens",
+        ),
+        why="a kernel or graph configuration that supports only some numbers of speculative tokens",
+    ),
+    SignalSpec(
+        "shape.graph-size",
+        ERROR,
+        r"expected size (?P<got>\d+)==(?P<want>\d+)",
+        anchors=("expected size",),
+        why="torch's size guard of a compiled graph (assert_size_stride): the batch reached "
+        "a graph built for another token count",
+    ),
+    SignalSpec(
+        "kernel.engine",
+        ERROR,
+        r"Error occurred when running GEMM|\[TensorRT-LLM\]\[ERROR\][^\n]{0,80}?(?:gemm|GEMM)|"
+        r"(?:flash_fwd|flash_attn_3|fa3|hopper/flash_api)[^\n]{0,120}?(?:launch|failed|error)",
+        anchors=("GEMM", "gemm", "flash_fwd", "flash_attn_3", "fa3", "flash_api"),
+        why="the fault is inside an engine's own kernel (a TRT-LLM GEMM, a FlashAttention-3 "
+        "launch) that eaglegraph does not rebuild",
+    ),
 )
 
 # -- what a hit may be ------------------------------------------------------------------------
@@ -396,6 +449,10 @@ SPECIFIC = (
     "error.nan",
     "hang.watchdog",
     "hang.stall",
+    "load.draft-weights",
+    "spec.k-limit",
+    "shape.graph-size",
+    "kernel.engine",
 )
 # Every candidate root error: the specific ones, then an engine's capture wrapper, then any
 # exception line.
@@ -412,6 +469,10 @@ SECONDARY_SIGNALS = (
 # The mechanism of the primary error: the first row with a signal on its line names it; a line
 # with none of them is a plain exception.
 MECHANISMS: tuple[tuple[Mechanism, tuple[str, ...]], ...] = (
+    (Mechanism.KERNEL, ("kernel.engine",)),
+    (Mechanism.LOAD, ("load.draft-weights",)),
+    (Mechanism.K_LIMIT, ("spec.k-limit",)),
+    (Mechanism.GRAPH_SIZE, ("shape.graph-size",)),
     (Mechanism.OOB, ("index.oob",)),
     (Mechanism.OOM, ("memory.oom", "memory.negative-estimate")),
     (Mechanism.SHAPE, ("shape.mismatch",)),

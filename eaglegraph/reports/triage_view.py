@@ -11,7 +11,7 @@ from rich.text import Text
 
 from eaglegraph.reports.layout import Folded
 from eaglegraph.results.similar import SimilarReport
-from eaglegraph.results.triage import TriageResult
+from eaglegraph.results.triage import Distributed, TriageResult
 
 _CATEGORY_STYLE = {
     "other": "yellow",
@@ -67,9 +67,14 @@ def _config_table(result: TriageResult) -> Table:
         (
             "parallel",
             " ".join(
-                f"{k}={v}"
-                for k, v in (("TP", cfg.tp), ("DP", cfg.dp), ("EP", cfg.ep), ("PP", cfg.pp))
-                if v
+                f"{k}={v}" if v else f"{k}>={least}"
+                for k, v, least in (
+                    ("TP", cfg.tp, cfg.tp_at_least),
+                    ("DP", cfg.dp, cfg.dp_at_least),
+                    ("EP", cfg.ep, cfg.ep_at_least),
+                    ("PP", cfg.pp, None),
+                )
+                if v or least
             )
             or None,
         ),
@@ -178,6 +183,31 @@ def _similar(report: SimilarReport) -> Group:
     return Group(*lines)
 
 
+_FIX_HEADINGS = (
+    ("yes", "Known fixes for this version"),
+    ("if-older", "Known fixes, only if your version is older"),
+    ("related", "Related upstream changes (not confirmed for this version)"),
+)
+
+
+def _bullets(console: Console, heading: str, items: list[str]) -> None:
+    if items:
+        console.print(Text(heading, style="bold underline"))
+    for item in items:
+        console.print(Padding(Folded(f"- {item}"), (0, 0, 0, 2)))
+
+
+def _distributed(d: Distributed, console: Console) -> None:
+    console.print(Text(f"Multi-rank stop: {d.kind}", style="bold underline"))
+    if d.signals:
+        console.print(Padding(Folded("seen: " + ", ".join(d.signals)), (0, 0, 0, 2)))
+    if d.first_error is not None:
+        first = f"first error: line {d.first_error.line}: {d.first_error.text[:200]}"
+        console.print(Padding(Folded(first, style="red"), (0, 0, 0, 2)))
+        console.print(Padding(Folded(f"then {d.cascade} cascade lines", style="dim"), (0, 0, 0, 2)))
+    console.print(Padding(Folded(f"next: {d.next_step}"), (0, 0, 0, 2)))
+
+
 def render_triage(result: TriageResult, console: Console) -> None:
     style = _CATEGORY_STYLE.get(result.category, "red")
     title = Text.assemble(
@@ -185,6 +215,12 @@ def render_triage(result: TriageResult, console: Console) -> None:
         (result.category, f"bold {style}"),
         f"  confidence {result.confidence:.2f}",
     )
+    if not result.committed:
+        title = Text.assemble(
+            ("triage: ", "bold"),
+            ("not enough evidence", "bold yellow"),
+            f"  (best guess {result.category}, confidence {result.confidence:.2f})",
+        )
     alt = ", ".join(f"{a.category} {a.confidence:.2f}" for a in result.alternatives)
     header = [title]
     if alt:
@@ -209,19 +245,23 @@ def render_triage(result: TriageResult, console: Console) -> None:
     if result.evidence:
         console.print(Text("Evidence", style="bold underline"))
         console.print(_evidence(result))
-    if result.fixes:
-        console.print(Text("Known fixes that match", style="bold underline"))
-        for fix in result.fixes:
+    if result.distributed is not None:
+        _distributed(result.distributed, console)
+    for applies, heading in _FIX_HEADINGS:
+        fixes = [f for f in result.fixes if f.applies == applies]
+        if fixes:
+            console.print(Text(heading, style="bold underline"))
+        for fix in fixes:
             line = Text.assemble((fix.ref, "bold"), f"  {fix.summary}", (f"  [{fix.why}]", "dim"))
+            if fix.check:
+                line.append(f"\n{fix.check}", style="yellow")
             console.print(Padding(Folded(line), (0, 0, 0, 2)))
+    _bullets(console, "Ask the customer for", result.ask_for)
     if result.similar:
         console.print(Text("Similar known reports", style="bold underline"))
         for report in result.similar:
             console.print(Padding(_similar(report), (0, 0, 0, 2)))
-    if result.checks:
-        console.print(Text("Check", style="bold underline"))
-        for check in result.checks:
-            console.print(Padding(Folded(f"- {check}"), (0, 0, 0, 2)))
+    _bullets(console, "Check", result.checks)
     if result.reproduce:
         console.print(Text("Reproduce", style="bold underline"))
         console.print(Padding(Text(result.reproduce, style="bold green"), (0, 0, 0, 2)))

@@ -128,6 +128,10 @@ class TriageConfig:
     pp: int | None = None
     dp: int | None = None
     ep: int | None = None
+    # Lower bounds read off rank names (TP3, dp_rank=1) when no launch argument gave the size.
+    tp_at_least: int | None = None
+    dp_at_least: int | None = None
+    ep_at_least: int | None = None
     dp_attention: bool | None = None
     gpu: str | None = None
     gpu_arch: str | None = None
@@ -170,6 +174,12 @@ class Fix:
     ref: str
     summary: str
     why: str
+    # "yes": the report's engine and version lie inside the fix's affected range;
+    # "if-older": the version is unknown, the fix applies only below `fixed_in` (see `check`);
+    # "related": the mechanism matches, but the releases it affects are not recorded.
+    applies: str = "yes"
+    fixed_in: str | None = None
+    check: str | None = None
 
 
 @dataclass
@@ -180,6 +190,18 @@ class PhaseInfo:
     detail: str | None = None
     captures: list[CapturePhase] = field(default_factory=list)
     captures_finished: bool | None = None
+
+
+@dataclass
+class Distributed:
+    """A multi-rank failure: what kind of stop it is, and the first error across ranks."""
+
+    kind: str  # "collective-wait" (all ranks wait), "kernel-spin" (one kernel never returns),
+    # "peer-died" (a rank died, the others lost it), "rpc-timeout" (the engine lost a worker)
+    signals: list[str] = field(default_factory=list)
+    first_error: Evidence | None = None
+    cascade: int = 0  # lines that follow from the first error (watchdogs, dead engine)
+    next_step: str = ""
 
 
 @dataclass
@@ -204,5 +226,12 @@ class TriageResult:
     reproduce_also: list[str]
     findings: list[Finding]
     notes: list[str]
+    # Committed: evidence names the category (tier "named") and the stated confidence reaches
+    # known.triage_commit.COMMIT; otherwise the verdict is "not enough evidence" and `ask_for`
+    # says what the report lacks.
+    committed: bool = False
+    tier: str = "nothing"
+    ask_for: list[str] = field(default_factory=list)
+    distributed: Distributed | None = None
     # The closest known public reports (known/data/reports), best first, with why they match.
     similar: list[SimilarReport] = field(default_factory=list)

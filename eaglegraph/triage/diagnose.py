@@ -13,8 +13,9 @@ from collections.abc import Callable
 from io import BufferedReader
 from typing import BinaryIO
 
+from eaglegraph.known.hazards import Hazard
 from eaglegraph.known.triage_rules import MISSING, WEAK
-from eaglegraph.known.versions import parse_version
+from eaglegraph.known.versions import parse_version, version_text
 from eaglegraph.results.findings import Finding, Severity
 from eaglegraph.results.triage import (
     Alternative,
@@ -27,7 +28,9 @@ from eaglegraph.results.triage import (
     TriageResult,
 )
 from eaglegraph.triage import facts, known_issues, recommend, rules
-from eaglegraph.triage.fixes import FixContext, matching_fixes
+from eaglegraph.triage.commit import commitment
+from eaglegraph.triage.distributed import distributed
+from eaglegraph.triage.fixes import FixContext, applies, matching_fixes
 from eaglegraph.triage.locate import crash_frames
 from eaglegraph.triage.reader import _Chain, _Reader, open_log, sniff
 from eaglegraph.triage.scan import scan
@@ -83,12 +86,14 @@ def _settle_config(state: ScanState) -> TriageConfig:
     cfg = state.config
     if state.framework_votes:
         cfg.framework = state.framework_votes.most_common(1)[0][0]
-    if cfg.tp is None and "TP" in state.ranks:
-        cfg.tp = state.ranks["TP"] + 1
-    if cfg.dp is None and "DP" in state.ranks:
-        cfg.dp = state.ranks["DP"] + 1
-    if cfg.ep is None and "EP" in state.ranks:
-        cfg.ep = state.ranks["EP"] + 1
+    # Rank names give only a lower bound: the log may not show the highest rank.
+    seen = {kind: n + 1 for kind, n in state.ranks.items() if n >= 1}
+    if cfg.tp is None and "TP" in seen:
+        cfg.tp_at_least = seen["TP"]
+    if cfg.dp is None and "DP" in seen:
+        cfg.dp_at_least = seen["DP"]
+    if cfg.ep is None and "EP" in seen:
+        cfg.ep_at_least = seen["EP"]
     if cfg.cudagraph_mode_resolved is None:
         cfg.cudagraph_mode_resolved = _mode_from_captures(state) or cfg.cudagraph_mode_requested
     for h in state.hits("context.padding"):
@@ -145,7 +150,11 @@ def _mode_from_captures(state: ScanState) -> str | None:
 
 
 def _findings(
-    result_category: Category, verdict: rules.Verdict, fixes_refs: list[str], check: str | None
+    result_category: Category,
+    verdict: rules.Verdict,
+    confidence: float,
+    fixes_refs: list[str],
+    check: str | None,
 ) -> list[Finding]:
     crashed = verdict.primary is not None or bool(crash_frames(verdict.frames))
     if result_category == Category.OTHER and not crashed:
@@ -155,7 +164,7 @@ def _findings(
     else:
         severity = Severity.ERROR
     primary = verdict.primary
-    message = f"{result_category} (confidence {rules.calibrated(verdict.confidence):.2f})"
+    message = f"{result_category} (confidence {confidence:.2f})"
     if primary is not None:
         message += f": line {primary.line}: {primary.text[:160]}"
     elif verdict.phase.detail:
@@ -174,26 +183,52 @@ def _findings(
     ]
 
 
-def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> TriageResult:
-    cfg = _settle_config(state)
-    if ticket is not None:
-        _from_ticket(cfg, ticket, state.notes)
-    verdict = rules.verdict(facts.read_log(state), ticket)
-    evidence_at_all = any(w > 0 for w in verdict.scores.values())
-    confidence = rules.calibrated(verdict.confidence) if evidence_at_all else verdict.confidence
-    ctx = FixContext(verdict, cfg, state, cfg.framework, parse_version(cfg.version))
-    fixes = matching_fixes(ctx)
-    notes = list(state.notes)
+def _known_issues(
+    verdict: rules.Verdict, ctx: FixContext, fixes: list[Fix], notes: list[str]
+) -> list[Hazard]:
+    """The known hazards this verdict can be whose fix applies to the report's version (or may,
+    when the version is unknown): their statement in the notes, their fix among `fixes`."""
+    cfg = ctx.config
     issues, ruled_out = known_issues.match(verdict.category, set(verdict.facts), cfg)
     notes += ruled_out
+    out: list[Hazard] = []
     for issue in issues:
+        change = issue.hazard.fix_change
+        gate = applies(change, ctx) if change is not None else ("related", None)
+        if gate is None:
+            notes.append(
+                f"not {issue.hazard.id}: its fix ({change.pr if change else '?'}) does not apply "
+                f"to {cfg.framework} {cfg.version or ''}".rstrip()
+            )
+            continue
+        out.append(issue.hazard)
         notes.append(issue.sentence)
         same = next((f for f in fixes if f.ref == issue.full_ref), None)
         if same is not None:
             same.why = issue.sentence
         elif issue.full_ref is not None:
-            fixes.insert(0, Fix(issue.full_ref, issue.hazard.mechanism, issue.sentence))
-    command, also = recommend.reproduce(ctx, notes, [i.hazard for i in issues])
+            fixed = version_text(change.released_in) if change and change.released_in else None
+            fixes.insert(
+                0,
+                Fix(
+                    issue.full_ref, issue.hazard.mechanism, issue.sentence, gate[0], fixed, gate[1]
+                ),
+            )
+    return out
+
+
+def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> TriageResult:
+    cfg = _settle_config(state)
+    if ticket is not None:
+        _from_ticket(cfg, ticket, state.notes)
+    verdict = rules.verdict(facts.read_log(state), ticket)
+    commit = commitment(verdict, cfg, state)
+    confidence = commit.confidence
+    ctx = FixContext(verdict, cfg, state, cfg.framework, parse_version(cfg.version))
+    fixes = matching_fixes(ctx)
+    notes = list(state.notes)
+    hazards = _known_issues(verdict, ctx, fixes, notes)
+    command, also = recommend.reproduce(ctx, notes, hazards)
     checks = recommend.checks(ctx)
     evidence = rules.evidence_of(verdict)
     primary_ev = next((e for e in evidence if e.role == Role.PRIMARY), None)
@@ -207,6 +242,11 @@ def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> Tri
         )
     if state.bytes_read == 0:
         notes.append("the input is empty")
+    if not commit.committed:
+        notes.append(
+            f"not enough evidence to commit to {verdict.category}: nothing in the report names "
+            "it (a primary error line of that kind, the phase, the reporter's own statement)"
+        )
     if confidence < WEAK:
         notes.append(
             f"weak evidence (confidence {confidence:.2f}): to confirm {verdict.category}, the "
@@ -234,9 +274,17 @@ def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> Tri
         reproduce=command,
         reproduce_also=also,
         findings=_findings(
-            verdict.category, verdict, [f.ref for f in fixes], checks[0] if checks else None
+            verdict.category,
+            verdict,
+            confidence,
+            [f.ref for f in fixes if f.applies == "yes"],
+            checks[0] if checks else None,
         ),
         notes=notes,
+        committed=commit.committed,
+        tier=commit.tier,
+        ask_for=commit.ask_for,
+        distributed=distributed(verdict, cfg, state),
     )
     pasted = "\n".join(x for x in (ticket.title, ticket.log_text) if x) if ticket else None
     result.similar = similar_for(result, pasted)

@@ -246,6 +246,9 @@ def _failure(f: LogFacts, state: ScanState) -> None:
         text = shapes[0].text.lower()
         nums = [int(x) for m in k.SHAPE_NUMBERS.finditer(text) for x in m.groups() if x]
         vocab = k.VOCABISH.search(text) or any(n >= k.VOCAB_MIN for n in nums)
+        widths = [n for n in nums if n >= k.WIDTH_MIN and n % k.WIDTH_STEP == 0]
+        if nums and not (vocab or widths or k.HIDDENISH.search(text)):
+            f.add("log.shape-tokens", shapes[:1], f"sizes {', '.join(map(str, nums))}")
         if vocab or k.HIDDENISH.search(text):
             f.add("log.shape-width", shapes[:1])
         if vocab:

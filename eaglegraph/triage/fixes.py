@@ -13,7 +13,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from eaglegraph.known.upstream import cite
+from eaglegraph.known.triage_fix_ranges import affected
+from eaglegraph.known.upstream import Upstream, cite
+from eaglegraph.known.versions import ENGINE_LABELS, version_text
 from eaglegraph.results.triage import Category, Fix, TriageConfig
 from eaglegraph.triage.rules import Verdict
 from eaglegraph.triage.state import ScanState
@@ -32,10 +34,6 @@ class FixContext:
     @property
     def category(self) -> Category:
         return self.verdict.category
-
-    def before(self, *v: int) -> bool:
-        """True when the version is older than `v`, or unknown (the fix may be missing)."""
-        return self.version is None or self.version[: len(v)] < v
 
     def primary_text(self) -> str:
         return self.verdict.primary.text if self.verdict.primary else ""
@@ -94,8 +92,8 @@ def _width(c: FixContext) -> bool:
 KNOWN_FIXES: tuple[KnownFix, ...] = (
     KnownFix(
         "sglang-padded-positions-reset",
-        "padded replay in an SGLang build that may predate v0.5.4",
-        lambda c: _sg(c) and c.category == STALE and c.before(0, 5, 4),
+        "padded replay in an SGLang build",
+        lambda c: _sg(c) and c.category == STALE,
     ),
     KnownFix(
         "sglang-flashinfer-verify-positions",
@@ -179,19 +177,18 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
     ),
     KnownFix(
         "vllm-mrv2-eagle-padding",
-        "stale/OOB read on an MRV2 build that may predate 0.20",
+        "stale/OOB read on an MRV2 build",
         lambda c: (
             _vl(c)
             and c.category in (STALE, OOB, MODE)
-            and c.before(0, 20)
-            and (c.config.runner == "mrv2" or (c.version is not None and c.version >= (0, 19, 0)))
+            and c.config.runner != "mrv1"
             and (c.category != MODE or c.config.cudagraph_mode_resolved == "PIECEWISE")
         ),
     ),
     KnownFix(
         "vllm-slot-mapping-padded-seq-lens",
         "illegal address during padded replay",
-        lambda c: _vl(c) and c.category == STALE and c.before(0, 23),
+        lambda c: _vl(c) and c.category == STALE,
     ),
     KnownFix(
         "vllm-piecewise-capture-alignment",
@@ -229,15 +226,8 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
     ),
     KnownFix(
         "vllm-shared-eagle-pool",
-        "graph-pool memory on a 0.22 build (dedicated EAGLE pool)",
-        lambda c: (
-            _vl(c)
-            and c.category == OOM
-            and (
-                (c.version is not None and c.version[:2] in ((0, 21), (0, 22)))
-                or (c.version is None and c.config.runner == "mrv2")
-            )
-        ),
+        "graph-pool memory with MRV2's dedicated EAGLE pool",
+        lambda c: _vl(c) and c.category == OOM and c.config.runner != "mrv1",
     ),
     KnownFix(
         "vllm-negative-graph-memory-estimate",
@@ -246,33 +236,22 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
     ),
     KnownFix(
         "vllm-flashinfer-decode-graph-choice",
-        "FlashInfer graphs with speculative decoding on an older build",
+        "FlashInfer graphs with speculative decoding",
         lambda c: (
-            _vl(c)
-            and c.category in (STALE, MODE)
-            and c.config.attention_backend == "flashinfer"
-            and c.before(0, 12)
+            _vl(c) and c.category in (STALE, MODE) and c.config.attention_backend == "flashinfer"
         ),
     ),
     KnownFix(
         "vllm-eagle-input-dtype-acceptance",
-        "acceptance collapse with an EAGLE draft on an older build",
+        "acceptance collapse with an EAGLE draft",
         lambda c: (
-            _vl(c)
-            and c.category == ACCEPT
-            and c.config.spec_method in ("eagle", "eagle3", None)
-            and c.before(0, 9)
+            _vl(c) and c.category == ACCEPT and c.config.spec_method in ("eagle", "eagle3", None)
         ),
     ),
     KnownFix(
         "vllm-draft-prefill-attn-state",
-        "stale metadata on a 0.20 MRV2 build",
-        lambda c: (
-            _vl(c)
-            and c.category in (STALE, ACCEPT)
-            and c.version is not None
-            and c.version[:2] == (0, 20)
-        ),
+        "stale draft-prefill metadata on an MRV2 build",
+        lambda c: _vl(c) and c.category in (STALE, ACCEPT) and c.config.runner != "mrv1",
     ),
     KnownFix(
         "vllm-compile-not-graphs",
@@ -282,10 +261,42 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
 )
 
 
+def applies(change: Upstream, c: FixContext) -> tuple[str, str | None] | None:
+    """Whether a fix applies to this report's engine and version: ("yes", None), ("if-older",
+    the check to make), ("related", why it is not named), or None when it cannot apply (another
+    engine, a version that carries the fix or predates the code it changed, no affected
+    release)."""
+    if c.framework not in (None, change.engine):
+        return None
+    label = ENGINE_LABELS[change.engine]
+    fixed = change.released_in
+    span = affected(change.id)
+    if span is not None and (span.since or (0, 0, 0)) >= (span.until or span.since or (0, 0, 0)):
+        return None  # no release had the code without the fix
+    if c.version is None:
+        if fixed is None:
+            return "related", f"no {label} release carries this change yet"
+        since = f"{version_text(span.since)} <= " if span and span.since else ""
+        return "if-older", (
+            f"applies only if you run {since}{label} < {version_text(fixed)}: check with "
+            f"`pip show {change.engine}`"
+        )
+    if fixed is not None and c.version >= fixed:
+        return None
+    if span is None:
+        return "related", f"the {label} releases this change applies to are not recorded"
+    return ("yes", None) if c.version in span else None
+
+
 def matching_fixes(ctx: FixContext) -> list[Fix]:
     out: list[Fix] = []
     for kf in KNOWN_FIXES:
-        if kf.when(ctx):
-            change = cite(kf.change)
-            out.append(Fix(change.full_ref, change.summary, kf.why))
+        if not kf.when(ctx):
+            continue
+        change = cite(kf.change)
+        gate = applies(change, ctx)
+        if gate is None:
+            continue
+        fixed = version_text(change.released_in) if change.released_in else None
+        out.append(Fix(change.full_ref, change.summary, kf.why, gate[0], fixed, gate[1]))
     return out

@@ -9,14 +9,16 @@ version (chosen by `eaglegraph.known`, where each profile is tied to the changes
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 
 from eaglegraph.known.choose import profile_for_version
 from eaglegraph.known.hazards import Hazard
-from eaglegraph.known.profiles import engine_profiles, get_profile
+from eaglegraph.known.profiles import DEFAULT_PROFILE, engine_profiles, get_profile
+from eaglegraph.known.triage_repro import ENGINE_KERNEL_FACT, PRESET_FAMILIES, RUNNER_FLAGS
 from eaglegraph.known.triage_rules import FLASHINFER_FULL_FLAGS, METHOD_KINDS
-from eaglegraph.known.versions import parse_version
+from eaglegraph.known.versions import ENGINES, parse_version
 from eaglegraph.pair.kinds import DraftKind, kind_for_method
-from eaglegraph.pair.presets import PRESETS, preset_for
+from eaglegraph.pair.presets import PRESETS
 from eaglegraph.results.triage import Category, TriageConfig
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.options import ATTENTION_BACKENDS
@@ -58,30 +60,43 @@ def draft_kind(method: str | None) -> DraftKind | None:
     return DraftKind(value) if value else None
 
 
-# Target model names to the preset families (config model_type) that stand in for them.
-_FAMILIES = (
-    ("qwen", "qwen3"),
-    ("deepseek", "deepseek_v3"),
-    ("glm", "deepseek_v3"),
-    ("kimi", "deepseek_v3"),
-    ("llama", "llama"),
-)
+def _family(cfg: TriageConfig) -> str | None:
+    """The preset family (config model_type) of the report's target, or of its draft's name."""
+    for name in (cfg.target_model, cfg.draft_model):
+        low = (name or "").lower()
+        family = next((fam for word, fam in PRESET_FAMILIES if word in low), None)
+        if family is not None:
+            return family
+    return None
 
 
-def model_arg(cfg: TriageConfig, full_size: bool = False) -> str:
-    """The draft path from the log, else the built-in preset of the report's draft kind (an MTP
-    report gets an MTP preset, DFlash the DFlash one), of the target's family where one exists."""
-    if cfg.draft_model and cfg.draft_model.lower() not in ("none", "null"):
-        return cfg.draft_model
-    target = (cfg.target_model or "").lower()
-    family = next((fam for word, fam in _FAMILIES if word in target), None)
+def model_arg(cfg: TriageConfig, notes: list[str] | None = None) -> str | None:
+    """The built-in tiny preset that stands in for the report's pair: its draft kind (an MTP
+    report gets an MTP preset, DFlash the DFlash one), of the target's family where one exists.
+    Never a path or Hugging Face id from the log: a command must run as printed on a fresh
+    machine. None when the report's draft kind is one eaglegraph does not rebuild."""
+    notes = notes if notes is not None else []
     kind = draft_kind(cfg.spec_method)
-    of_kind = [p for p in PRESETS.values() if kind is not None and p.kind == kind.value]
-    if of_kind:
-        sized = [p for p in of_kind if p.with_weights is not full_size] or of_kind
-        same = [p for p in sized if p.target.get("model_type") == family]
-        return (same or sized)[0].name
-    return preset_for(kind, family or "llama", full_size)
+    if kind is None and cfg.spec_method and cfg.spec_method.lower() not in ("none", "null"):
+        notes.append(
+            f"no eaglegraph reproduction: the draft method {cfg.spec_method!r} is not one "
+            "eaglegraph rebuilds (EAGLE-1, EAGLE-3, MTP, DFlash)"
+        )
+        return None
+    family = _family(cfg)
+    tiny = [p for p in PRESETS.values() if p.with_weights]
+    of_kind = [p for p in tiny if kind is None or p.kind == kind.value]
+    if not of_kind:
+        notes.append(f"no built-in preset of draft kind {kind}: no eaglegraph reproduction")
+        return None
+    same = [p for p in of_kind if p.target.get("model_type") == family]
+    if kind is None and family is None:
+        notes.append(
+            "the report names neither the draft kind nor the target: the preset is an "
+            "arbitrary EAGLE-3 pair (say which draft and target ran)"
+        )
+        return next((p.name for p in of_kind if p.kind == DraftKind.EAGLE3.value), of_kind[0].name)
+    return (same or of_kind)[0].name
 
 
 def _pool(behavior: str) -> tuple[str, str]:
@@ -94,26 +109,49 @@ def _cmd(*parts: str | int | None) -> str:
     return " ".join(shlex.quote(str(p)) for p in parts if p is not None and p != "")
 
 
-def probe_command(cfg: TriageConfig, behavior: str, notes: list[str]) -> str:
+@dataclass(frozen=True)
+class Rebuild:
+    """What every suggested command rebuilds: one preset, one framework, runner and profile."""
+
+    preset: str
+    behavior: str
+    flags: tuple[str | int, ...]
+
+    def command(self, verb: str, *args: str | int | None) -> str:
+        return _cmd("eaglegraph", verb, self.preset, *args, *self.flags)
+
+
+def _rebuild(cfg: TriageConfig, behavior: str, notes: list[str]) -> Rebuild | None:
+    if cfg.framework not in (None, *ENGINES):
+        label = cfg.framework
+        notes.append(
+            f"no eaglegraph reproduction: eaglegraph rebuilds vLLM and SGLang steps, not {label}"
+        )
+        return None
+    preset = model_arg(cfg, notes)
+    if preset is None:
+        return None
+    flags: list[str | int] = []
+    engine = get_profile(behavior).engine
+    if engine != "vllm":
+        flags += ["--framework", engine]
+    if engine == "vllm" and cfg.runner in RUNNER_FLAGS:
+        flags += ["--runner", RUNNER_FLAGS[cfg.runner]]
+    if behavior != DEFAULT_PROFILE[engine]:
+        flags += ["--behavior", behavior]
+    if cfg.num_spec_tokens:
+        flags += ["-K", cfg.num_spec_tokens]
+    return Rebuild(preset, behavior, tuple(flags))
+
+
+def probe_command(cfg: TriageConfig, rb: Rebuild, notes: list[str]) -> str:
     backend = cfg.attention_backend
-    args: list[str | int | None] = [
-        "eaglegraph",
-        "probe",
-        model_arg(cfg),
-        "--mode",
-        _mode(cfg),
-        "--behavior",
-        behavior,
-    ]
+    args: list[str | int | None] = ["--mode", _mode(cfg)]
     if backend in PROBE_BACKENDS:
         args += ["--attention-backend", backend]
     elif backend:
         notes.append(f"attention backend {backend!r} is not emulated; the probe uses its default")
-    if cfg.num_spec_tokens:
-        args += ["-K", cfg.num_spec_tokens]
-    if cfg.max_num_seqs:
-        args += ["--max-num-seqs", cfg.max_num_seqs]
-    return _cmd(*args)
+    return rb.command("probe", *args)
 
 
 def _hazard_profile(cfg: TriageConfig, hazards: list[Hazard]) -> tuple[str, str] | None:
@@ -122,14 +160,17 @@ def _hazard_profile(cfg: TriageConfig, hazards: list[Hazard]) -> tuple[str, str]
     if parse_version(cfg.version) is not None:
         return None
     for h in hazards:
-        if h.flag is None or h.engine is None:
+        if h.flag is None or h.engine is None or h.engine != (cfg.framework or h.engine):
             continue
         profiles = engine_profiles(h.engine)  # oldest first; the newest carries every fix
         fixed = profiles[-1].flags().get(h.flag)
         with_hazard = [p for p in profiles if fixed is not None and p.flags()[h.flag] != fixed]
         if with_hazard:
             p = with_hazard[-1]
-            return p.name, f"version not in the report; {p.name} still has {h.id}"
+            return (
+                p.name,
+                f"version not in the report; {p.name} still has {h.id} (if you run a release that has the fix, drop --behavior)",
+            )
     return None
 
 
@@ -156,84 +197,101 @@ def _downgrading_profile(engine: str) -> str | None:
 
 
 # Classes the rig rebuilds: a padded replay's stale or out-of-range read, a pool's memory, a
-# mode resolution. The rest (a kernel faulting inside capture, a hang, silent corruption in a
-# kernel, a checkpoint the user has) have no preset that fails the same way.
+# mode resolution, a capture. The rest have no command that fails the same way.
 _NO_REPRODUCTION = {
-    CAPTURE: "a capture that faults in an engine kernel has no eaglegraph reproduction; the "
-    "command rebuilds the same capture to compare phases and memory",
-    HANG: "a hang has no eaglegraph reproduction; the command rebuilds the same step",
-    ACCEPT: "silent acceptance loss has no eaglegraph reproduction yet; the probe checks the "
-    "draft's graph inputs for stale reads",
+    HANG: "a hang has no eaglegraph reproduction: dump every rank's stacks while it is stuck "
+    "(`eaglegraph stacks PID --subprocesses` on each host)",
     OTHER: "no eaglegraph reproduction: nothing in the report points at a mechanism the rig "
     "rebuilds",
     CONFIG: "no eaglegraph reproduction from a preset: a config mismatch reproduces only on the "
-    "user's own checkpoint; run the command on the draft's directory",
+    "user's own checkpoint; run `eaglegraph inspect DRAFT_DIR` on the draft's folder",
 }
+_PARTIAL = {
+    CAPTURE: "a capture that faults in an engine kernel has no eaglegraph reproduction; the "
+    "command rebuilds the same capture to compare phases and memory",
+    ACCEPT: "silent acceptance loss has no eaglegraph reproduction yet; the probe checks the "
+    "draft's graph inputs for stale reads",
+}
+
+
+def _behavior(ctx: FixContext, hazards: list[Hazard], notes: list[str]) -> str:
+    """The one profile every suggested command uses."""
+    cfg = ctx.config
+    behavior, why = _hazard_profile(cfg, hazards) or behavior_for(cfg)
+    unknown = parse_version(cfg.version) is None
+    older = _downgrading_profile(get_profile(behavior).engine)
+    flashinfer_mode = ctx.category == MODE and cfg.attention_backend == "flashinfer"
+    if flashinfer_mode and unknown and older is not None and older != behavior:
+        behavior = older
+        why = (
+            "version not in the report; the newest profile in which FlashInfer has no FULL "
+            "spec-decode path"
+        )
+    notes.append(f"behavior {behavior}: {why}")
+    return behavior
 
 
 def reproduce(
     ctx: FixContext, notes: list[str], hazards: list[Hazard] | None = None
 ) -> tuple[str | None, list[str]]:
-    """The main command and up to two others that look at the same failure differently."""
+    """The main command and up to two others that look at the same failure differently; every
+    one runs as printed on a fresh machine (a built-in preset, the report's framework, runner,
+    profile and K)."""
     cfg = ctx.config
     category = ctx.category
-    behavior, why = _hazard_profile(cfg, hazards or []) or behavior_for(cfg)
-    notes.append(f"behavior {behavior}: {why}")
-    if category in _NO_REPRODUCTION and not (category == CONFIG and cfg.draft_model):
+    hazards = hazards or []
+    if ENGINE_KERNEL_FACT in ctx.verdict.facts:
+        notes.append(
+            "no eaglegraph reproduction: the fault is inside an engine kernel (a TRT-LLM GEMM, a "
+            "FlashAttention-3 launch) that eaglegraph does not rebuild; report it with "
+            "CUDA_LAUNCH_BLOCKING=1 and compute-sanitizer output"
+        )
+        return None, []
+    if category in _NO_REPRODUCTION and not (
+        category == HANG and ctx.verdict.phase.at_failure == "capture"
+    ):
         notes.append(_NO_REPRODUCTION[category])
-    probe = probe_command(cfg, behavior, notes)
-    inspect = _cmd("eaglegraph", "inspect", model_arg(cfg))
-    pool, other = _pool(behavior)
+        if category != OTHER or not (cfg.spec_method or cfg.draft_model):
+            return None, []
+    behavior = _behavior(ctx, hazards, notes)
+    rb = _rebuild(cfg, behavior, notes)
+    if rb is None:
+        return None, []
+    if category in _PARTIAL:
+        notes.append(_PARTIAL[category])
+    probe = probe_command(cfg, rb, notes)
+    inspect = rb.command("inspect")
+    pool, _ = _pool(behavior)
     mode = _mode(cfg)
-    engine = get_profile(behavior).engine
-    if category in (STALE, OOB) and not _rebuilds_a_hazard(behavior, hazards or []):
+    if category in (STALE, OOB) and not _rebuilds_a_hazard(behavior, hazards):
         notes.append(
             f"no eaglegraph reproduction of a known bug: no matched hazard is rebuilt by "
             f"{behavior}; the probe re-checks the same step for a stale or out-of-range read"
         )
     if category == OOM:
         notes.append(
-            "no CPU reproduction: memdiff and capture memory figures need a CUDA GPU (on CPU "
-            "they exit 3); on a GPU the commands measure the same pools"
+            "no CPU reproduction of the OOM itself: on a CUDA GPU, `eaglegraph memdiff` and "
+            "`capture` measure the same pools; on CPU the prediction is the figure to compare"
         )
+        return inspect + " --predict-memory", [
+            rb.command("capture", "--mode", mode, "--pool", pool)
+        ]
     if category == MODE:
         backend = cfg.attention_backend if cfg.attention_backend in PROBE_BACKENDS else None
-        if backend == "flashinfer" and parse_version(cfg.version) is None:
-            behavior = _downgrading_profile(engine) or behavior
         requested = cfg.cudagraph_mode_requested
-        requested = requested if requested in PROBE_MODES else "FULL_AND_PIECEWISE"
+        requested = requested if requested in PROBE_MODES else None
         if backend is None:
             notes.append(
                 "the report names no emulated attention backend; inspect shows a downgrade "
                 "only for the backend that causes it (e.g. --attention-backend flashinfer)"
             )
-        parts = ["eaglegraph", "inspect", model_arg(cfg), "--mode", requested]
-        parts += ["--attention-backend", backend] if backend else []
-        return _cmd(*parts, "--behavior", behavior), [probe]
-    if category in (STALE, OOB):
+        args = ["--mode", requested] if requested else []
+        args += ["--attention-backend", backend] if backend else []
+        return rb.command("inspect", *args), [probe]
+    if category in (STALE, OOB, ACCEPT):
         return probe, [inspect]
-    if category == CAPTURE:
-        capture = _cmd("eaglegraph", "capture", model_arg(cfg), "--mode", mode, "--pool", pool)
-        return capture, [probe]
-    if category == OOM:
-        big = model_arg(cfg, full_size=True)
-        memdiff = _cmd("eaglegraph", "memdiff", big, "--pool", pool, "--against", other)
-        capture = _cmd("eaglegraph", "capture", big, "--mode", mode, "--pool", pool)
-        return memdiff, [capture]
-    if category == MODE:
-        return inspect, [probe]
-    if category == CONFIG:
-        return inspect, []
-    if category == ACCEPT:
-        return probe, [inspect]
-    if category == HANG:
-        if ctx.verdict.phase.at_failure == "capture":
-            return _cmd("eaglegraph", "capture", model_arg(cfg), "--mode", mode, "--pool", pool), [
-                probe
-            ]
-        return probe, []
-    if cfg.spec_method or cfg.draft_model:
-        return probe, [inspect]
+    if category in (CAPTURE, HANG):
+        return rb.command("capture", "--mode", mode, "--pool", pool), [probe]
     return inspect, []
 
 

@@ -43,6 +43,7 @@ class Contribution:
     weight: float
     reason: str
     hits: list[Hit] = field(default_factory=list)
+    rule: str = ""
 
 
 @dataclass
@@ -74,8 +75,12 @@ def calibrated(raw: float) -> float:
     return CALIBRATION[-1][1]
 
 
+# The signal prefix of a hit that stands for a reporter's statement.
+SAID = "said."
+
+
 def _said_hit(s: Said) -> Hit:
-    return Hit(s.line, s.text, f"said.{s.id.split('.', 1)[1]}", SignalKind.NARRATIVE)
+    return Hit(s.line, s.text, f"{SAID}{s.id.split('.', 1)[1]}", SignalKind.NARRATIVE)
 
 
 def weigh(
@@ -111,7 +116,7 @@ def weigh(
         weight = rule.weight + (TITLE_BONUS if titled and rule.titled else 0.0)
         reason = rule.why + (f" ({'; '.join(details)})" if details else "")
         if weight > 0:
-            out.append(Contribution(rule.category, weight, reason, hits))
+            out.append(Contribution(rule.category, weight, reason, hits, rule.id))
     return out
 
 

@@ -31,3 +31,30 @@ def assert_evidence_points_at_lines(result, text: str) -> None:
             quoted,
             physical,
         )
+
+
+def eval_script():
+    """scripts/triage_eval.py as a module (the acceptance figures the tests check)."""
+    import importlib.util
+    import sys
+
+    name = "triage_eval_script"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(
+        name, HERE.parents[1] / "scripts" / "triage_eval.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# Every labelled set of the dev/tune data (the tune and calibration parts are cut from these).
+DEV_SETS = (
+    FIXTURES / "crash-logs-dev.jsonl",
+    FIXTURES / "crash-logs-dev2.jsonl",
+    *sorted((HERE / "data").glob("gathered-*.jsonl")),
+    *sorted((HERE / "fixtures").glob("held-out*.jsonl")),
+)

@@ -94,7 +94,9 @@ def test_shape_mismatch_is_primary_not_its_chained_traceback() -> None:
     assert result.primary_error is not None
     assert result.primary_error.line == 3
     assert "must match the size of tensor b (151936)" in result.primary_error.text
-    assert result.reproduce == "eaglegraph inspect tiny-llama-eagle3"
+    # a config mismatch reproduces on the user's own checkpoint only: no preset command
+    assert result.reproduce is None
+    assert any("eaglegraph inspect DRAFT_DIR" in n for n in result.notes)
     assert any("vocab mismatch" in c for c in result.checks)
     assert result.alternatives and result.alternatives[0].category == "capture-failure"
 

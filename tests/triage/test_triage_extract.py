@@ -98,7 +98,7 @@ def test_capture_bar_stopped_then_error_is_capture_phase() -> None:
     assert "stopped at 9/12" in r.phase.detail
     assert r.category == "capture-failure"
     assert r.reproduce.startswith(
-        "eaglegraph capture /tmp/eagle3-draft --mode FULL_AND_PIECEWISE --pool "
+        "eaglegraph capture tiny-llama-eagle3 --mode FULL_AND_PIECEWISE --pool "
     )
 
 
@@ -178,8 +178,13 @@ def test_sglang_server_args_and_capture_phases() -> None:
     assert r.phase.at_failure == "capture"
     assert r.category == "hang"
     assert r.alternatives[0].category == "capture-failure"
-    assert r.reproduce == "eaglegraph capture zai-org/GLM-5-FP8 --mode FULL --pool shared"
-    assert "--max-num-seqs 64" in r.reproduce_also[0]
+    assert (
+        r.reproduce
+        == "eaglegraph capture tiny-deepseek-mtp --mode FULL --pool shared --framework sglang -K 3"
+    )
+    # the probe plans a few requests (padding bugs need only a few; it runs as printed on CPU)
+    assert r.reproduce_also[0].startswith("eaglegraph probe tiny-deepseek-mtp --mode FULL ")
+    assert "--framework sglang" in r.reproduce_also[0]
 
 
 def test_collect_env_gpu_and_oom_capacity() -> None:

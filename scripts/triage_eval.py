@@ -1,0 +1,255 @@
+"""Acceptance figures of `eaglegraph triage` on labelled reports (JSONL, crash-triage.md fields).
+
+    python scripts/triage_eval.py FILE.jsonl [FILE2.jsonl ...] [--part tune|calibration]
+                                  [--run-commands] [--json] [-v]
+
+Each report is triaged twice: its `log_excerpt` alone (what `eaglegraph triage LOG` sees) and as a
+ticket (the title line above the text; text without its own fences is fenced as the log). The
+figures: category accuracy log-only and as a ticket; how many ticket verdicts commit (confidence
+>= 0.6, evidence that names the category) and how often those are right; the named fixes (a fix
+stated to apply, not an "if you run < X" one) right or plausible against the report's
+`fix_ref`; the confusion table and the calibration table (stated confidence bins -> accuracy);
+with `--run-commands`, every suggested `eaglegraph` command run as printed (the leading
+`eaglegraph` is this interpreter's `-m eaglegraph`) and its exit code.
+
+`--part` keeps one part of the dev/tune data: a report belongs to `calibration` when the SHA-256
+of its URL is 0 mod 3, else to `tune`. The split was drawn before the rules of issue 29 were
+written; rules are developed on `tune`, the calibration table in
+`eaglegraph.known.triage_commit` is fitted on `calibration` only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import shlex
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from eaglegraph.known.triage_commit import COMMIT
+from eaglegraph.results.triage import TriageResult
+from eaglegraph.triage.diagnose import triage_text
+
+PARTS = ("tune", "calibration")
+BINS = (0.3, 0.5, 0.6, 0.8, 1.01)
+COMMAND_TIMEOUT_S = 300.0
+
+
+def load(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def part_of(report: dict) -> str:
+    """'calibration' for a third of the reports (by the hash of their URL), else 'tune'."""
+    key = str(report.get("url") or report.get("source") or report.get("title", ""))
+    return "calibration" if int(hashlib.sha256(key.encode()).hexdigest(), 16) % 3 == 0 else "tune"
+
+
+def as_ticket(report: dict) -> str:
+    text = report["log_excerpt"]
+    if "```" not in text:
+        text = f"```\n{text}\n```"
+    return f"{report['title']}\n\n{text}\n"
+
+
+def _numbers(text: str) -> set[str]:
+    return set(re.findall(r"#(\d{3,6})\b", text or ""))
+
+
+def _engine(report: dict) -> str | None:
+    repo = str(report.get("repo", "")).lower()
+    for engine in ("vllm", "sglang"):
+        if engine in repo:
+            return engine
+    return None
+
+
+@dataclass
+class Graded:
+    """One report's verdicts, and what they are worth against its labels."""
+
+    name: str
+    label: str
+    log_category: str
+    log_committed: bool
+    category: str
+    confidence: float
+    committed: bool
+    tier: str
+    fixes: list[tuple[str, str]] = field(default_factory=list)  # (ref, right|plausible|wrong)
+    commands: list[str] = field(default_factory=list)
+
+
+def grade_fix(ref: str, report: dict, result: TriageResult) -> str:
+    """'right' when the report's fix_ref or root cause names the change, 'plausible' when the
+    report names no fix and the verdict (engine, class) is the report's, else 'wrong'."""
+    number = ref.rsplit("#", 1)[-1]
+    named = _numbers(f"{report.get('fix_ref') or ''} {report.get('root_cause') or ''}")
+    if number in named:
+        return "right"
+    same = result.category == report["category"] and result.framework == _engine(report)
+    return "plausible" if same and not report.get("fix_ref") else "wrong"
+
+
+def grade(report: dict) -> Graded:
+    log_result = triage_text(report["log_excerpt"])
+    result = triage_text(as_ticket(report))
+    named = [f for f in result.fixes if f.applies == "yes"]
+    return Graded(
+        name=f"{str(report.get('repo', '?')).split('/')[-1]}#{report.get('number', '?')}",
+        label=report["category"],
+        log_category=log_result.category,
+        log_committed=log_result.committed,
+        category=result.category,
+        confidence=result.confidence,
+        committed=result.committed,
+        tier=result.tier,
+        fixes=[(f.ref, grade_fix(f.ref, report, result)) for f in named],
+        commands=[c for c in (result.reproduce, *result.reproduce_also) if c],
+    )
+
+
+def run_command(command: str) -> int:
+    argv = shlex.split(command)
+    if argv[:1] == ["eaglegraph"]:
+        argv = [sys.executable, "-m", "eaglegraph", *argv[1:]]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=COMMAND_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return 124
+    return done.returncode
+
+
+def _share(right: int, n: int) -> float | None:
+    return round(right / n, 3) if n else None
+
+
+def figures(rows: list[Graded], exits: dict[str, int] | None = None) -> dict:
+    n = len(rows)
+    committed = [g for g in rows if g.committed and g.confidence >= COMMIT]
+    correct = [g for g in rows if g.category == g.label]
+    log_committed = [g for g in rows if g.log_committed]
+    fixes = Counter(v for g in rows for _, v in g.fixes)
+    named = sum(fixes.values())
+    confusion: dict[str, Counter] = defaultdict(Counter)
+    for g in rows:
+        confusion[g.label][g.category] += 1
+    calibration = []
+    low = 0.0
+    for high in BINS:
+        inside = [g for g in rows if low <= g.confidence < high]
+        right = sum(g.category == g.label for g in inside)
+        calibration.append({"from": low, "to": min(high, 1.0), "n": len(inside), "right": right})
+        low = high
+    out = {
+        "reports": n,
+        "accuracy_log": _share(sum(g.log_category == g.label for g in rows), n),
+        "accuracy_ticket": _share(sum(g.category == g.label for g in rows), n),
+        "committed_log": len(log_committed),
+        "committed_log_right": _share(
+            sum(g.log_category == g.label for g in log_committed), len(log_committed)
+        ),
+        "committed": len(committed),
+        "committed_right": _share(sum(g.category == g.label for g in committed), len(committed)),
+        "named_fixes": named,
+        "named_fixes_right": fixes["right"],
+        "named_fixes_plausible": fixes["plausible"],
+        "named_fixes_right_or_plausible": _share(fixes["right"] + fixes["plausible"], named),
+        "confusion": {k: dict(v) for k, v in sorted(confusion.items())},
+        "calibration": calibration,
+        "tiers": {
+            t: {"n": sum(g.tier == t for g in rows), "right": sum(g.tier == t for g in correct)}
+            for t in sorted({g.tier for g in rows})
+        },
+    }
+    if exits is not None:
+        out["commands"] = len(exits)
+        out["commands_exit"] = dict(sorted(Counter(exits.values()).items()))
+        out["commands_failing"] = sorted(c for c, rc in exits.items() if rc not in (0, 1))
+    return out
+
+
+def _short(category: str) -> str:
+    return category.split("/")[0][:6]
+
+
+def render(fig: dict) -> str:
+    def pct(x: float | None) -> str:
+        return "n/a" if x is None else f"{100 * x:.0f}%"
+
+    lines = [
+        f"reports {fig['reports']}: accuracy log-only {pct(fig['accuracy_log'])}, "
+        f"as a ticket {pct(fig['accuracy_ticket'])}",
+        f"committed at >= {COMMIT}: log-only {fig['committed_log']}, right "
+        f"{pct(fig['committed_log_right'])}; as a ticket {fig['committed']}, right "
+        f"{pct(fig['committed_right'])}",
+        f"named fixes {fig['named_fixes']}: right {fig['named_fixes_right']}, plausible "
+        f"{fig['named_fixes_plausible']} ({pct(fig['named_fixes_right_or_plausible'])})",
+        "",
+        "confusion (rows: label, columns: verdict as a ticket)",
+    ]
+    cats = sorted(set(fig["confusion"]) | {c for v in fig["confusion"].values() for c in v})
+    lines.append(" " * 22 + " ".join(f"{_short(c):>6}" for c in cats))
+    for label, row in fig["confusion"].items():
+        cells = " ".join(f"{row.get(c, 0) or '.':>6}" for c in cats)
+        lines.append(f"{label[:21]:<22}{cells}")
+    lines += ["", "calibration (stated confidence -> accuracy)"]
+    for b in fig["calibration"]:
+        acc = f"{100 * b['right'] / b['n']:.0f}%" if b["n"] else "-"
+        lines.append(f"  [{b['from']:.2f}, {b['to']:.2f}): n={b['n']:3d}  right {acc}")
+    lines += ["", "tiers (what known.triage_commit.TIERS is fitted from)"]
+    for t, c in fig["tiers"].items():
+        lines.append(f"  {t:<11} right {c['right']:3d} of {c['n']:3d}")
+    if "commands" in fig:
+        lines += [
+            "",
+            f"commands {fig['commands']}: exit codes {fig['commands_exit']}",
+            *(f"  FAILS: {c}" for c in fig["commands_failing"]),
+        ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("files", nargs="+", type=Path)
+    ap.add_argument("--part", choices=PARTS, help="keep one part of the dev/tune split")
+    ap.add_argument("--run-commands", action="store_true", help="run every suggested command")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("-v", "--verbose", action="store_true", help="one line per report")
+    args = ap.parse_args(argv)
+    for f in args.files:
+        if not f.is_file():
+            ap.error(f"no such file: {f}")
+    reports = [r for f in args.files for r in load(f)]
+    if args.part:
+        reports = [r for r in reports if part_of(r) == args.part]
+    rows = [grade(r) for r in reports]
+    exits = None
+    if args.run_commands:
+        exits = {c: run_command(c) for c in dict.fromkeys(c for g in rows for c in g.commands)}
+    fig = figures(rows, exits)
+    if args.json:
+        fig["per_report"] = [asdict(g) for g in rows] if args.verbose else None
+        print(json.dumps(fig, indent=2))
+        return 0
+    if args.verbose:
+        for g in rows:
+            mark = "ok " if g.category == g.label else "BAD"
+            flag = "*" if g.committed else " "
+            print(f"{mark} {g.name:<16} {g.label:<27} -> {g.category:<27} {g.confidence:.2f}{flag}")
+            for ref, v in g.fixes:
+                print(f"      fix {ref}: {v}")
+    print(render(fig))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
