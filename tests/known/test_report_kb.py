@@ -19,7 +19,7 @@ from .test_report_kb_others import HELD_OUT, ROOT
 
 VLLM = ROOT / "eaglegraph" / "known" / "data" / "reports" / "vllm.jsonl"
 VLLM_URL = re.compile(r"^https://github\.com/vllm-project/vllm/(?:issues|pull)/(?P<n>\d+)$")
-MIN_VLLM = 60
+MIN_VLLM = 150
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
