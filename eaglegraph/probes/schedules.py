@@ -26,6 +26,7 @@ budget) before any work; a bad file is refused in one line naming the step and t
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,27 +102,17 @@ def _step(data: Any, i: int) -> LiveStep:
         except ValueError:
             raise _fail(f"{where} accept", f"key {rid!r} is not a request id") from None
         pairs.append((key, _int(n, f"{where} accept.{rid}")))
+
+    def each(key: str, parse: Callable[[Any, str], Any]) -> tuple[Any, ...]:
+        items = _list(data.get(key, []), f"{where} {key}")
+        return tuple(parse(item, f"{where} {key}[{j}]") for j, item in enumerate(items))
+
     return LiveStep(
-        arrive=tuple(
-            _arrive(a, f"{where} arrive[{j}]")
-            for j, a in enumerate(_list(data.get("arrive", []), f"{where} arrive"))
-        ),
-        finish=tuple(
-            _int(r, f"{where} finish[{j}]")
-            for j, r in enumerate(_list(data.get("finish", []), f"{where} finish"))
-        ),
-        preempt=tuple(
-            _int(r, f"{where} preempt[{j}]")
-            for j, r in enumerate(_list(data.get("preempt", []), f"{where} preempt"))
-        ),
-        resume=tuple(
-            _resume(r, f"{where} resume[{j}]")
-            for j, r in enumerate(_list(data.get("resume", []), f"{where} resume"))
-        ),
-        order=tuple(
-            _int(r, f"{where} order[{j}]")
-            for j, r in enumerate(_list(data.get("order", []), f"{where} order"))
-        ),
+        arrive=each("arrive", _arrive),
+        finish=each("finish", _int),
+        preempt=each("preempt", _int),
+        resume=each("resume", _resume),
+        order=each("order", _int),
         accept=tuple(pairs),
     )
 
