@@ -80,7 +80,8 @@ def build_findings(cases: list[CaseResult]) -> list[Finding]:
             )
         )
     for case in cases:
-        label = f"{case.mode} batch {case.batch}"
+        where = f"schedule {case.schedule}" if case.schedule else f"batch {case.batch}"
+        label = f"{case.mode} {where}"
         if case.status in ("crash", "timeout", "error"):
             findings.append(_crash_finding(case, label))
         if case.differential:
