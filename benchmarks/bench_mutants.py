@@ -189,6 +189,12 @@ def main() -> None:
     print(
         f"found {sum(r['found'] for r in rows)}/{n}, located {sum(r['located'] for r in rows)}/{n}"
     )
+    held = [r for r in rows if by_name(r["mutant"]).held_out]
+    if held:  # written before the probe was tuned on them: reported apart
+        print(
+            f"held out: found {sum(r['found'] for r in held)}/{len(held)}, "
+            f"located {sum(r['located'] for r in held)}/{len(held)}"
+        )
     share = {
         "probe": sum(r["found"] for r in rows) / n if n else 0.0,
         "located": sum(r["located"] for r in rows) / n if n else 0.0,

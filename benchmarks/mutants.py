@@ -43,6 +43,8 @@ class Mutant:
     tracked: bool = False
     preset: str = "tiny-llama-eagle3"  # the pair it is probed on (MTP window bugs: an MTP one)
     plan: Mapping[str, Any] = field(default_factory=dict)  # plan options beyond the benchmark's
+    # written before the probe was tuned on it, and never tuned on since: reported apart
+    held_out: bool = False
 
 
 # how often a tracked mutant changed a value since the last reset (the benchmark resets it
@@ -392,6 +394,60 @@ def _mtp_window_not_cached() -> Any:
     return mock.patch.object(rig_mtp_window, "cache_mtp_window", lambda *a, **k: None)
 
 
+def _host_table_by_rid() -> Any:
+    """The host block table's row taken by request id, not slot (the same while they agree)."""
+    allocate = Rig.allocate
+
+    def patched(self: Rig, request: Any, num_tokens: int) -> None:
+        slot = request.slot
+        request.slot = request.rid % self.max_num_seqs
+        try:
+            allocate(self, request, num_tokens)
+        finally:
+            request.slot = slot
+
+    return mock.patch.object(Rig, "allocate", patched)
+
+
+def _idx_mapping_sorted() -> Any:
+    """idx_mapping uploaded in slot order, not batch-row order."""
+    orig = rig_step.h2d
+    state: dict[str, int] = {}
+
+    def h2d(dst: torch.Tensor, values: Any) -> None:
+        if dst.data_ptr() == state.get("idx") and isinstance(values, list):
+            values = sorted(values)
+        orig(dst, values)
+
+    init = Rig.__init__
+
+    def rig_init(self: Rig, *a: Any, **k: Any) -> None:
+        init(self, *a, **k)
+        state["idx"] = self.bufs.idx_mapping.data_ptr()
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.object(rig_step, "h2d", h2d))
+    stack.enter_context(mock.patch.object(Rig, "__init__", rig_init))
+    return stack
+
+
+def _release_keeps_table_row() -> Any:
+    """A finished request's host table row is not cleared (its slot's next owner rewrites the
+    whole row when it allocates, before any step reads it)."""
+    release = Rig.release
+
+    def patched(self: Rig, request: Any) -> None:
+        row = self._bt_host[request.slot].copy()
+        release(self, request)
+        self._bt_host[request.slot] = row
+
+    return mock.patch.object(Rig, "release", patched)
+
+
+def _mtp_cache_written_by_row() -> Any:
+    return _by_row(rig_mtp_window, "cache_mtp_window", 4)
+
+
 def _gather_one_row_past() -> Any:
     orig = rig_step.gather_block_tables
 
@@ -483,6 +539,23 @@ MUTANTS: tuple[Mutant, ...] = (
            "the MTP window's tail is not cached: re-prefilled draft KV is not shifted back",
            _mtp_window_not_cached, preset="tiny-deepseek-mtp2",
            plan={"num_speculative_tokens": 2}),
+    # held out (issue 27): written before any tuning, evaluated as they are
+    Mutant("host-table-by-rid", "target", ("state.block_table", "block_table", "kv_cache"),
+           "flash_attn", "the host block table row taken by request id instead of slot",
+           _host_table_by_rid, held_out=True),
+    Mutant("idx-mapping-sorted", "target", ("target.idx_mapping", "block_table", "kv_cache"),
+           "flash_attn", "idx_mapping uploaded in slot order instead of batch-row order",
+           _idx_mapping_sorted, held_out=True),
+    Mutant("release-keeps-table-row", "target", ("state.block_table",), "flash_attn",
+           "a finished request's host table row is left in place", _release_keeps_table_row,
+           {"NONE": "the slot's next owner rewrites the whole row before a step reads it",
+            "FULL_AND_PIECEWISE": "the slot's next owner rewrites the whole row first"},
+           held_out=True),
+    Mutant("mtp-cache-written-by-row", "draft_prefill", ("mtp.cached_ids", "mtp.cached_hidden",
+           "eagle.draft_tokens", "kv_cache"), "flash_attn",
+           "the MTP window's tail cached by batch row, read back by slot",
+           _mtp_cache_written_by_row, preset="tiny-deepseek-mtp2",
+           plan={"num_speculative_tokens": 2}, held_out=True),
     Mutant("gather-one-row-past", "target", ("target.idx_mapping", "block_table"),
            "flash_attn", "`<=` for `<`: gather_block_tables treats the row past the batch as "
            "a request, reading idx_mapping's padding", _gather_one_row_past),
