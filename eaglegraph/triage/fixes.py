@@ -275,7 +275,7 @@ def applies(change: Upstream, c: FixContext) -> tuple[str, str | None] | None:
         return None  # no release had the code without the fix
     if c.version is None:
         if fixed is None:
-            return "related", f"no {label} release carries this change yet"
+            return "related", f"the first {label} release with this change is not recorded"
         since = f"{version_text(span.since)} <= " if span and span.since else ""
         return "if-older", (
             f"applies only if you run {since}{label} < {version_text(fixed)}: check with "

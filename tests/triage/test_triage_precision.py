@@ -1,0 +1,210 @@
+"""Issue 29: commit only on evidence that names the class, fixes only where they apply, facts
+stated as what they are, the blind spots, and multi-rank stops told apart."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from io import StringIO
+
+from rich.console import Console
+
+from eaglegraph.known.triage_commit import COMMIT
+from eaglegraph.reports.triage_view import render_triage
+from eaglegraph.triage.diagnose import triage_text
+
+from .helpers_triage import DEV_SETS, HERE, eval_script
+
+ENGINE = (
+    "INFO 03-01 10:00:00 [core.py:58] Initializing a V1 LLM engine (v{v}) with config: "
+    "model='meta-llama/Llama-3.1-8B', speculative_config=SpeculativeConfig(method='eagle', "
+    "model='None', num_spec_tokens=5)\nVLLM_USE_V2_MODEL_RUNNER=1\n"
+)
+OOM = "torch.OutOfMemoryError: CUDA out of memory.\n"
+IMA = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+
+
+def _view(text: str) -> str:
+    out = StringIO()
+    render_triage(triage_text(text), Console(file=out, width=80, no_color=True))
+    return out.getvalue()
+
+
+# -- precision first ---------------------------------------------------------------------------
+
+
+def test_a_vague_report_does_not_commit_and_says_what_to_ask_for() -> None:
+    r = triage_text(
+        "[Bug] spec decode crashes sometimes\n\nIt crashed after a while with graphs.\n"
+    )
+    assert not r.committed and r.confidence < COMMIT
+    assert any("first error line" in a for a in r.ask_for)
+    assert any("cudagraph_mode" in a for a in r.ask_for)
+    assert any("launch command" in a for a in r.ask_for)
+    assert "not enough evidence" in _view("It crashed after a while with graphs.\n")
+
+
+def test_a_named_error_line_commits() -> None:
+    r = triage_text(ENGINE.format(v="0.23.0") + OOM)
+    assert r.committed and r.tier == "named-log" and r.confidence >= COMMIT
+    assert r.ask_for == []
+
+
+def test_an_inference_alone_does_not_commit() -> None:
+    """An async fault in serving is *most often* a stale read: a guess, never committed."""
+    r = triage_text(ENGINE.format(v="0.23.0").replace("VLLM_USE_V2_MODEL_RUNNER=1\n", "") + IMA)
+    assert r.category == "stale-buffer-read" and r.tier == "guess" and not r.committed
+    assert r.confidence < COMMIT and r.ask_for
+
+
+# -- fixes only when they apply ----------------------------------------------------------------
+
+
+def _fixes(version: str | None) -> list[tuple[str, str]]:
+    head = ENGINE.format(v=version) if version else ENGINE.replace("(v{v}) ", "")
+    return [(f.ref, f.applies) for f in triage_text(head + OOM).fixes]
+
+
+def test_a_fix_is_named_inside_its_affected_range_only() -> None:
+    assert _fixes("0.22.0") == [("vllm-project/vllm#44078", "yes")]
+    assert _fixes("0.24.0") == []  # already carries the fix
+    assert _fixes("0.9.2") == []  # older than the code the fix changed
+
+
+def test_with_the_version_unknown_a_fix_is_conditional_with_its_check() -> None:
+    r = triage_text(ENGINE.replace("(v{v}) ", "") + OOM)
+    (fix,) = r.fixes
+    assert fix.applies == "if-older" and fix.fixed_in == "0.23"
+    assert fix.check is not None and "< 0.23" in fix.check and "pip show vllm" in fix.check
+    assert "only if your version is older" in _view(ENGINE.replace("(v{v}) ", "") + OOM)
+
+
+def test_named_fixes_on_the_dev_sets_are_never_wrong() -> None:
+    ev = eval_script()
+    rows = [ev.grade(r) for path in DEV_SETS for r in ev.load(path)]
+    assert all(v != "wrong" for g in rows for _, v in g.fixes), [g.fixes for g in rows if g.fixes]
+
+
+# -- facts stated as what they are -------------------------------------------------------------
+
+
+def test_parallel_sizes_from_launch_arguments_else_a_lower_bound() -> None:
+    launched = triage_text("vllm serve m --tensor-parallel-size 8\n(Worker_TP4 pid=1) " + IMA)
+    assert (launched.config.tp, launched.config.tp_at_least) == (8, None)
+    sglang = triage_text("python -m sglang.launch_server --model m --tp 8\n" + IMA)
+    assert sglang.config.tp == 8
+    ranks = "(Worker_TP4 pid=1) ERROR 01-01 10:00:00 [core.py:1] " + IMA + "(Worker_TP1 pid=2) x\n"
+    r = triage_text(ranks)
+    assert (r.config.tp, r.config.tp_at_least) == (None, 5)
+    assert "TP>=5" in _view(ranks)
+
+
+# -- blind spots -------------------------------------------------------------------------------
+
+
+def test_draft_weights_that_do_not_load_are_a_config_mismatch() -> None:
+    for line in (
+        "KeyError: 'layers.0.self_attn.qkv_proj.weight'",
+        "ValueError: Following weights were not initialized from checkpoint: {'fc.weight'}",
+        "NotImplementedError: Eagle3 not supported for this model architecture",
+    ):
+        r = triage_text(line + "\n")
+        assert r.category == "hidden-dim/config-mismatch" and r.committed, (line, r.scores)
+
+
+def test_a_kernel_limited_to_some_speculative_token_counts_is_a_mode_limit() -> None:
+    r = triage_text("ValueError: num_speculative_tokens > 4 is not supported by this kernel\n")
+    assert r.category == "mode-incompatibility" and r.committed
+
+
+def test_token_count_shapes_and_graph_size_asserts_are_not_width_mismatches() -> None:
+    for line in (
+        "AssertionError: expected size 132==136, stride 4096==4096 at dim=0",
+        "RuntimeError: The size of tensor a (12) must match the size of tensor b (4) at "
+        "non-singleton dimension 0",
+    ):
+        r = triage_text(line + "\n")
+        assert r.category != "hidden-dim/config-mismatch", (line, r.scores)
+    width = "RuntimeError: The size of tensor a (4096) must match the size of tensor b (12288)"
+    assert triage_text(width + "\n").category == "hidden-dim/config-mismatch"
+
+
+def test_a_fault_in_an_engine_gemm_is_not_probed() -> None:
+    r = triage_text("[TensorRT-LLM][ERROR] Assertion failed: Error occurred when running GEMM!\n")
+    assert r.category == "other" and r.committed
+    assert r.reproduce is None
+    assert any("engine kernel" in n for n in r.notes)
+
+
+# -- distributed failures ----------------------------------------------------------------------
+
+
+def _stop(text: str) -> str | None:
+    d = triage_text(text).distributed
+    return d.kind if d is not None else None
+
+
+def test_multi_rank_stops_are_told_apart() -> None:
+    shm = (
+        "INFO 01-01 [shm_broadcast.py:501] No available shared memory broadcast block found in "
+        "60 seconds. This typically happens when some processes are hanging.\n"
+    )
+    rpc = "TimeoutError: RPC call to sample_tokens timed out.\n"
+    gloo = (
+        "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Timed out waiting "
+        "1800000ms for recv operation to complete\n"
+    )
+    assert _stop(shm) == "step-stuck"
+    assert _stop(rpc) == "step-stuck"
+    assert _stop(gloo) == "collective-wait"
+    assert _stop(IMA) is None
+
+
+def test_the_first_error_is_separated_from_its_cascade() -> None:
+    text = (
+        "(Worker_TP1 pid=2) ERROR "
+        + IMA
+        + "(Worker_TP0 pid=1) [rank0]:[E811 ProcessGroupNCCL.cpp:632] "
+        "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE)\n"
+        "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.\n"
+    )
+    r = triage_text(text)
+    assert r.distributed is not None and r.distributed.kind == "rank-died"
+    assert r.distributed.first_error is not None and r.distributed.first_error.line == 1
+    assert r.distributed.cascade == 2
+    assert "collect every rank's log" in r.distributed.next_step
+
+
+def test_a_hang_asks_for_the_stacks_of_every_rank() -> None:
+    r = triage_text("[Bug] server hangs with EAGLE\n\nThe server is stuck, no progress.\n")
+    assert r.category == "hang"
+    assert any("eaglegraph stacks" in c for c in r.checks)
+
+
+# -- the evaluation script ---------------------------------------------------------------------
+
+
+def test_the_split_is_fixed_and_both_parts_are_used() -> None:
+    ev = eval_script()
+    reports = [r for path in DEV_SETS for r in ev.load(path)]
+    parts = [ev.part_of(r) for r in reports]
+    assert parts == [ev.part_of(r) for r in reports]
+    assert 0.2 < parts.count("calibration") / len(parts) < 0.45
+
+
+def test_eval_script_json_figures() -> None:
+    data = HERE.parents[1] / "tests" / "fixtures" / "crash-logs-dev.jsonl"
+    script = HERE.parents[1] / "scripts" / "triage_eval.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(data), "--json"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    fig = json.loads(done.stdout)
+    assert fig["reports"] == 13 and fig["accuracy_ticket"] >= 0.9
+    assert sum(b["n"] for b in fig["calibration"]) == 13
+    assert sum(sum(row.values()) for row in fig["confusion"].values()) == 13
+    bad = subprocess.run(
+        [sys.executable, str(script), "no-such.jsonl"], capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and "no such file" in bad.stderr
