@@ -34,6 +34,7 @@ from unittest import mock
 from benchmarks.mutants import ACTIVITY, MUTANTS, Mutant, by_name, planted
 from eaglegraph.probes.cases import BuiltRig
 from eaglegraph.probes.probing import probe
+from eaglegraph.probes.schedules import default_schedules
 from eaglegraph.probes.spec import resolve_run
 from eaglegraph.results.findings import Finding
 
@@ -62,7 +63,11 @@ def probe_once(
         device=device,
         max_model_len=256,
     )
-    return probe(spec, modes=mode.split(","), batches=[batch], isolate=False, timeout=600)
+    o = spec.options  # the padded batch and the default live schedule (issue 27)
+    live = default_schedules(o.max_num_seqs, o.num_speculative_tokens)
+    return probe(
+        spec, modes=mode.split(","), batches=[batch], isolate=False, timeout=600, schedules=live
+    )
 
 
 def located(mutant: Mutant, findings: list[Finding]) -> bool:

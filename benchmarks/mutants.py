@@ -394,6 +394,18 @@ def _mtp_window_not_cached() -> Any:
     return mock.patch.object(rig_mtp_window, "cache_mtp_window", lambda *a, **k: None)
 
 
+def _mtp_window_one_short() -> Any:
+    """The window re-prefills one rejected row fewer than it should (shifted one row short):
+    the draft KV of that row keeps what the rejected draft left."""
+    orig = rig_mtp_window.prepare_mtp_window
+
+    def patched(*args: Any, **kwargs: Any) -> Any:
+        rejected = (args[5] - 1).clamp(min=0)
+        return orig(*args[:5], rejected, *args[6:], **kwargs)
+
+    return mock.patch.object(rig_mtp_window, "prepare_mtp_window", patched)
+
+
 def _host_table_by_rid() -> Any:
     """The host block table's row taken by request id, not slot (the same while they agree)."""
     allocate = Rig.allocate
@@ -539,6 +551,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "the MTP window's tail is not cached: re-prefilled draft KV is not shifted back",
            _mtp_window_not_cached, preset="tiny-deepseek-mtp2",
            plan={"num_speculative_tokens": 2}),
+    Mutant("mtp-window-one-short", "draft_prefill", ("eagle.draft_tokens", "kv_cache",
+           "eagle.last_token_indices"), "flash_attn",
+           "the MTP window shifted back one rejected row short", _mtp_window_one_short,
+           preset="tiny-deepseek-mtp2", plan={"num_speculative_tokens": 2}),
     # held out (issue 27): written before any tuning, evaluated as they are
     Mutant("host-table-by-rid", "target", ("state.block_table", "block_table", "kv_cache"),
            "flash_attn", "the host block table row taken by request id instead of slot",

@@ -44,7 +44,7 @@ from eaglegraph.rig.options import PROBE_MAX_NUM_SEQS
     default=None,
     metavar="FILE.json",
     help="A live-server schedule to probe (per-step requests; see the README) instead of "
-    "the default one.",
+    "the default one (which --batches leaves out).",
 )
 @click.option(
     "--no-isolation", is_flag=True, help="Run cases in this process (faster; a crash ends the run)."
@@ -124,7 +124,7 @@ def command(
         schedules=schedules,
     )
     spec = request.spec
-    live_schedules(spec, schedules)  # checked against the run before any work
+    live_schedules(spec, schedules, request.batches)  # checked before any work
     warn_suspicious(spec.open_pair(), spec.options, spec.max_model_len, force=outputs.force)
     with app.progress("probe", total=None) as progress:
         run = request.run(

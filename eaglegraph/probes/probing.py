@@ -133,16 +133,20 @@ def padding_batches(plan: CapturePlan, max_num_seqs: int) -> list[int]:
 
 
 def live_schedules(
-    spec: RunSpec, schedules: Sequence[LiveSchedule] | None = None
+    spec: RunSpec,
+    schedules: Sequence[LiveSchedule] | None = None,
+    batches: Sequence[int] | None = None,
 ) -> tuple[LiveSchedule, ...]:
-    """The live schedules a probe of `spec` runs (the given ones, or the default set), each
-    checked against the run first: a bad one is refused in one line naming step and field."""
+    """The live schedules a probe of `spec` runs: the given ones; else the default set, unless
+    the probe was asked for given padded `batches` only. Each is checked against the run
+    first: a bad one is refused in one line naming step and field."""
     o = spec.options
-    picked = (
-        tuple(schedules)
-        if schedules is not None
-        else default_schedules(o.max_num_seqs, o.num_speculative_tokens)
-    )
+    if schedules is not None:
+        picked = tuple(schedules)
+    elif batches:
+        picked = ()
+    else:
+        picked = default_schedules(o.max_num_seqs, o.num_speculative_tokens)
     for schedule in picked:
         check_schedule(schedule, schedule_limits(spec))
     return picked
@@ -157,7 +161,7 @@ def plan_cases(
     """One case per (mode, batch): the given batches, or every batch that pads under the mode;
     and one per (mode, live schedule)."""
     seqs = spec.options.max_num_seqs
-    live = live_schedules(spec, schedules)
+    live = live_schedules(spec, schedules, batches)
     cases = []
     for mode in select_modes(modes, spec.options.framework):
         case_spec = spec.with_mode(mode)
@@ -322,7 +326,7 @@ def probe(
         raise BadInput(f"timeout must be a positive number of seconds, got {timeout}")
     if workers is not None and workers < 1:
         raise BadInput(f"--workers must be at least 1, got {workers}")
-    live = live_schedules(spec, schedules)  # a bad schedule is refused before any work
+    live = live_schedules(spec, schedules, batches)  # a bad one is refused before any work
     preflight(spec.open_pair(), spec.rig_config())  # what each worker would build
     start = time.perf_counter()
     cases = plan_cases(spec, modes, batches, live)
