@@ -128,7 +128,7 @@ def test_force_runs_a_refused_plan(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_probe_refuses_too() -> None:
-    code, _, err = run("probe", PRESET, "--max-num-seqs", "64", "--max-num-batched-tokens", "16")
+    code, _, err = run("probe", PRESET, "--max-num-seqs", "64", "--max-num-batched-tokens", "32")
     assert code == 2 and "vLLM refuses this at startup" in err
 
 
