@@ -13,7 +13,7 @@ from typing import Any
 
 from eaglegraph.errors import BadInput
 from eaglegraph.pair.config import Config
-from eaglegraph.results.inspect import RopeFacts
+from eaglegraph.results.inspect import GeometryFields, RopeFacts
 
 DTYPE_ALIASES = {
     "bfloat16": "bfloat16",
@@ -34,23 +34,9 @@ Rope = RopeFacts  # one record: what inspect reports is what the geometry read
 
 
 @dataclass(frozen=True)
-class Geometry:
-    architecture: str
-    model_type: str
-    hidden_size: int
-    intermediate_size: int
-    num_hidden_layers: int
-    num_attention_heads: int
-    num_key_value_heads: int
-    head_dim: int
-    head_dim_explicit: bool
-    vocab_size: int
-    max_position_embeddings: int
-    tie_word_embeddings: bool
-    dtype: str | None
-    rope: Rope
-    rms_norm_eps: float
-    attention_bias: bool
+class Geometry(GeometryFields):
+    """One model's sizes from its config (`GeometryFields`), and the config's other keys."""
+
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property

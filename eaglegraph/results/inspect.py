@@ -42,8 +42,11 @@ class MLAFacts:
     v_head_dim: int
 
 
-@dataclass
-class GeometryFacts:
+@dataclass(frozen=True)
+class GeometryFields:
+    """The sizes a config gives one model: `pair.geometry.Geometry` reads them from the
+    config and adds what it needs to build layers; `GeometryFacts` reports them."""
+
     architecture: str
     model_type: str
     hidden_size: int
@@ -60,6 +63,10 @@ class GeometryFacts:
     rope: RopeFacts
     rms_norm_eps: float
     attention_bias: bool
+
+
+@dataclass(frozen=True)
+class GeometryFacts(GeometryFields):
     mla: MLAFacts | None = None
 
 
