@@ -45,8 +45,8 @@ def _held_out_urls() -> set[str]:
     return urls
 
 
-def test_at_least_110_reports_most_from_sglang() -> None:
-    assert len(ROWS) >= 110
+def test_at_least_220_reports_most_from_sglang() -> None:
+    assert len(ROWS) >= 220
     engines = [row["engine"] for row in ROWS]
     assert engines.count("sglang") > len(ROWS) / 2
     assert len(set(engines)) >= 3
