@@ -174,3 +174,15 @@ def test_release_outside_the_modelled_range_is_planned_with_a_warning() -> None:
     assert new.exit_code in (0, 1)
     assert "planned as 0.33" in new.stderr
     assert json.loads(new.stdout)["plan"]["behavior"] == "vllm-current"
+
+
+def test_a_run_spec_keeps_its_runner_through_json() -> None:
+    """Workers rebuild the runner the parent chose: the spec's JSON carries it back typed."""
+    from eaglegraph.probes.spec import RunSpec, resolve_run
+
+    choices = PlanChoices(runner=ModelRunner.MRV1, behavior="vllm-0.22", max_num_seqs=4)
+    spec = resolve_run("tiny-llama-eagle3", plan=choices, device="cpu")
+    back = RunSpec.from_json(json.loads(json.dumps(spec.to_json())))
+    assert back == spec
+    assert back.options.runner is ModelRunner.MRV1
+    assert "VLLM_USE_V2_MODEL_RUNNER=0" in back.options.runner_why
