@@ -239,6 +239,8 @@ for mode in ('FULL_AND_PIECEWISE', 'PIECEWISE', 'FULL'):
           'replay==eager', res.token_trace() == eager, 'findings', len(findings))"
   TAIL=30 run mrv1-cuda-tests python3 -m pytest -q -m cuda -p no:cacheprovider tests/rig/test_mrv1_eagle.py
   TAIL=20 run mrv1-probe-current $EG probe tiny-llama-eagle3 --runner v1 --mode all --no-color
+  TAIL=20 run mrv1-probe-mtp $EG probe tiny-deepseek-mtp --runner v1 --mode FULL_AND_PIECEWISE \
+    --no-color
   TAIL=20 run mrv1-probe-pre29845 $EG probe tiny-llama-eagle3 --behavior vllm-mrv1-pre-29845 \
     --mode FULL_AND_PIECEWISE --no-color --fail-on never
   TAIL=25 run mrv1-memdiff $EG memdiff tiny-llama-eagle3 --runner v1 --pool shared \

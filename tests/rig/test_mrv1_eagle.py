@@ -42,13 +42,14 @@ OLD = "vllm-mrv1-pre-29845"
 
 
 def _rig(mode: str, backend: str = "flash_attn", behavior: str | None = None,
-         runner: ModelRunner | None = ModelRunner.MRV1, device: str = "cpu") -> Rig:  # fmt: skip
+         runner: ModelRunner | None = ModelRunner.MRV1, device: str = "cpu",
+         preset: str = PRESET) -> Rig:  # fmt: skip
     opts = resolve_plan_options(PlanChoices(
         max_num_seqs=4, num_speculative_tokens=3, attention_backend=backend, mode=mode,
         max_num_batched_tokens=64, capture_sizes=SIZES, behavior=behavior,
         runner=None if behavior == OLD else runner,
     ))  # fmt: skip
-    pair = load_pair(materialize(PRESET))
+    pair = load_pair(materialize(preset))
     config = RigConfig(opts, torch.device(device), dtype="float32", max_model_len=256)
     return Rig(pair, config)
 
@@ -108,15 +109,17 @@ def test_without_a_piecewise_target_pass_the_drafter_stays_eager() -> None:
 
 
 @functools.cache
-def _eager(backend: str, device: str = "cpu") -> tuple[object, ...]:
-    return tuple(run_workload(_rig("NONE", backend, device=device), SCHEDULE).token_trace())
+def _eager(backend: str, device: str, preset: str) -> tuple[object, ...]:
+    rig = _rig("NONE", backend, device=device, preset=preset)
+    return tuple(run_workload(rig, SCHEDULE).token_trace())
 
 
-def _replays_eager(mode: str, backend: str, device: str = "cpu") -> None:
-    rig = _rig(mode, backend, device=device)
+def _replays_eager(mode: str, backend: str, device: str = "cpu", preset: str = PRESET) -> None:
+    rig = _rig(mode, backend, device=device, preset=preset)
+    assert isinstance(rig.speculator, Mrv1EagleSpeculator)
     rig.capture()
     result = run_workload(rig, SCHEDULE)
-    assert tuple(result.token_trace()) == _eager(backend, device)
+    assert tuple(result.token_trace()) == _eager(backend, device, preset)
     decodes = [s.descriptors["draft_decode"] for s in result.steps]
     # the draft decodes replay the drafter's PIECEWISE graphs, padded in tokens only
     assert any(d.startswith("PIECEWISE") for d in decodes), decodes
@@ -124,18 +127,27 @@ def _replays_eager(mode: str, backend: str, device: str = "cpu") -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("mode", "backend"),
-    [("FULL_AND_PIECEWISE", "flash_attn"), ("PIECEWISE", "flash_attn"),
-     ("FULL_AND_PIECEWISE", "flashinfer")],
+    ("mode", "backend", "preset"),
+    [("FULL_AND_PIECEWISE", "flash_attn", PRESET), ("PIECEWISE", "flash_attn", PRESET),
+     ("FULL_AND_PIECEWISE", "flashinfer", PRESET),
+     # DeepSeek-style MTP drafts through the same proposer, its one module reused per step
+     ("FULL_AND_PIECEWISE", "flash_attn", "tiny-deepseek-mtp")],
 )  # fmt: skip
-def test_emulated_replay_matches_eager(mode: str, backend: str) -> None:
-    _replays_eager(mode, backend)
+def test_emulated_replay_matches_eager(mode: str, backend: str, preset: str) -> None:
+    _replays_eager(mode, backend, preset=preset)
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("backend", ["flash_attn", "flashinfer"])
-@pytest.mark.parametrize("mode", ["FULL_AND_PIECEWISE", "PIECEWISE"])
-def test_cuda_replay_matches_eager(mode: str, backend: str) -> None:
+@pytest.mark.parametrize(
+    ("mode", "backend", "preset"),
+    [
+        (m, b, PRESET)
+        for m in ("FULL_AND_PIECEWISE", "PIECEWISE")
+        for b in ("flash_attn", "flashinfer")
+    ]
+    + [(m, "flash_attn", "tiny-deepseek-mtp") for m in ("FULL_AND_PIECEWISE", "PIECEWISE")],
+)
+def test_cuda_replay_matches_eager(mode: str, backend: str, preset: str) -> None:
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
-    _replays_eager(mode, backend, "cuda")
+    _replays_eager(mode, backend, "cuda", preset)
