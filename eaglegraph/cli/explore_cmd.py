@@ -53,7 +53,9 @@ def command(
     as one self-contained page; --json prints the explorer's nodes and links.
     """
     app = make_app(ctx, json_output, no_color)
-    check_folder("--export-dir", export_dir)  # `x` must not fail after a session of work
+    source_of = ctx.get_parameter_source("export_dir")
+    if source_of is not None and source_of.name == "COMMANDLINE":  # `x` must not fail late
+        check_folder("--export-dir", export_dir)
     from eaglegraph.probes.explore import open_source
 
     run, actions = open_source(source, pop_plan_kwargs(kwargs), pop_rig_kwargs(kwargs))
