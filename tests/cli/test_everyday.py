@@ -254,3 +254,22 @@ def test_sigterm_during_a_probe_ends_its_workers() -> None:
     while _session_members(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _session_members(proc.pid) == []  # no worker outlived the command
+
+
+# --- repaired input is named ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("filler", [0, 200_000])  # a ticket-sized log, and one past 2 MiB
+def test_a_log_with_bytes_that_are_not_utf8_says_so(tmp_path: Path, filler: int) -> None:
+    log = tmp_path / "server.log"
+    lines = [b"INFO vllm version 0.24.0\n"]
+    lines += [b"INFO step %d ok\n" % i for i in range(filler)]
+    lines.append(b"RuntimeError: CUDA error: an illegal \xff\xfe memory access was encountered\n")
+    log.write_bytes(b"".join(lines))
+    code, out, _ = run("triage", str(log), "--json")
+    notes = json.loads(out)["notes"]
+    assert code == 0
+    assert "1 line(s) hold bytes that are not UTF-8: read with U+FFFD in their place" in notes
+    log.write_bytes(b"".join(lines[:-1]) + b"RuntimeError: CUDA error: illegal memory access\n")
+    code, out, _ = run("triage", str(log), "--json")
+    assert not any("UTF-8" in note for note in json.loads(out)["notes"])
