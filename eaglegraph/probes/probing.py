@@ -29,7 +29,7 @@ from eaglegraph.probes.cases import (
 from eaglegraph.probes.environment import run_environment
 from eaglegraph.probes.preflight import preflight
 from eaglegraph.probes.runner import Job, Outcome, run_task, run_tasks
-from eaglegraph.probes.schedules import check_schedule, default_schedules
+from eaglegraph.probes.schedules import Limits, check_schedule, default_schedules
 from eaglegraph.probes.spec import RunSpec
 from eaglegraph.probes.stale_read import SGLANG_MODES, VLLM_MODES, build_findings, build_matrix
 from eaglegraph.results.probe import CaseResult, ProbeRun
@@ -140,16 +140,21 @@ def live_schedules(
     """The live schedules a probe of `spec` runs: the given ones; else the default set, unless
     the probe was asked for given padded `batches` only. Each is checked against the run
     first: a bad one is refused in one line naming step and field."""
-    o = spec.options
-    if schedules is not None:
-        picked = tuple(schedules)
-    elif batches:
-        picked = ()
-    else:
-        picked = default_schedules(o.max_num_seqs, o.num_speculative_tokens)
-    for schedule in picked:
-        check_schedule(schedule, schedule_limits(spec))
-    return picked
+    o, limits = spec.options, schedule_limits(spec)
+    if schedules is None:  # the default set: those that fit the run (none when it is tiny)
+        defaults = () if batches else default_schedules(o.max_num_seqs, o.num_speculative_tokens)
+        return tuple(s for s in defaults if _fits(s, limits))
+    for schedule in schedules:
+        check_schedule(schedule, limits)
+    return tuple(schedules)
+
+
+def _fits(schedule: LiveSchedule, limits: Limits) -> bool:
+    try:
+        check_schedule(schedule, limits)
+    except BadInput:
+        return False
+    return True
 
 
 def plan_cases(

@@ -152,3 +152,19 @@ def test_cli_refuses_a_bad_schedule_before_any_work(tmp_path: Path) -> None:
     path.write_text("{not json")
     out = CliRunner().invoke(cli, ["probe", "tiny-llama-eagle3", "--schedule", str(path)])
     assert out.exit_code == 2 and "not JSON" in out.output
+
+
+def test_default_left_out_where_it_cannot_fit_a_given_one_refused() -> None:
+    from eaglegraph.probes.probing import live_schedules
+    from eaglegraph.probes.spec import resolve_run
+
+    plan = {"max_num_seqs": 4, "num_speculative_tokens": 3}
+    roomy = resolve_run("tiny-llama-eagle3", plan=plan, device="cpu", max_model_len=256)
+    assert [s.name for s in live_schedules(roomy)] == ["live"]
+    assert live_schedules(roomy, batches=[3]) == ()  # named batches only
+    tight = resolve_run(
+        "tiny-llama-eagle3", plan={**plan, "max_num_batched_tokens": 8}, device="cpu"
+    )
+    assert live_schedules(tight) == ()
+    with pytest.raises(BadInput, match="schedule step 0: 17 tokens exceed"):
+        live_schedules(tight, default_schedules(4, 3))
