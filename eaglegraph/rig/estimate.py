@@ -13,11 +13,11 @@ from typing import TypedDict
 
 from eaglegraph.known.heads import head_dtype
 from eaglegraph.pair.geometry import DTYPE_BYTES, Geometry
+from eaglegraph.pair.kv_layers import draft_layer_count
 from eaglegraph.pair.mla import mla_dims, mla_kv_bytes_per_token
 from eaglegraph.pair.model import ModelSide, Pair
 from eaglegraph.pair.sizing import kv_layer_counts
 from eaglegraph.results.inspect import MemoryEstimate
-from eaglegraph.rig.kv_specs import draft_layer_count
 from eaglegraph.rig.plan import CapturePlan
 
 

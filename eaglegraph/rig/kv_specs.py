@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from eaglegraph.models.drafts import draft_build
 from eaglegraph.pair.geometry import Geometry
+from eaglegraph.pair.kv_layers import draft_layer_count
 from eaglegraph.pair.mla import mla_dims
 from eaglegraph.pair.model import ModelSide, Pair
 from eaglegraph.rig.kv_cache import KVLayout
@@ -26,16 +26,6 @@ def _side_layout(side: ModelSide, block_size: int, dtype: torch.dtype) -> KVLayo
     if mla is not None:
         return KVLayout(0, block_size, 1, mla.cache_width, dtype, latent=True)
     return _standard(side.geometry, block_size, dtype)
-
-
-def draft_layer_count(pair: Pair, framework: str) -> int:
-    """Attention layers of the draft, as its kind's build counts them under `framework` (MTP:
-    one per module the engine runs, whatever the config's `num_hidden_layers` says); the
-    config's layers for other kinds."""
-    assert pair.draft is not None and pair.draft_facts is not None
-    if pair.draft_facts.kind.supported:
-        return len(draft_build(pair.draft_facts.kind).kv_layers(pair, framework))
-    return pair.draft.geometry.num_hidden_layers
 
 
 def kv_layouts(pair: Pair, block_size: int, dtype: torch.dtype, framework: str) -> list[KVLayout]:

@@ -13,11 +13,11 @@ import torch
 
 from eaglegraph.errors import BadInput
 from eaglegraph.models.drafts import Draft, DraftArch, draft_build, load_draft, random_draft
-from eaglegraph.models.drafts.mtp import mtp_layout
 from eaglegraph.models.loading import resolve_dtype
 from eaglegraph.models.target import TargetModel, target_family
 from eaglegraph.models.target_build import build_target
 from eaglegraph.pair.kinds import DraftKind, supported_titles
+from eaglegraph.pair.kv_layers import mtp_layout
 from eaglegraph.pair.mla import mla_dims
 from eaglegraph.pair.model import Pair
 from eaglegraph.pair.mtp_layout import not_built_reason

@@ -157,10 +157,6 @@ class DraftBuild(Protocol):
         """Entering-layer ids of target states the draft consumes besides the final hidden."""
         ...
 
-    def kv_layers(self, pair: Pair, framework: str) -> list[tuple[int, int]]:
-        """(kv heads, head_dim) of each KV-cache layer the draft appends after the target's."""
-        ...
-
     def random(
         self, arch: DraftArch, target: TargetModel, args: BuildArgs, gen: torch.Generator
     ) -> Draft:
@@ -183,13 +179,6 @@ class DraftBuild(Protocol):
         """The K draft tokens of one request by plain dense recomputation (no paging, no
         buffers, no graphs): the reference the rig's step must reproduce."""
         ...
-
-
-def stacked_kv_layers(pair: Pair) -> list[tuple[int, int]]:
-    """One KV layer per decoder layer of the draft's own config (EAGLE heads)."""
-    assert pair.draft is not None
-    g = pair.draft.geometry
-    return [(g.num_key_value_heads, g.head_dim)] * g.num_hidden_layers
 
 
 def draft_layer_spec(geometry: Geometry) -> LayerSpec:
@@ -271,9 +260,6 @@ class BuildDefaults(ABC, Generic[ArchT, TargetT, ModuleT]):
 
     def aux_layer_ids(self, pair: Pair, framework: str) -> tuple[int, ...]:
         return ()
-
-    def kv_layers(self, pair: Pair, framework: str) -> list[tuple[int, int]]:
-        return stacked_kv_layers(pair)
 
     @abstractmethod
     def fresh(self, arch: ArchT, target: TargetT, args: BuildArgs) -> ModuleT:

@@ -21,33 +21,11 @@ from eaglegraph.models.mtp_loading import load_mtp_draft
 from eaglegraph.models.rope import rope_extras_from_config
 from eaglegraph.models.target_build import rope_interleave
 from eaglegraph.pair.kinds import DraftKind
+from eaglegraph.pair.kv_layers import modules_run, mtp_layout
 from eaglegraph.pair.mla import mla_dims, moe_dims
 from eaglegraph.pair.model import Pair
-from eaglegraph.pair.mtp_layout import MTPLayout, in_target_mtp, separate_mtp_draft
+from eaglegraph.pair.mtp_layout import MTPLayout
 from eaglegraph.pair.tensors import CheckpointIndex
-
-
-def mtp_layout(pair: Pair) -> MTPLayout | None:
-    """Where the pair's MTP modules live: in the target's folder or the draft's own."""
-    assert pair.draft is not None
-    cfg, index = pair.draft.config, pair.draft.checkpoint
-    if pair.target is not None and pair.draft.path == pair.target.path:
-        return in_target_mtp(cfg, index)
-    return separate_mtp_draft(cfg, set(index.tensors))
-
-
-def declared_modules(pair: Pair) -> int:
-    """The MTP modules the checkpoint declares (1 when it does not say)."""
-    assert pair.draft is not None
-    layout = mtp_layout(pair)
-    return (layout.modules if layout else None) or 1
-
-
-def modules_run(pair: Pair, framework: str) -> int:
-    """The MTP modules the engine runs (SGLang's NextN path: the first one only)."""
-    declared = declared_modules(pair)
-    archs = pair.target.config.raw("architectures") if pair.target is not None else None
-    return known_mtp.modules_run(framework, declared, list(archs or []))
 
 
 def run_refusal(pair: Pair, num_speculative_tokens: int, framework: str) -> str | None:
@@ -127,17 +105,6 @@ class MTPBuild(BuildDefaults[MTPArch, Target, MTPDraft]):
         if mla_dims(pair.target.config) is not None:
             raise BadInput("a Qwen-style MTP draft over an MLA target is not supported")
         return _qwen_arch(pair, layout, modules)
-
-    def kv_layers(self, pair: Pair, framework: str) -> list[tuple[int, int]]:
-        """One KV layer per module the engine runs: a latent row for MLA modules, k/v heads
-        otherwise."""
-        assert pair.draft is not None
-        count = modules_run(pair, framework)
-        mla = mla_dims(pair.draft.config)
-        if mla is not None:
-            return [(1, mla.cache_width)] * count
-        g = pair.draft.geometry
-        return [(g.num_key_value_heads, g.head_dim)] * count
 
     def fresh(self, arch: MTPArch, target: Target, args: BuildArgs) -> MTPDraft:
         if arch.rope_extras:

@@ -174,6 +174,9 @@ class KindSpec:
     speculators_names: tuple[str, ...] = ()  # `speculators_model_type` values naming it
     engine_methods: tuple[str, ...] = ()  # vLLM `--speculative-config` methods; first = main
     recognisers: tuple[Recogniser, ...] = ()
+    # its KV-cache layers are one per module the engine runs, not one per config layer (MTP:
+    # `pair.kv_layers`)
+    kv_layer_per_module: bool = False
 
     def shape_facts(self, given: FactsInput) -> ShapeFacts:
         return ShapeFacts(draft_vocab_size=given.draft_vocab)

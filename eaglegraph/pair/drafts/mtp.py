@@ -77,6 +77,7 @@ class MTPSpec(KindSpec):
     checked_against_target = True
     engine_methods = ("mtp",)
     recognisers = (Recogniser(22, _separate_draft), Recogniser(80, _target_with_mtp))
+    kv_layer_per_module = True
 
     def in_target(self, cfg: Config, index: CheckpointIndex) -> InTarget | None:
         layout = in_target_mtp(cfg, index)

@@ -19,9 +19,10 @@ from dataclasses import replace
 
 from eaglegraph.known.runners import ModelRunner
 from eaglegraph.models.drafts import draft_build
-from eaglegraph.models.drafts.mtp import declared_modules, modules_run, run_refusal
+from eaglegraph.models.drafts.mtp import run_refusal
 from eaglegraph.models.drafts.style import SpeculatorStyle
 from eaglegraph.pair.kinds import DraftKind
+from eaglegraph.pair.kv_layers import declared_modules, modules_run
 from eaglegraph.pair.model import Pair
 from eaglegraph.pair.reduced import reduced_geometry_findings
 from eaglegraph.results.findings import Finding, Severity

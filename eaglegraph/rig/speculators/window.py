@@ -9,8 +9,8 @@ request's tail, so those positions' draft KV is rewritten legally.
 from __future__ import annotations
 
 from eaglegraph.kernels.block_table import compute_slot_mappings
-from eaglegraph.models.drafts import draft_build
 from eaglegraph.models.drafts.style import SpeculatorStyle
+from eaglegraph.pair.kv_layers import draft_kv_layers
 from eaglegraph.pair.model import Pair
 from eaglegraph.rig.attention import Metadata
 from eaglegraph.rig.descriptors import BatchDescriptor, graph_max_query_len, uniform_token_count
@@ -35,7 +35,7 @@ class WindowSpeculator(Speculator):
     def plan(pair: Pair, plan: CapturePlan) -> CapturePlan:
         """One module per draft KV layer, all over the window in the draft-prefill graph."""
         assert pair.draft_facts is not None
-        modules = len(draft_build(pair.draft_facts.kind).kv_layers(pair, plan.framework))
+        modules = len(draft_kv_layers(pair, plan.framework))
         return multi_module_plan(plan, modules)
 
     def prefill_routine(self) -> Routine:
