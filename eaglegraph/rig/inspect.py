@@ -130,7 +130,7 @@ def plan_facts(plan: CapturePlan) -> PlanFacts:
             descriptor_modes=[d.mode.name for d in p.descriptors],
             uniform_token_counts=[d.uniform_token_count for d in p.descriptors],
         )
-        for p in plan.phases
+        for p in plan.reported_phases()
     ]
     return _record(
         PlanFacts,

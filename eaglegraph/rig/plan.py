@@ -85,9 +85,16 @@ class CapturePlan:
     graph_memory_profiling: bool = False  # graph memory reserved out of the KV budget
     runner: str | None = None  # the vLLM model runner rebuilt (mrv1, mrv2); None for SGLang
     runner_why: str = ""
+    # graphs the engine captures for passes outside the rebuilt step (SGLang's draft prompt
+    # prefill): reported with the plan, never captured or replayed by the rig
+    outside_step: list[PhasePlan] = field(default_factory=list)
 
     def phase(self, name: str) -> PhasePlan:
         return next(p for p in self.phases if p.phase == name)
+
+    def reported_phases(self) -> list[PhasePlan]:
+        """Every phase the engine captures graphs for: the step's, then those outside it."""
+        return [*self.phases, *self.outside_step]
 
 
 def _sizing(opts: PlanOptions, profile: Profile) -> VllmSizing:
@@ -352,6 +359,44 @@ def _vllm_hazards(plan: CapturePlan, opts: PlanOptions) -> list[Finding]:
     return out
 
 
+def _sglang_draft_prefills(
+    opts: PlanOptions, ntok: int, per_bs: list[BatchDescriptor], bcg: bool, extend: bool
+) -> tuple[PhasePlan, PhasePlan]:
+    """SGLang's two draft passes over more than one token per request, kept apart (0.5.23):
+
+    - the draft's PROMPT prefill: breakable graphs over a token ladder, captured by
+      `EAGLEWorkerV2.init_cuda_graphs` (`init_prefill_cuda_graph(force_for_draft_worker=True)`)
+      where the profile has them; no pass of the rebuilt step is a prompt prefill;
+    - the draft EXTEND after verify (the step's `draft_prefill`): FULL graphs, one per batch
+      size of the verify list at num_draft_tokens per request
+      (`EAGLEDraftExtendCudaGraphRunner.__init__`: capture_bs, captured_req_width), where the
+      backend has that runner; else `ModelRunner.forward` runs it on the prompt prefill's
+      breakable graphs (`is_extend(include_draft_extend_v2=True)`), or eagerly without them.
+    """
+    ladder = prefill_token_ladder(opts.max_num_batched_tokens) if bcg else []
+    breakable = [BatchDescriptor(Mode.BREAKABLE, n, None) for n in ladder]
+    prompt = PhasePlan(
+        "draft_prompt_prefill", Mode.BREAKABLE if bcg else Mode.NONE, ntok, breakable,
+        describe_padding(breakable, "sglang"),
+        [f"breakable prefill graphs for the draft's prompt ({cite('sglang-bcg').ref}): "
+         f"{len(ladder)} token counts up to {ladder[-1] if ladder else 0}; outside the step"],
+    )  # fmt: skip
+    if extend:
+        descs, mode = per_bs, Mode.FULL
+        note = "EAGLEDraftExtendCudaGraphRunner after verify: one FULL graph per batch size"
+    else:
+        descs, mode = breakable, Mode.BREAKABLE if bcg else Mode.NONE
+        how = "on the prompt prefill's breakable graphs" if bcg else "eagerly"
+        note = (
+            f"no draft-extend graph runner for {opts.attention_backend} in this release: the "
+            f"draft extend after verify runs {how}"
+        )
+    extend_phase = PhasePlan(
+        "draft_prefill", mode, ntok, descs, describe_padding(descs, "sglang"), [note]
+    )
+    return prompt, extend_phase
+
+
 def _sglang_plan(opts: PlanOptions) -> CapturePlan:
     k, beh = opts.num_speculative_tokens, opts.behavior
     # tokens per request of verify and draft extend: num_steps + 1 for a chain (topk = 1),
@@ -386,29 +431,7 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
     explicit_bcg = True if opts.breakable else (False if opts.explicit_mode else None)
     bcg = graphs and draft_prefill_bcg(explicit_bcg, beh)
     extend = graphs and draft_extend_graph(opts.attention_backend, beh)
-    pre_descs = full(ntok) if extend else []
-    notes = [
-        "EAGLEDraftExtendCudaGraphRunner after verify: one graph per batch size"
-        if extend
-        else f"draft extend after verify runs eagerly with {opts.attention_backend} (no graph "
-        "runner for this backend in this release)"
-    ]
-    if bcg:
-        ladder = prefill_token_ladder(opts.max_num_batched_tokens)
-        pre_descs = pre_descs + [BatchDescriptor(Mode.BREAKABLE, n, None) for n in ladder]
-        notes.append(
-            f"breakable prefill graphs for the draft ({cite('sglang-bcg').ref}): {len(ladder)} "
-            f"token counts up to {ladder[-1] if ladder else 0}"
-        )
-    pre_mode = (
-        Mode.FULL_AND_PIECEWISE if extend and bcg else Mode.FULL if extend else
-        Mode.BREAKABLE if bcg else Mode.NONE
-    )  # fmt: skip
-    pre_descs.sort(key=lambda d: (d.num_tokens, d.mode is not Mode.FULL))
-    prefill = PhasePlan(
-        "draft_prefill", pre_mode, ntok, pre_descs, describe_padding(pre_descs, "sglang"), notes,
-        per_mode_dispatch=True,  # the draft-extend runner (by batch) and BCG (by tokens)
-    )  # fmt: skip
+    prompt, extend_phase = _sglang_draft_prefills(opts, ntok, full(ntok), bcg, extend)
     plan = CapturePlan(
         framework="sglang",
         behavior=beh.name,
@@ -421,7 +444,8 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
         downgrades=[],
         capture_sizes=bs_list if graphs else [],
         capture_sizes_before_rounding=bs_list,
-        phases=[target, prefill, decode],
+        phases=[target, extend_phase, decode],
+        outside_step=[prompt] if prompt.descriptors else [],
         gpu=opts.gpu.to_json(),
         breakable=bcg,
         defaults=list(opts.defaults),

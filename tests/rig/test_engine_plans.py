@@ -125,7 +125,8 @@ def test_sglang_plan_matches_engine(
     prefill = plan.phase("draft_prefill")
     full = [[d.num_tokens, d.num_reqs] for d in prefill.descriptors if d.num_reqs is not None]
     assert full == ([[b * 4, b] for b in bs] if extend else [])
-    assert sum(1 for d in prefill.descriptors if d.num_reqs is None) == ladder
+    prompt = [d for p in plan.outside_step for d in p.descriptors]
+    assert sum(1 for d in prompt if d.num_reqs is None) == ladder
 
 
 def _inspect_json(*args: str) -> dict:

@@ -12,6 +12,8 @@ max_running_requests. Topk 1 keeps num_draft_tokens = num_steps + 1
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from click.testing import CliRunner
 
@@ -69,3 +71,91 @@ def test_rig_commands_refuse_trees_in_one_line() -> None:
     result = CliRunner().invoke(cli, ["probe", "tiny-llama-eagle3", *args])
     assert result.exit_code == 2
     assert "planned by `eaglegraph inspect`" in result.stderr
+
+
+# The draft's two multi-token passes, pinned to the 0.5.23 wheel:
+# - draft EXTEND after verify: `eagle_draft_extend_cuda_graph_runner.py::
+#   EAGLEDraftExtendCudaGraphRunner.__init__` captures one FULL graph per `capture_bs`
+#   (`get_batch_sizes_to_capture`, the verify list) at captured_req_width =
+#   `resolve_num_tokens_per_req(phase="draft_extend")` = speculative_num_draft_tokens tokens per
+#   request (`::prepare_forward_batch`: num_tokens = bs * captured_req_width); which backends
+#   have the runner: `eagle_worker_v2.py::EAGLEWorkerV2._capture_cuda_graphs`.
+# - draft PROMPT prefill: breakable graphs over the prefill token ladder from
+#   `eagle_worker_v2.py::EAGLEWorkerV2.init_cuda_graphs`
+#   (`init_prefill_cuda_graph(force_for_draft_worker=True)` when the prefill backend is
+#   BREAKABLE); without a draft-extend runner the extend runs on them
+#   (`model_runner.py::ModelRunner.forward`: `is_extend(include_draft_extend_v2=True)`).
+def _draft_passes(
+    profile: str, backend: str, k: int = 3, r: int = 4, **kw: object
+) -> tuple[str, list[list[int | None]], str | None, list[list[int | None]]]:
+    opts = resolve_plan_options(
+        PlanChoices(
+            behavior=profile, gpu="H100", attention_backend=backend, max_num_seqs=r,
+            num_speculative_tokens=k, **kw,  # type: ignore[arg-type]
+        )
+    )  # fmt: skip
+    plan = build_plan(opts)
+    extend = plan.phase("draft_prefill")
+    prompt = next((p for p in plan.outside_step if p.phase == "draft_prompt_prefill"), None)
+    return (
+        extend.mode.name,
+        [[d.num_tokens, d.num_reqs] for d in extend.descriptors],
+        prompt.mode.name if prompt else None,
+        [[d.num_tokens, d.num_reqs] for d in prompt.descriptors] if prompt else [],
+    )
+
+
+# (profile, backend, K, extend mode, prompt prefill graphs?) per the flags' releases
+@pytest.mark.parametrize(
+    ("profile", "backend", "k", "extend_mode", "prompt"),
+    [
+        ("sglang-current", "flash_attn", 3, "FULL", True),  # FA runner since 0.5.23
+        ("sglang-current", "flashinfer", 5, "FULL", True),
+        ("sglang-current", "triton", 2, "FULL", True),
+        ("sglang-0.5.15", "flashinfer", 3, "FULL", True),
+        ("sglang-0.5.15", "flash_attn", 3, "BREAKABLE", True),  # no FA runner: the prompt's BCG
+        ("sglang-0.5.14", "flashinfer", 3, "FULL", False),  # BCG opt-in before 0.5.15
+        ("sglang-0.5.4", "flash_attn", 3, "NONE", False),  # eager extend, no BCG
+        ("sglang-0.5.4", "triton", 4, "FULL", False),
+    ],
+)
+def test_draft_extend_full_per_bs_apart_from_prompt_prefill(
+    profile: str, backend: str, k: int, extend_mode: str, prompt: bool
+) -> None:
+    mode, extend, prompt_mode, ladder = _draft_passes(profile, backend, k=k)
+    assert mode == extend_mode
+    if extend_mode == "FULL":  # one graph per verify batch size, K+1 tokens each
+        assert extend == [[b * (k + 1), b] for b in (1, 2, 3, 4)]
+    elif extend_mode == "BREAKABLE":  # the prompt prefill's graphs, by tokens
+        assert extend == ladder and all(reqs is None for _, reqs in extend)
+    else:
+        assert extend == []
+    assert (prompt_mode == "BREAKABLE") is prompt
+    assert bool(ladder) is prompt and all(reqs is None for _, reqs in ladder)
+    if prompt:  # generate_prefill_cuda_graph_batch_sizes up to chunked prefill 8192 (H100)
+        assert ladder[-1] == [8192, None] and len(ladder) == 58
+
+
+def test_tree_draft_extend_at_num_draft_tokens() -> None:
+    mode, extend, _, _ = _draft_passes("sglang-current", "flash_attn", eagle_topk=4,
+                                       num_draft_tokens=8)  # fmt: skip
+    assert mode == "FULL" and extend == [[8, 1], [16, 2], [24, 3], [32, 4]]
+
+
+def test_explicit_modes_choose_the_prompt_graphs() -> None:
+    # --mode FULL: no breakable graphs; --mode BREAKABLE on a release where BCG was opt-in
+    assert _draft_passes("sglang-current", "flash_attn", mode="FULL")[2] is None
+    assert _draft_passes("sglang-0.5.14", "flashinfer", mode="BREAKABLE")[2] == "BREAKABLE"
+    none = _draft_passes("sglang-current", "flash_attn", mode="NONE")
+    assert none == ("NONE", [], None, [])
+
+
+def test_inspect_json_reports_the_prompt_prefill_beside_the_step() -> None:
+    args = ["inspect", "tiny-llama-eagle3", "--json", "--framework", "sglang"]
+    result = CliRunner().invoke(cli, [*args, "--max-num-seqs", "4", "-K", "3"])
+    assert result.exit_code in (0, 1), result.stderr
+    phases = {p["phase"]: p for p in json.loads(result.stdout)["plan"]["phases"]}
+    assert list(phases) == ["target", "draft_prefill", "draft_decode", "draft_prompt_prefill"]
+    assert phases["draft_prefill"]["mode"] == "FULL"
+    assert phases["draft_prefill"]["descriptors"] == [[4, 1], [8, 2], [12, 3], [16, 4]]
+    assert set(phases["draft_prompt_prefill"]["descriptor_modes"]) == {"BREAKABLE"}

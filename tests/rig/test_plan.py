@@ -171,9 +171,12 @@ def test_sglang_plan() -> None:
     )
     target = plan.phase("target")
     assert target.descriptors[0] == BatchDescriptor(Mode.FULL, 4, 1, 4)
-    prefill = plan.phase("draft_prefill")  # FA draft-extend graphs + breakable prefill ladder
-    assert prefill.mode is Mode.FULL_AND_PIECEWISE
-    assert {d.mode for d in prefill.descriptors} == {Mode.FULL, Mode.BREAKABLE}
+    prefill = plan.phase("draft_prefill")  # FA draft-extend graphs after verify only
+    assert prefill.mode is Mode.FULL
+    assert {d.mode for d in prefill.descriptors} == {Mode.FULL}
+    # the draft's prompt-prefill ladder is reported beside the step, never captured by it
+    assert [p.phase for p in plan.outside_step] == ["draft_prompt_prefill"]
+    assert {d.mode for d in plan.outside_step[0].descriptors} == {Mode.BREAKABLE}
 
     def prefill_mode(**kw: object) -> Mode:
         opts = resolve_plan_options(PlanChoices(framework="sglang", num_speculative_tokens=3, **kw))  # type: ignore[arg-type]
