@@ -68,4 +68,6 @@ def _sglang(plan: CapturePlan, k1: int) -> CapturePlan:
     rule = f"FULL: uniform {k1} tokens/request, bs → next captured bs" if descs else "eager"
     prefill = PhasePlan("draft_prefill", mode, k1, descs, rule, [note])
     decode = PhasePlan("draft_decode", Mode.NONE, 1, [], "no draft decodes (one parallel block)")
-    return replace(plan, phases=[target, prefill, decode])
+    # only the EAGLE worker captures breakable prompt-prefill graphs for its draft
+    # (`eagle_worker_v2.py::EAGLEWorkerV2.init_cuda_graphs`, 0.5.23); the DFlash worker does not
+    return replace(plan, phases=[target, prefill, decode], outside_step=[])

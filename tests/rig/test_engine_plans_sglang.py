@@ -159,3 +159,16 @@ def test_inspect_json_reports_the_prompt_prefill_beside_the_step() -> None:
     assert phases["draft_prefill"]["mode"] == "FULL"
     assert phases["draft_prefill"]["descriptors"] == [[4, 1], [8, 2], [12, 3], [16, 4]]
     assert set(phases["draft_prompt_prefill"]["descriptor_modes"]) == {"BREAKABLE"}
+
+
+def test_only_the_eagle_worker_has_prompt_prefill_graphs_for_its_draft() -> None:
+    # `dflash_worker_v2.py::DFlashWorkerV2.init_cuda_graphs` never calls
+    # `init_prefill_cuda_graph(force_for_draft_worker=True)`; the EAGLE worker does
+    def phases(preset: str) -> list[str]:
+        args = ["inspect", preset, "--json", "--framework", "sglang", "--max-num-seqs", "4"]
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code in (0, 1), result.stderr
+        return [p["phase"] for p in json.loads(result.stdout)["plan"]["phases"]]
+
+    assert "draft_prompt_prefill" in phases("tiny-llama-eagle3")
+    assert phases("tiny-qwen3-dflash") == ["target", "draft_prefill", "draft_decode"]
