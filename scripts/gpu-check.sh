@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU checks, run on the H100/H200 machine from the repository root (nothing installs there:
-# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|cuda-rig|cuda-probes|capture|memdiff|memdiff3|probe|bench|memory|memory-tables|memory-tests|memory-8b|memory-compiled|memory-refusal|memdiff-mtp|bench-capture|mtp|mtp-probes|sanitizer|badinput|views|engines|seams|mrv1|all]...
-# (probe-profiles, seams and mrv1 run only when named)
+# the package runs from the tree). Usage: scripts/gpu-check.sh [tests|cuda-rig|cuda-probes|capture|memdiff|memdiff3|probe|bench|memory|memory-tables|memory-tests|memory-8b|memory-compiled|memory-refusal|memdiff-mtp|bench-capture|mtp|mtp-probes|sanitizer|badinput|views|engines|seams|mrv1|sglang-extend|all]...
+# (probe-profiles, seams, mrv1 and sglang-extend run only when named)
 # Every stage logs to $OUT (default /tmp/eaglegraph-gpu) and the script keeps going after a
 # failing stage, so one run reports everything.
 set -u
@@ -245,6 +245,36 @@ for mode in ('FULL_AND_PIECEWISE', 'PIECEWISE', 'FULL'):
     --mode FULL_AND_PIECEWISE --no-color --fail-on never
   TAIL=25 run mrv1-memdiff $EG memdiff tiny-llama-eagle3 --runner v1 --pool shared \
     --against dedicated --max-num-seqs 8 --no-color
+fi
+if named sglang-extend; then
+  # issue 28 (SGLang half): the draft extend after verify replays its FULL graphs, one per batch
+  # size (sglang-current, flash_attn), or the prompt prefill's breakable graphs where the release
+  # had no extend runner (sglang-0.5.15, flash_attn). Expect per line "replay==eager True",
+  # "findings 0", draft extend ran ['FULL', 'NONE'] resp. ['BREAKABLE'] (NONE: steps with new
+  # prompts), outside step [('draft_prompt_prefill', 10)]
+  TAIL=6 run sglang-extend-replay python3 -c "import torch
+from eaglegraph.pair import load_pair
+from eaglegraph.pair.presets import materialize
+from eaglegraph.rig.config import RigConfig
+from eaglegraph.rig.driver import run_workload
+from eaglegraph.rig.options import PlanChoices, resolve_plan_options
+from eaglegraph.rig.step import Rig
+from eaglegraph.rig.workload import Schedule
+pair, sched = load_pair(materialize('tiny-llama-eagle3')), Schedule.grow_shrink(8, waves=2)
+def rig(beh, mode=None):
+    opts = resolve_plan_options(PlanChoices(behavior=beh, attention_backend='flash_attn',
+        max_num_seqs=8, num_speculative_tokens=3, mode=mode, max_num_batched_tokens=64))
+    return Rig(pair, RigConfig(opts, torch.device('cuda'), dtype='float32', max_model_len=512))
+for beh in ('sglang-current', 'sglang-0.5.15'):
+    eager = run_workload(rig(beh, 'NONE'), sched).token_trace()
+    r = rig(beh); events, findings = r.capture()
+    res = run_workload(r, sched)
+    used = sorted({d.split('(')[0] for s in res.steps for p, d in s.descriptors.items() if p == 'draft_prefill'})
+    print(beh, len(events), 'graphs, draft extend ran', used, 'outside step',
+          [(p.phase, len(p.descriptors)) for p in r.plan.outside_step],
+          'replay==eager', res.token_trace() == eager, 'findings', len(findings))"
+  TAIL=20 run sglang-extend-probe-0.5.15 $EG probe tiny-llama-eagle3 --behavior sglang-0.5.15 \
+    --attention-backend flash_attn --mode all --no-color
 fi
 if want bench || named bench-capture; then
   TAIL=10 run bench-capture python3 benchmarks/bench_capture.py
