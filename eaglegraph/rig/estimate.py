@@ -174,7 +174,7 @@ MIN_PER_GRAPH_BYTES = 1 << 20  # the per-graph floor of vLLM's extrapolation
 def graph_memory_estimate(plan: CapturePlan, peak: int | None, target_logits: int | None) -> int:
     """vLLM-style graph memory: the largest graphs' transient footprint once (they share one
     pool), plus a per-graph floor for every other graph."""
-    graphs = sum(p.graph_count for p in plan.phases)
+    graphs = plan.engine_graph_count()
     if not graphs:
         return 0
     first = (peak or 0) + (target_logits or 0)

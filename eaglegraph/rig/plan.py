@@ -96,6 +96,13 @@ class CapturePlan:
         """Every phase the engine captures graphs for: the step's, then those outside it."""
         return [*self.phases, *self.outside_step]
 
+    def engine_graph_count(self) -> int:
+        """Graphs the engine captures: the step's, and those outside it that no step phase
+        already holds (a pass borrowing another's graphs captures none of its own)."""
+        held = {d for p in self.phases for d in p.descriptors}
+        outside = {d for p in self.outside_step for d in p.descriptors} - held
+        return sum(p.graph_count for p in self.phases) + len(outside)
+
 
 def _sizing(opts: PlanOptions, profile: Profile) -> VllmSizing:
     """Sizes, support and resolved mode for these options under `profile`'s rules."""

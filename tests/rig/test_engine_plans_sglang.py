@@ -172,3 +172,15 @@ def test_only_the_eagle_worker_has_prompt_prefill_graphs_for_its_draft() -> None
 
     assert "draft_prompt_prefill" in phases("tiny-llama-eagle3")
     assert phases("tiny-qwen3-dflash") == ["target", "draft_prefill", "draft_decode"]
+
+
+@pytest.mark.parametrize(("profile", "extra"), [("sglang-current", 58), ("sglang-0.5.15", 0)])
+def test_engine_graphs_count_the_prompt_prefill_once(profile: str, extra: int) -> None:
+    # sglang-current: 58 prompt-prefill graphs beside the step; 0.5.15 flash_attn: the step's
+    # draft extend borrows those same graphs, so they are counted once
+    opts = resolve_plan_options(
+        PlanChoices(behavior=profile, gpu="H100", attention_backend="flash_attn", max_num_seqs=4)
+    )
+    plan = build_plan(opts)
+    step = sum(p.graph_count for p in plan.phases)
+    assert plan.engine_graph_count() == step + extra
