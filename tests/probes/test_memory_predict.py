@@ -196,9 +196,14 @@ def test_mla_up_projections_are_outside_breakable_segments() -> None:
     (SGLang's breakable prefill graphs) it lives in the default pool on CUDA, so the
     recording must not give it to the graph."""
     pair = open_pair("tiny-deepseek-mtp")
+    # sglang-0.5.15 with flash_attn: no draft-extend runner, so the step's draft extend runs
+    # on the breakable prefill graphs (sglang-current replays FULL extend graphs instead)
     opts = resolve_plan_options(
-        PlanChoices(max_num_seqs=2, num_speculative_tokens=2, behavior="sglang-current")
-    )
+        PlanChoices(
+            max_num_seqs=2, num_speculative_tokens=2, behavior="sglang-0.5.15",
+            attention_backend="flash_attn",
+        )
+    )  # fmt: skip
     recording = record_capture(pair, RigConfig(opts, torch.device("cpu")))  # type: ignore[arg-type]
     from eaglegraph.pair.mla import mla_dims
 
