@@ -164,7 +164,7 @@ def spec_for_pair(
     if pool is not None and pool not in POOLS:
         raise BadInput(f"unknown pool policy {pool!r}; choose {', '.join(POOLS)}")
     chosen = as_choices(plan)
-    options = plan_options(pair, chosen)
+    options = plan_options(pair, chosen, runner_facts=True)
     if default_max_num_seqs and chosen.max_num_seqs is None:
         options = dataclasses.replace(options, max_num_seqs=default_max_num_seqs[options.framework])
     resolved_device = resolve_device(device).type
