@@ -29,7 +29,7 @@ def render_findings(findings: Sequence[Finding], console: Console, title: str = 
         head.append(f.id, style="bold")
         if f.ref:
             head.append(f"  [{f.ref}]", style="dim")
-        console.print(head)
+        console.print(Folded(head))  # a long ref folds after a separator, never mid-name
         console.print(Padding(Folded(f.message), (0, 0, 0, 2)))
         if f.fix:
             console.print(Padding(Folded(f"→ {f.fix}", style="dim"), (0, 0, 0, 2)))

@@ -168,7 +168,7 @@ def _shared_facts(q: Query, r: KnownReport) -> list[tuple[str, str]]:
         out.append(("version", near))
     mode = mine.cudagraph_mode_resolved or mine.cudagraph_mode_requested
     backend = mine.attention_backend or mine.attention_backend_raw
-    for key, label, value in (("mode", "cudagraph mode", mode), ("backend", "backend", backend)):
+    for key, label, value in (("mode", "mode", mode), ("backend", "backend", backend)):
         stated = theirs.get("cudagraph_mode" if key == "mode" else "attention_backend")
         if value and stated and _norm(value) in _norm(stated):
             out.append((key, f"{label} {value}"))

@@ -120,9 +120,11 @@ def test_probe_plans_padding_for_the_k_the_draft_declares(tmp_path: Path) -> Non
     assert padding_batches(build_plan(k3), 4) == [1, 3]  # what the parent used to plan
     run = probe(spec, modes=["FULL_DECODE_ONLY"], isolate=False)
     assert run.config["num_speculative_tokens"] == 2
-    assert [(c.batch, c.status) for c in run.cases] == [(1, "ok"), (2, "ok")]
-    assert all(c.counts["target"] == [c.batch, 3 * c.batch] for c in run.cases)  # K+1 = 3
-    assert all(_pads(c) for c in run.cases), [c.descriptors for c in run.cases]
+    padded = [c for c in run.cases if not c.name.endswith("-live")]  # the live case aside
+    assert [(c.batch, c.status) for c in padded] == [(1, "ok"), (2, "ok")]
+    assert [c.status for c in run.cases if c.name.endswith("-live")] == ["ok"]
+    assert all(c.counts["target"] == [c.batch, 3 * c.batch] for c in padded)  # K+1 = 3
+    assert all(_pads(c) for c in padded), [c.descriptors for c in padded]
     assert run.findings == []
 
 
