@@ -242,6 +242,103 @@ HAZARDS: dict[str, Hazard] = {
             refs=("sglang#25795",),
             cite="sgl-project/sglang PR #25795 (get_draft_hidden_dim), fixed by PR #29464",
         ),
+        # --- DP ranks that disagree (issue 25): found by the DP agreement's scenarios ------
+        Hazard(
+            "dp-cudagraph-mode-unsynced",
+            "vllm",
+            "DP ranks pad to one token count but keep their own graph mode: a rank that must "
+            "run eager (a prefill under FULL_DECODE_ONLY) meets peers replaying FULL graphs, "
+            "whose collectives it never issues",
+            fix="the cudagraph mode joins the DP all-reduce and every rank takes the min",
+            fixed_by="vllm#30173",
+            flag="dp_cudagraph_mode_sync",
+        ),
+        Hazard(
+            "dp-drafter-phase-shift",
+            "vllm",
+            "busy ranks all-reduce the DP token counts once per draft forward (k a step), "
+            "idle ranks' drafter dummy run once: the ranks drift apart until one waits in a "
+            "collective the others never reach",
+            fix="explicit DP syncs in the drafter, matched by the idle ranks' dummy runs",
+            fixed_by="vllm#26086",
+            flag="dp_explicit_drafter_syncs",
+        ),
+        Hazard(
+            "dp-dummy-descriptor-unpadded",
+            "vllm",
+            "an idle rank's dummy run pads its token count to the DP maximum but dispatches the "
+            "graph of its unpadded count, so it replays another graph than its peers",
+            fix="the dummy run dispatches num_tokens_after_padding",
+            fixed_by="vllm#25906",
+            flag="dp_dummy_run_padded_descriptor",
+        ),
+        Hazard(
+            "dp-drafter-skip-near-max-len",
+            "vllm",
+            "a rank with a request near max_model_len skips the drafter "
+            "(input_fits_in_drafter) and its DP syncs while the other ranks draft: the "
+            "drafting ranks wait in a DP collective the skipping rank never issues",
+            fix="vLLM 0.25 runs the drafter's dummy run on such a rank (read in the 0.25 wheel); "
+            "MRV2 0.33 agrees skip_drafts across DP",
+            refs=("vllm#44185", "vllm#29422", "vllm#44954"),
+            flag="dp_unfit_drafter_dummy",
+        ),
+        Hazard(
+            "dp-idle-rank-no-propose",
+            "vllm",
+            "MRV2 idle DP ranks run the target's dummy forward only: the busy ranks' draft "
+            "forwards issue EP collectives with no counterpart",
+            fix="idle ranks call propose(dummy_run=True) with the target's DP agreement",
+            fixed_by="vllm#35294",
+            flag="dp_idle_ranks_propose",
+        ),
+        Hazard(
+            "dp-draft-graph-local-veto",
+            "sglang",
+            "the draft graph's eligibility is decided per rank (a GLM-5.x draft input without "
+            "its DSA seed falls back to eager) while idle ranks keep replaying: the draft's "
+            "all_gather runs inside a graph on some ranks and eagerly on others",
+            fix="can_run_draft_cuda_graph is a min-reduced MLP-sync column",
+            fixed_by="sglang#32196",
+            refs=("sglang#32527", "sglang#30839"),
+            ref_note="deadlock reported in sglang#32527",
+            flag="sglang_dp_draft_graph_vote",
+        ),
+        Hazard(
+            "dp-draft-token-counts",
+            "sglang",
+            "the draft reuses the target's token-count representation; when the draft's MoE "
+            "A2A backend needs all ranks' counts and the target's does not, each rank pads the "
+            "draft to its own length",
+            fix="draft_global_num_tokens follows the draft's own A2A backend",
+            fixed_by="sglang#32196",
+            refs=("sglang#32182",),
+            flag="sglang_dp_draft_token_counts",
+        ),
+        Hazard(
+            "dp-local-graph-bucket",
+            "sglang",
+            "with FlashInfer MoE A2A each DP rank picks its decode graph bucket from its local "
+            "batch size; the A2A's fixed-geometry buffers then differ between ranks (illegal "
+            "memory access)",
+            fix="require_mlp_tp_gather is True for FlashInfer A2A: every rank replays the "
+            "largest rank's bucket",
+            fixed_by="sglang#30450",
+            refs=("sglang#30242",),
+            flag="sglang_a2a_max_bucket",
+        ),
+        Hazard(
+            "dp-prefill-per-rank-bucket",
+            "sglang",
+            "prefill graphs that capture a DP gather at MAX_LEN geometry replay per-rank "
+            "buckets, and a 0-token rank runs eager (a SUM_LEN all_reduce) while the busy rank "
+            "replays the graph's gather",
+            fix="one shared MAX_LEN prefill bucket on every rank when the graph captures a DP "
+            "gather",
+            fixed_by="sglang#37933",
+            refs=("sglang#37561",),
+            flag="sglang_prefill_shared_bucket",
+        ),
     )
 }
 

@@ -194,6 +194,75 @@ FLAGS = {
             "sglang@0.5.23",
             "FlashAttention draft extends after verify replay a CUDA graph",
         ),
+        # --- DP agreement (issue 25): read through `known.dp_rules.dp_rule`, never directly
+        Flag(
+            "dp_cudagraph_mode_sync",
+            "vllm#30173",
+            "V1 DP ranks all-reduce their cudagraph mode with the token counts and take the "
+            "min (coordinate_batch_across_dp); before, each rank kept its own mode, so one "
+            "eager rank faced peers replaying FULL graphs",
+        ),
+        Flag(
+            "dp_explicit_drafter_syncs",
+            "vllm#26086",
+            "the V1 EAGLE drafter runs its own DP agreement before the draft prefill and the "
+            "draft decodes, and idle ranks' dummy runs issue as many; before, one implicit "
+            "all-reduce per draft forward, and one per step on idle ranks",
+        ),
+        Flag(
+            "dp_dummy_run_padded_descriptor",
+            "vllm#25906",
+            "V1 dummy runs dispatch their graph from the DP-agreed padded token count, not "
+            "the rank's unpadded one",
+        ),
+        Flag(
+            "dp_unfit_drafter_dummy",
+            "vllm@0.25.0",
+            "a V1 rank whose batch does not fit the drafter (near max_model_len) runs the "
+            "drafter's dummy run under DP instead of skipping the drafter and its DP syncs",
+        ),
+        Flag(
+            "dp_idle_ranks_propose",
+            "vllm#35294",
+            "MRV2 idle DP ranks run the speculator's propose (dummy) after their dummy "
+            "target forward, so the draft's collectives have counterparts",
+        ),
+        Flag(
+            "dp_draft_reuses_target_sync",
+            "vllm#53694",
+            "the MRV2 draft prefill reuses the target's DP agreement (one DP collective a "
+            "step); before, it ran its own DP sync",
+        ),
+        Flag(
+            "sglang_dp_draft_graph_vote",
+            "sglang#32196",
+            "the draft's graph eligibility is a min-reduced MLP-sync column "
+            "(can_run_draft_cuda_graph); before, a rank-local veto made only that rank eager",
+        ),
+        Flag(
+            "sglang_dp_draft_token_counts",
+            "sglang#32196",
+            "the draft's token counts follow the draft's own MoE A2A backend "
+            "(draft_global_num_tokens); before, the draft reused the target's representation",
+        ),
+        Flag(
+            "sglang_dsa_seed_eager_fallback",
+            "sglang#30839",
+            "a draft input without its DSA top-k seed (GLM-5.x MTP IndexShare) cannot replay "
+            "the draft graph",
+        ),
+        Flag(
+            "sglang_a2a_max_bucket",
+            "sglang#30450",
+            "with FlashInfer MoE A2A every DP rank replays the decode graph bucket of the "
+            "largest rank (require_mlp_tp_gather); before, each rank its local bucket",
+        ),
+        Flag(
+            "sglang_prefill_shared_bucket",
+            "sglang#37933",
+            "prefill graphs that capture a DP gather replay one shared MAX_LEN bucket on every "
+            "rank, idle ones included; before, per-rank buckets and an eager idle rank",
+        ),
     )
 }
 
@@ -236,6 +305,17 @@ class Profile:
     sglang_flashinfer_draft_extend_graph: bool = True
     sglang_default_breakable_prefill: bool = True
     sglang_fa_draft_extend_graph: bool = True
+    dp_cudagraph_mode_sync: bool = True
+    dp_explicit_drafter_syncs: bool = True
+    dp_dummy_run_padded_descriptor: bool = True
+    dp_unfit_drafter_dummy: bool = True
+    dp_idle_ranks_propose: bool = True
+    dp_draft_reuses_target_sync: bool = True
+    sglang_dp_draft_graph_vote: bool = True
+    sglang_dp_draft_token_counts: bool = True
+    sglang_dsa_seed_eager_fallback: bool = True
+    sglang_a2a_max_bucket: bool = True
+    sglang_prefill_shared_bucket: bool = True
     refs: tuple[str, ...] = ()
     # Why a release in `versions` behaves like this profile (shown by triage and --engine).
     version_note: str = ""
@@ -341,6 +421,8 @@ RELEASES = (
             "flashinfer_fused_draft_decode",
             "flashinfer_fa2_native_decode",
             "fa4_full_graphs",
+            "dp_unfit_drafter_dummy",
+            "dp_draft_reuses_target_sync",
         ),
     ),
     Release(
@@ -405,7 +487,7 @@ RELEASES = (
         between("0.25", "0.26"),
         refs=("vllm#45953",),
         version_note="per-descriptor rounding (#45953); draft prefill still takes the target's captured state",
-        on=("per_descriptor_rounding",),
+        on=("per_descriptor_rounding", "dp_unfit_drafter_dummy"),
     ),
     Release(
         "vllm-0.26",
@@ -447,7 +529,7 @@ RELEASES = (
         between("0.29", "0.30"),
         refs=("vllm#50488", "vllm#54418", "vllm#53407"),
         version_note="decode capture sizes (#50488, #54418), per-mode dispatch (#53407)",
-        on=("spec_decode_capture_sizes", "per_mode_dispatch"),
+        on=("spec_decode_capture_sizes", "per_mode_dispatch", "dp_draft_reuses_target_sync"),
     ),
     Release(
         "vllm-0.30",
@@ -466,6 +548,46 @@ RELEASES = (
         refs=("vllm#46849",),
         version_note="FlashInfer TRT-LLM-gen fused draft decode",
         on=("flashinfer_fused_draft_decode",),
+    ),
+    Release(
+        "vllm-v1-0.11-dp",
+        "vllm",
+        f"vLLM 0.11.0's V1 DP agreement under current single-rank semantics: token counts "
+        f"all-reduced without the graph mode (before {_pr('vllm#30173')}), one implicit DP "
+        f"all-reduce per draft forward (before {_pr('vllm#26086')}), a rank near max_model_len "
+        "skips the drafter (select with --behavior; no version maps to it)",
+        between("0.33", "0.33"),
+        refs=("vllm#26086", "vllm#30173"),
+        version_note="DP agreement as read in the vLLM 0.11.0 wheel (gpu_model_runner.py, "
+        "forward_context.py)",
+        off=("dp_cudagraph_mode_sync", "dp_explicit_drafter_syncs", "dp_unfit_drafter_dummy"),
+        branch_of="vllm-current",
+        runner=ModelRunner.MRV1,
+    ),
+    Release(
+        "vllm-v1-pre-25906",
+        "vllm",
+        f"vLLM V1 under DP before {_pr('vllm#25906')} (releases before 0.11): as vllm-v1-0.11-dp, "
+        "and an idle rank's dummy run dispatches the graph of its unpadded token count",
+        between("0.33", "0.33"),
+        refs=("vllm#25906", "vllm#26086", "vllm#30173"),
+        version_note=f"predates {_pr('vllm#25906')}",
+        off=("dp_dummy_run_padded_descriptor",),
+        branch_of="vllm-v1-0.11-dp",
+        runner=ModelRunner.MRV1,
+    ),
+    Release(
+        "vllm-mrv2-pre-35294",
+        "vllm",
+        f"vLLM MRV2 current semantics before {_pr('vllm#35294')}: idle DP ranks run only the "
+        "target's dummy forward, never the speculator (select with --behavior; no version "
+        "maps to it)",
+        between("0.33", "0.33"),
+        refs=("vllm#35294",),
+        version_note=f"predates {_pr('vllm#35294')} (MRV2 only)",
+        off=("dp_idle_ranks_propose",),
+        branch_of="vllm-current",
+        runner=ModelRunner.MRV2,
     ),
     Release(
         "vllm-current",
@@ -498,6 +620,11 @@ RELEASES = (
             "sglang_flashinfer_draft_extend_graph",
             "sglang_default_breakable_prefill",
             "sglang_fa_draft_extend_graph",
+            "sglang_dp_draft_graph_vote",
+            "sglang_dp_draft_token_counts",
+            "sglang_dsa_seed_eager_fallback",
+            "sglang_a2a_max_bucket",
+            "sglang_prefill_shared_bucket",
         ),
     ),
     Release(
@@ -525,7 +652,7 @@ RELEASES = (
         between("0.5.15", "0.5.23"),
         refs=("sglang#25795",),
         version_note="default breakable prefill graphs",
-        on=("sglang_default_breakable_prefill",),
+        on=("sglang_default_breakable_prefill", "sglang_dsa_seed_eager_fallback"),
     ),
     Release(
         "sglang-current",
@@ -534,7 +661,13 @@ RELEASES = (
         between("0.5.23", None),
         refs=("sglang#10892", "sglang#28782"),
         version_note="newest modelled release (0.5.23)",
-        on=("sglang_fa_draft_extend_graph",),
+        on=(
+            "sglang_fa_draft_extend_graph",
+            "sglang_dp_draft_graph_vote",
+            "sglang_dp_draft_token_counts",
+            "sglang_a2a_max_bucket",
+            "sglang_prefill_shared_bucket",
+        ),
     ),
 )
 

@@ -322,7 +322,116 @@ _ALL = (
         "queries natively (fa2) and reports UNIFORM_BATCH with spec decode (see issue #54992); "
         "FlashAttention 4 (SM10x) reports ALWAYS like FA3 (UNIFORM_BATCH before)",
     ),
+    # --- vLLM: DP agreement and speculative decoding (issue 25) ---------------------------
+    _pr(
+        "vllm-dp-dummy-run-padded-descriptor",
+        "vllm#25906",
+        "_dummy_run dispatches its BatchDescriptor from num_tokens_after_padding (the DP-agreed "
+        "count), not the rank's unpadded num_tokens: an idle rank picked another graph (DP/EP "
+        "hang)",
+    ),
+    _pr(
+        "vllm-eagle-dp-explicit-syncs",
+        "vllm#26086",
+        "EAGLE under DP > 1: explicit DP all-reduces in the drafter, idle ranks' dummy runs "
+        "issue as many as propose(); before, idle ranks all-reduced once per step while busy "
+        "ranks did k times (phase shift, hang at the finish-sync)",
+    ),
+    _pr(
+        "vllm-dp-cudagraph-mode-sync",
+        "vllm#30173",
+        "coordinate_batch_across_dp all-reduces each rank's cudagraph mode and takes the min: "
+        "one eager rank makes every rank eager (FULL_DECODE_ONLY with a prefill on one rank)",
+    ),
+    _pr(
+        "vllm-drafter-unconditional",
+        "vllm#29422",
+        "run the drafter unconditionally: input_fits_in_drafter made some DP ranks skip "
+        "speculation while others drafted, so their collectives diverged (closed)",
+    ),
+    _issue(
+        "vllm-mtp-dp-ep-hang-max-len",
+        "vllm#44185",
+        "MTP + DP 2 + EP hangs near max_model_len: one rank skips drafting",
+    ),
+    _pr(
+        "vllm-mtp-dp-hang-max-len-fix",
+        "vllm#44954",
+        "keep DP ranks drafting together near max_model_len (open in the corpus)",
+    ),
+    _release(
+        "vllm-v1-unfit-drafter-dummy",
+        "vllm",
+        "0.25.0",
+        "V1: a rank whose batch does not fit the drafter (input_fits_in_drafter) runs "
+        "drafter.dummy_run(num_tokens=1) under DP instead of skipping the drafter (absent "
+        "from 0.24's gpu_model_runner.py)",
+    ),
+    _pr(
+        "vllm-mrv2-idle-ranks-propose",
+        "vllm#35294",
+        "MRV2: idle DP ranks run speculator.propose(dummy_run=True) after their dummy target "
+        "forward; before, the speculator's EP communication had no counterpart (hang)",
+    ),
+    _pr(
+        "vllm-mrv2-draft-reuses-dp-sync",
+        "vllm#53694",
+        "MRV2: the EAGLE/MTP draft prefill reuses the target's DP agreement (DPSync) instead "
+        "of its own DP sync",
+        "0.29.0",
+    ),
     # --- SGLang ---------------------------------------------------------------------------
+    # --- SGLang: DP attention and speculative decoding (issue 25) --------------------------
+    _issue(
+        "sglang-dp-draft-deadlock",
+        "sglang#32527",
+        "GLM-5.2 TP8 DP8, DP attention, EAGLE: asymmetric can_cuda_graph decisions between idle "
+        "and non-idle DP ranks in draft() deadlock the draft's NCCL all_gather",
+    ),
+    _pr(
+        "sglang-dsa-seed-eager-fallback",
+        "sglang#30839",
+        "GLM-5.2 MTP IndexShare: a draft without a valid DSA top-k seed falls back to eager "
+        "on its own rank (cherry-picked into 0.5.15.post1 as #31083; absent from 0.5.15)",
+    ),
+    _pr(
+        "sglang-dp-draft-graph-vote",
+        "sglang#32196",
+        "keep EAGLE DP graph and token metadata consistent: a min-reduced "
+        "can_run_draft_cuda_graph column and draft-specific token counts "
+        "(draft_global_num_tokens)",
+    ),
+    _issue(
+        "sglang-draft-a2a-token-counts",
+        "sglang#32182",
+        "PD decode with a draft MoE A2A backend unlike the target's: the scheduler kept "
+        "target-local token counts for the draft, so DP ranks padded the draft to different "
+        "lengths",
+    ),
+    _issue(
+        "sglang-flashinfer-a2a-ima",
+        "sglang#30242",
+        "DeepSeek-V4 NVFP4 disaggregated decode, FlashInfer MoE A2A, DP attention: each rank "
+        "picked its decode graph bucket from its local batch size (illegal memory access)",
+    ),
+    _pr(
+        "sglang-flashinfer-a2a-max-bucket",
+        "sglang#30450",
+        "require_mlp_tp_gather is True for FlashInfer A2A: every rank replays the bucket of "
+        "the largest rank (absent from 0.5.15's require_mlp_tp_gather)",
+    ),
+    _issue(
+        "sglang-megamoe-prefill-hang",
+        "sglang#37561",
+        "MegaMoE sparse-DP prefill graphs with per-rank buckets while the graph holds a DP "
+        "gather frozen at MAX_LEN geometry: the 0-token rank runs eager (SUM_LEN all_reduce), "
+        "the busy rank replays the graph (NCCL hang)",
+    ),
+    _pr(
+        "sglang-prefill-shared-bucket",
+        "sglang#37933",
+        "keep a shared MAX_LEN prefill CUDA graph bucket when the graph captures a DP gather",
+    ),
     _pr(
         "sglang-padded-positions-reset",
         "sglang#10892",
