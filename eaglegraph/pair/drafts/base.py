@@ -16,6 +16,7 @@ from functools import cache
 
 from eaglegraph.known.hazards import hazard
 from eaglegraph.known.pair_checks import pair_check
+from eaglegraph.known.speculator_styles import SpeculatorStyle
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.tensors import CheckpointIndex
@@ -92,6 +93,11 @@ class Evidence:
     @property
     def first_arch(self) -> str:
         return self.archs[0] if self.archs else "model"
+
+    @property
+    def layer_ids(self) -> set[int]:
+        """The decoder layer ids the folder's tensor names hold (`layers.{i}.*`)."""
+        return {int(m.group(1)) for n in self.names if (m := LAYER_RE.match(n))}
 
 
 @dataclass(frozen=True)
@@ -177,6 +183,10 @@ class KindSpec:
     # its KV-cache layers are one per module the engine runs, not one per config layer (MTP:
     # `pair.kv_layers`)
     kv_layer_per_module: bool = False
+    # how the rig drafts it (`rig.drafting`): `speculator_style`, or `multi_module_style` where
+    # the engine runs several of its modules and K > 1 (MTP: every module over the window)
+    speculator_style: SpeculatorStyle = SpeculatorStyle.EAGLE
+    multi_module_style: SpeculatorStyle | None = None
 
     def shape_facts(self, given: FactsInput) -> ShapeFacts:
         return ShapeFacts(draft_vocab_size=given.draft_vocab)
@@ -209,6 +219,14 @@ class KindSpec:
     def in_target(self, cfg: Config, index: CheckpointIndex) -> InTarget | None:
         """A draft of this kind that lives inside a target folder (MTP layers), else None."""
         return None
+
+
+class BuiltKindSpec(KindSpec):
+    """A kind the rig builds (a `models/drafts/<kind>.py` exists) and checks against its target
+    like an EAGLE head: EAGLE-1, EAGLE-3, MTP and DFlash all are, so they say it once here."""
+
+    supported = True
+    checked_against_target = True
 
 
 def hazard_finding(

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from eaglegraph.known.speculator_styles import SpeculatorStyle
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.drafts.base import (
-    LAYER_RE,
+    BuiltKindSpec,
     DraftKind,
     Evidence,
     FactsInput,
-    KindSpec,
     KindVerdict,
     Recogniser,
     ShapeFacts,
@@ -40,19 +40,16 @@ def _config_key(ev: Evidence) -> KindVerdict | None:
 def _fc_over_layers(ev: Evidence) -> KindVerdict | None:
     if "fc.weight" not in ev.names:
         return None
-    layer_ids = {int(m.group(1)) for n in ev.names if (m := LAYER_RE.match(n))}
-    if len(layer_ids) >= 3:
+    if len(ev.layer_ids) >= 3:
         return KindVerdict(
             DraftKind.DFLASH, None, ["'fc.weight' over several layers (DFlash-like)"]
         )
     return None
 
 
-class DFlashSpec(KindSpec):
+class DFlashSpec(BuiltKindSpec):
     kind = DraftKind.DFLASH
     title = "DFlash"
-    supported = True
-    checked_against_target = True
     engine_methods = ("dflash",)
     speculators_names = ("dflash",)
     recognisers = (
@@ -60,6 +57,7 @@ class DFlashSpec(KindSpec):
         Recogniser(25, _config_key),
         Recogniser(63, _fc_over_layers),
     )
+    speculator_style = SpeculatorStyle.BLOCK  # one graph drafts the whole block
 
     def shape_facts(self, given: FactsInput) -> ShapeFacts:
         layout = dflash_layout(given.cfg, given.index)

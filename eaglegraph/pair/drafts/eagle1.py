@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.drafts.base import (
-    LAYER_RE,
+    BuiltKindSpec,
     DraftKind,
     Evidence,
     FactsInput,
-    KindSpec,
     KindVerdict,
     Recogniser,
     ShapeFacts,
@@ -33,10 +32,9 @@ def _architecture(ev: Evidence) -> KindVerdict | None:
 def _fc_tensors(ev: Evidence) -> KindVerdict | None:
     if "fc.weight" not in ev.names:
         return None
-    layer_ids = {int(m.group(1)) for n in ev.names if (m := LAYER_RE.match(n))}
     no_input_norm = "layers.0.input_layernorm.weight" not in ev.names
     no_head = "lm_head.weight" not in ev.names
-    if layer_ids and no_input_norm and no_head:
+    if ev.layer_ids and no_input_norm and no_head:
         return KindVerdict(
             DraftKind.EAGLE1,
             "safeailab",
@@ -57,11 +55,9 @@ def _small_config(ev: Evidence) -> KindVerdict | None:
     return KindVerdict(DraftKind.EAGLE1, "safeailab", evidence)
 
 
-class Eagle1Spec(KindSpec):
+class Eagle1Spec(BuiltKindSpec):
     kind = DraftKind.EAGLE1
     title = "EAGLE-1"
-    supported = True
-    checked_against_target = True
     speculators_names = ("eagle", "eagle1", "eagle2")
     engine_methods = ("eagle", "eagle1")
     recognisers = (

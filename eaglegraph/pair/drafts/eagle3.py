@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.drafts.base import (
+    BuiltKindSpec,
     DraftKind,
     Evidence,
     FactsInput,
-    KindSpec,
     KindVerdict,
     Recogniser,
     ShapeFacts,
@@ -74,11 +74,9 @@ def _num_aux(given: FactsInput) -> int:
     return len(given.explicit_aux_ids) if given.explicit_aux_ids else 3
 
 
-class Eagle3Spec(KindSpec):
+class Eagle3Spec(BuiltKindSpec):
     kind = DraftKind.EAGLE3
     title = "EAGLE-3"
-    supported = True
-    checked_against_target = True
     speculators_names = ("eagle3",)
     engine_methods = ("eagle3",)
     recognisers = (

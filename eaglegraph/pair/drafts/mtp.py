@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from eaglegraph.known.speculator_styles import SpeculatorStyle
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.drafts.base import (
     LAYER_RE,
+    BuiltKindSpec,
     DraftKind,
     Evidence,
     FactsInput,
     InTarget,
-    KindSpec,
     KindVerdict,
     Recogniser,
     ShapeFacts,
@@ -70,14 +71,13 @@ def _separate_draft(ev: Evidence) -> KindVerdict | None:
     return KindVerdict(DraftKind.MTP, layout.style, layout.evidence)
 
 
-class MTPSpec(KindSpec):
+class MTPSpec(BuiltKindSpec):
     kind = DraftKind.MTP
     title = "MTP"
-    supported = True
-    checked_against_target = True
     engine_methods = ("mtp",)
     recognisers = (Recogniser(22, _separate_draft), Recogniser(80, _target_with_mtp))
     kv_layer_per_module = True
+    multi_module_style = SpeculatorStyle.WINDOW
 
     def in_target(self, cfg: Config, index: CheckpointIndex) -> InTarget | None:
         layout = in_target_mtp(cfg, index)
