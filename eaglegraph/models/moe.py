@@ -35,8 +35,12 @@ def experts(
     sigmoid: bool,
     norm_topk_prob: bool,
     scaling: float,
+    first_expert: int = 0,
 ) -> Tensor:
-    """Route each token (grouped top-k over the fp32 router `logits`) and mix its experts."""
+    """Route each token (grouped top-k over the fp32 router `logits`) and mix its experts.
+
+    `gate_up`/`down` hold experts `first_expert…` (all of them but under expert parallelism,
+    where each rank mixes its own and the ranks' sums are all-reduced)."""
     scores = logits.sigmoid() if sigmoid else logits.softmax(-1)
     choice = scores + bias
     t, e = scores.shape
@@ -55,9 +59,10 @@ def experts(
         weights = weights / (weights.sum(-1, keepdim=True) + 1e-20)
     route = torch.zeros_like(scores).scatter_(1, idx, weights * scaling)
     out = torch.zeros(x.shape, dtype=torch.float32, device=x.device)
-    for expert in range(e):
-        gate, up = F.linear(x, gate_up[expert]).chunk(2, dim=-1)
-        y = F.linear(F.silu(gate) * up, down[expert])
+    for local in range(gate_up.shape[0]):
+        gate, up = F.linear(x, gate_up[local]).chunk(2, dim=-1)
+        y = F.linear(F.silu(gate) * up, down[local])
+        expert = first_expert + local
         out += y.float() * route[:, expert : expert + 1]
     return out.to(x.dtype)
 
@@ -92,6 +97,7 @@ class RoutedMoE(nn.Module):
         self.down = new_param((e, hidden_size, inter), dtype, device)
         shared = LayerSpec(hidden_size, inter * max(moe.n_shared_experts, 1), 1, 1, 1, eps)
         self.shared = GatedMLP(shared, dtype, device) if moe.n_shared_experts else None
+        self.first_expert = 0  # the first routed expert held here (expert parallelism)
 
     def forward(self, x: Tensor) -> Tensor:
         m = self.moe
@@ -100,6 +106,6 @@ class RoutedMoE(nn.Module):
         out = mix(
             x, logits, self.e_score_correction_bias, self.gate_up, self.down, m.n_group,
             m.topk_group, m.num_experts_per_tok, m.scoring_func == "sigmoid", m.norm_topk_prob,
-            float(m.routed_scaling_factor),
+            float(m.routed_scaling_factor), self.first_expert,
         )  # fmt: skip
         return out if self.shared is None else out + self.shared(x)

@@ -14,7 +14,7 @@ import threading
 import time
 
 
-def _exit_with_parent(interval: float = 0.5) -> None:
+def exit_with_parent(interval: float = 0.5) -> None:
     """End this worker when the process that started it is gone (killed, or an explorer that
     quit without waiting): nobody would read the result, and a case can run for minutes."""
     parent = os.getppid()
@@ -30,7 +30,7 @@ def _exit_with_parent(interval: float = 0.5) -> None:
 def main() -> None:
     from eaglegraph.probes.runner import MARKER, call_task
 
-    _exit_with_parent()
+    exit_with_parent()
     job = json.loads(sys.stdin.read())
     # Fault injection for the isolation tests: make this task die or hang like a real
     # illegal memory access or a stuck NCCL wait would.

@@ -39,6 +39,7 @@ class Finding:
     evidence: str | None = None
     fix: str | None = None
     hazard: str | None = None  # the id of the known hazard this is (eaglegraph.known.hazards)
+    rank: int | None = None  # the global rank it was seen on (multi-rank runs)
 
 
 FAIL_ON_CHOICES = ("error", "warning", "never")

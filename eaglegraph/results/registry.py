@@ -17,6 +17,7 @@ from eaglegraph.results.env import ENV_SCHEMA, EnvReport
 from eaglegraph.results.inspect import INSPECT_SCHEMA, InspectReport
 from eaglegraph.results.memdiff import MEMDIFF_SCHEMA, MemdiffRun
 from eaglegraph.results.probe import PROBE_SCHEMA, ProbeRun
+from eaglegraph.results.rank_runs import RANKS_SCHEMA, RankedRun
 from eaglegraph.results.scaffold import (
     PRESETS_SCHEMA,
     SCAFFOLD_SCHEMA,
@@ -39,6 +40,7 @@ Run = Union[  # noqa: UP007
     StacksReport,
     ScaffoldResult,
     PresetList,
+    RankedRun,
 ]
 
 SCHEMAS: dict[str, type] = {
@@ -51,6 +53,7 @@ SCHEMAS: dict[str, type] = {
     STACKS_SCHEMA: StacksReport,
     SCAFFOLD_SCHEMA: ScaffoldResult,
     PRESETS_SCHEMA: PresetList,
+    RANKS_SCHEMA: RankedRun,
 }
 _BY_TYPE = {cls: name for name, cls in SCHEMAS.items()}
 

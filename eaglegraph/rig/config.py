@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
+from eaglegraph.results.parallel import SINGLE_RANK, ParallelLayout
 from eaglegraph.rig.options import PlanOptions
 
 
@@ -29,6 +30,11 @@ class RigConfig:
     # its warmup and recording passes (they compute nothing a replay reads: the probe, which
     # overwrites every buffer and poisons every padding region before it looks, skips them)
     emulated_capture_passes: bool = True
+    # the deployment's layout and this process's global rank in it: the rig shards its
+    # models and KV heads for the rank (`models.parallel`); the rank runtime installs the
+    # process group before building it
+    layout: ParallelLayout = SINGLE_RANK
+    rank: int = 0
 
     @property
     def max_num_seqs(self) -> int:

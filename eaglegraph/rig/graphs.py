@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 import torch
 
+from eaglegraph.models.parallel import collective_scope, collectives_issued, replay_watch
 from eaglegraph.results.capture import CaptureEvent
 from eaglegraph.results.pools import PoolId
 from eaglegraph.rig.attention import AttentionRuntime, Metadata
@@ -128,6 +129,7 @@ class CapturedGraph:
     pool_id: tuple[int, int] | None
     full: Any = None
     segments: Segmented | None = None
+    collectives: int = 0  # collectives one run issues (tensor parallelism): what a replay runs
 
 
 class GraphContext:
@@ -264,6 +266,10 @@ class PhaseRunner:
     def run(self, batch: PaddedBatch, live: Metadata | None) -> None:
         """Replay the graph of `batch`'s descriptor over `live` metadata, or run the routine
         eagerly at the padded shape where none was captured."""
+        with collective_scope(f"{self.phase} {batch.desc.label()}"):
+            self._run(batch, live)
+
+    def _run(self, batch: PaddedBatch, live: Metadata | None) -> None:
         desc, num_reqs, num_tokens = batch.desc, batch.num_reqs, batch.num_tokens
         graph = self.graphs.get(desc)
         ctx = self.context
@@ -271,16 +277,19 @@ class PhaseRunner:
             self.attention.metadata = live
             self.routine(num_reqs, num_tokens)
             return
+        label = f"{self.phase} {desc.label()}"
         if desc.mode is Mode.FULL:
             if graph.full is not None:
-                graph.full.replay()
+                with replay_watch(label, graph.collectives):
+                    graph.full.replay()
             else:
                 self.attention.metadata = graph.metadata
                 self.routine(graph.num_reqs, graph.num_tokens)
             return
         self.attention.metadata = live
         if desc.mode is Mode.BREAKABLE and graph.segments is not None:
-            graph.segments.replay(self.attention)
+            with replay_watch(label, graph.collectives):
+                graph.segments.replay(self.attention)
             return
         if desc.mode is Mode.PIECEWISE:
             ctx.piecewise_mode = "replay"
@@ -309,25 +318,42 @@ class PhaseRunner:
         num_reqs = desc.num_reqs or min(desc.num_tokens, max_num_reqs)
         num_tokens = desc.num_tokens
         assignment = ctx.pools.assign(self.phase, desc.mode)
-        cuda = ctx.backend == "cuda"
-        mem = _MemoryProbe(cuda and instrument)
-
+        mem = _MemoryProbe(ctx.backend == "cuda" and instrument)
         ctx.capturing_phase = self.phase
+        with collective_scope(f"{self.phase} {desc.label()} capture"):
+            return self._capture(desc, dummy, num_reqs, num_tokens, index, t0, mem, assignment)
+
+    def _capture(
+        self,
+        desc: BatchDescriptor,
+        dummy: DummyFn,
+        num_reqs: int,
+        num_tokens: int,
+        index: int,
+        t0: float,
+        mem: _MemoryProbe,
+        assignment: PoolAssignment,
+    ) -> tuple[CaptureEvent, Metadata | None]:
+        ctx = self.context
+        assert ctx is not None
+        cuda = ctx.backend == "cuda"
         # from the previous capture's end: the warmup's module loads and workspaces, and
         # anything between two captures, count towards this one
         first = ctx.memory_mark or mem.read()
         start = time.perf_counter()
         self.attention.metadata = dummy(desc, num_reqs, num_tokens)
         self.attention.skip = desc.mode is Mode.PIECEWISE
+        issued = collectives_issued()
         try:
             if ctx.run_passes:
                 ctx.on_stream(lambda: self.routine(num_reqs, num_tokens))
         finally:
             self.attention.skip = False
         warm = time.perf_counter()
+        collectives = collectives_issued() - issued
         before = mem.read()
         mem.reset_peak()
-        graph = CapturedGraph(desc, num_reqs, num_tokens, None, None)
+        graph = CapturedGraph(desc, num_reqs, num_tokens, None, None, collectives=collectives)
         if desc.mode is Mode.FULL:
             graph.metadata = dummy(desc, num_reqs, num_tokens)  # a fresh state for the capture
             self.attention.metadata = graph.metadata

@@ -8,8 +8,11 @@ in-checkpoint MTP that config is the target's).
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
+from eaglegraph.models.parallel import kv_heads_per_rank
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.kv_layers import draft_layer_count
 from eaglegraph.pair.mla import mla_dims
@@ -26,6 +29,15 @@ def _side_layout(side: ModelSide, block_size: int, dtype: torch.dtype) -> KVLayo
     if mla is not None:
         return KVLayout(0, block_size, 1, mla.cache_width, dtype, latent=True)
     return _standard(side.geometry, block_size, dtype)
+
+
+def per_rank_kv(layout: KVLayout, tp: int) -> KVLayout:
+    """One tensor-parallel rank's share of a layer's cache: its KV heads (split, or one
+    replicated head past the model's count; `models.parallel`); an MLA latent row is whole on
+    every rank."""
+    if tp == 1 or layout.latent:
+        return layout
+    return dataclasses.replace(layout, num_kv_heads=kv_heads_per_rank(layout.num_kv_heads, tp))
 
 
 def kv_layouts(pair: Pair, block_size: int, dtype: torch.dtype, framework: str) -> list[KVLayout]:

@@ -280,7 +280,7 @@ def _finding(
         ref=h.ref_text,
         fix=h.fix_text if fix == "" else fix,
         hazard=h.id,
-        **where,
+        **where,  # type: ignore[arg-type]  # phase, mode, descriptor: str fields
     )
 
 

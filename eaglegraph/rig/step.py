@@ -29,6 +29,7 @@ from eaglegraph.known.attention_workspace import split_kv_scratch
 from eaglegraph.known.heads import head_dtype
 from eaglegraph.models.compile import CompiledForward
 from eaglegraph.models.drafts import draft_build
+from eaglegraph.models.parallel import shard_models
 from eaglegraph.pair.model import Pair
 from eaglegraph.rig.attention import AttentionRuntime
 from eaglegraph.rig.buffers import BufferRegistry
@@ -39,7 +40,7 @@ from eaglegraph.rig.driver import StepOutput
 from eaglegraph.rig.graphs import GraphContext, PhaseRunner
 from eaglegraph.rig.hooks import HookHandle, LaunchHook, PhaseHook
 from eaglegraph.rig.kv_cache import BlockAllocator, KVLayout, allocate_kv_caches
-from eaglegraph.rig.kv_specs import kv_layouts
+from eaglegraph.rig.kv_specs import kv_layouts, per_rank_kv
 from eaglegraph.rig.limits import check_limits
 from eaglegraph.rig.model_setup import (
     LoadedPair,
@@ -101,7 +102,8 @@ class Rig:
         self.max_blocks = mb = -(-config.max_model_len // bs)
         kv_dtype = resolve_model_dtype(config.dtype, pair, dev)
         assert pair.draft_facts is not None  # check_buildable
-        layouts = kv_layouts(pair, bs, kv_dtype, opts.framework)
+        tp, tp_rank = config.layout.tp, config.layout.tp_rank(config.rank)
+        layouts = [per_rank_kv(lay, tp) for lay in kv_layouts(pair, bs, kv_dtype, opts.framework)]
         per_block = sum(lay.bytes_per_layer() for lay in [_with_blocks(x, 1) for x in layouts])
         wanted = config.num_blocks or 1 + r * mb
         budget = KV_BUDGET_BYTES["cuda" if dev.type == "cuda" else "cpu"]
@@ -117,6 +119,10 @@ class Rig:
             framework=opts.framework,
             max_positions=None,
         )
+        self.collectives_per_forward = shard_models(
+            (self.models.target, self.models.draft), tp_rank, tp,
+            expert_parallel=config.layout.ep > 1,
+        )  # fmt: skip
         self.vocab_size = self.models.vocab_size
         self.head = head_dtype(opts.framework)
         self.registry = reg = BufferRegistry()

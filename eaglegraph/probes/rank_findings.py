@@ -1,0 +1,168 @@
+"""What a multi-rank run's outcomes mean: the failed rank and its cascade, the stuck rank and
+where, the first collective the ranks disagree on, plans that differ, replays that do not
+give the eager tokens, and TP > 1 tokens against TP 1.
+
+The order of the findings is the order a support engineer reads them in: the cause first
+(a rank's own error, or the collective where the ranks parted), then what followed.
+"""
+
+from __future__ import annotations
+
+from eaglegraph.probes.spec import RunSpec
+from eaglegraph.results.findings import Finding, Severity
+from eaglegraph.results.rank_runs import CollectiveCall, RankOutcome, SingleRankAgreement
+
+# Tokens of a TP > 1 run that must equal the TP 1 run's: all of them in float32 (the sums
+# differ in the last bits only), nine in ten in 16-bit types, where a sum taken in another
+# order flips near-tied greedy tokens of random weights and the rest of that request follows.
+EXACT_DTYPES = ("float32", "fp32")
+HALF_PRECISION_AGREEMENT = 0.9
+
+
+def single_tolerance(spec: RunSpec) -> str:
+    if spec.dtype in EXACT_DTYPES or (spec.dtype == "auto" and spec.device != "cuda"):
+        return "every draft token equal (float32)"
+    return f"at least {HALF_PRECISION_AGREEMENT:.0%} of draft tokens equal (16-bit sums)"
+
+
+def _required(single: SingleRankAgreement) -> float:
+    return 1.0 if single.tolerance.startswith("every") else HALF_PRECISION_AGREEMENT
+
+
+def _who(o: RankOutcome) -> str:
+    return f"rank {o.rank} (TP {o.tp_rank}, DP {o.dp_rank})"
+
+
+def _failures(outcomes: list[RankOutcome]) -> list[Finding]:
+    failed = [o for o in outcomes if o.status == "failed"]
+    causes = [o for o in failed if not o.consequence] or failed[:1]
+    out = [
+        Finding(
+            id="rank-failed",
+            severity=Severity.ERROR,
+            rank=o.rank,
+            message=f"{_who(o)} failed: {o.error or f'exit status {o.exit_code}'}",
+            fix="this rank's error is the cause; its peers' errors followed it",
+        )
+        for o in causes
+    ]
+    for o in failed:
+        if o not in causes:
+            out.append(
+                Finding(
+                    id="rank-failed-after-peer",
+                    severity=Severity.WARNING,
+                    rank=o.rank,
+                    message=f"{_who(o)} failed after its peer: {o.error} (a consequence: the "
+                    "peer's process was gone, not a cause)",
+                )
+            )
+    return out
+
+
+def _mismatch(
+    outcomes: list[RankOutcome], calls: dict[int, list[CollectiveCall]]
+) -> Finding | None:
+    """The first collective (by sequence number) where the ranks of one TP group differ."""
+    groups: dict[int, list[RankOutcome]] = {}
+    for o in outcomes:
+        groups.setdefault(o.dp_rank, []).append(o)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        length = max(len(calls[o.rank]) for o in members)
+        for i in range(length):
+            seen = {o.rank: calls[o.rank][i] if i < len(calls[o.rank]) else None for o in members}
+            shapes = {(c.op, c.numel) if c else None for c in seen.values()}
+            if len(shapes) == 1:
+                continue
+            parts = []
+            for rank, call in seen.items():
+                if call is None:
+                    last = calls[rank][-1].describe() if calls[rank] else "none"
+                    parts.append(f"rank {rank} issued no collective #{i} (its last: {last})")
+                else:
+                    state = "" if call.finished else ", never finished"
+                    parts.append(f"rank {rank}: {call.describe()}{state}")
+            return Finding(
+                id="collective-mismatch",
+                severity=Severity.ERROR,
+                rank=members[0].rank,
+                message=f"the ranks part at collective #{i}: " + "; ".join(parts),
+                fix="every rank must issue the same collectives, of the same size, in the same "
+                "order: look for a rank-local choice of graph, padding or eager fallback here",
+            )
+    return None
+
+
+def _stuck(outcomes: list[RankOutcome], deadline_s: float) -> Finding | None:
+    waiting = [o for o in outcomes if o.waiting_in is not None]
+    if not waiting:
+        return None
+    parts = [f"rank {o.rank} waits in {o.waiting_in.describe()}" for o in waiting if o.waiting_in]
+    for o in outcomes:
+        if o.waiting_in is None:
+            last = o.last_collective.describe() if o.last_collective else "no collective"
+            parts.append(f"rank {o.rank} is elsewhere (its last finished: {last})")
+    return Finding(
+        id="ranks-stuck",
+        severity=Severity.ERROR,
+        rank=waiting[0].rank,
+        message=f"no progress for {deadline_s:.0f} s: "
+        + "; ".join(parts)
+        + "; every rank was ended",
+        fix="a rank that waits in a collective its peers never issue hangs with no error "
+        "(NCCL's watchdog does not see graph-captured work): make the ranks agree",
+    )
+
+
+def rank_findings(
+    outcomes: list[RankOutcome],
+    calls: dict[int, list[CollectiveCall]],
+    stuck: bool,
+    deadline_s: float,
+    single: SingleRankAgreement | None,
+) -> list[Finding]:
+    """`calls`: each rank's whole ledger, in order."""
+    out: list[Finding] = []
+    mismatch = _mismatch(outcomes, calls)
+    if mismatch is not None:
+        out.append(mismatch)
+    if stuck:
+        hang = _stuck(outcomes, deadline_s)
+        if hang is not None:
+            out.append(hang)
+    out += _failures(outcomes)
+    plans = {tuple(o.graphs) for o in outcomes if o.status == "ok"}
+    if len(plans) > 1:
+        counts = ", ".join(f"rank {o.rank}: {len(o.graphs)} graphs" for o in outcomes)
+        out.append(
+            Finding(
+                id="rank-plans-differ",
+                severity=Severity.ERROR,
+                message=f"the ranks captured different graphs ({counts}): the i-th captured "
+                "all-reduce no longer pairs across ranks (custom all-reduce registration)",
+            )
+        )
+    for o in outcomes:
+        if o.replay_equals_eager is False:
+            out.append(
+                Finding(
+                    id="rank-replay-differs",
+                    severity=Severity.ERROR,
+                    rank=o.rank,
+                    message=f"{_who(o)}: replaying the graphs gave other tokens than running "
+                    "the same schedule eagerly",
+                )
+            )
+    if single is not None and single.fraction < _required(single):
+        out.append(
+            Finding(
+                id="tp-differs-from-single-rank",
+                severity=Severity.ERROR,
+                rank=0,
+                message=f"rank 0's draft tokens equal the TP 1 run's for {single.equal} of "
+                f"{single.tokens} (needed: {single.tolerance}); first: {single.first_difference}",
+            )
+        )
+    return out

@@ -1,0 +1,98 @@
+"""What one rank does in a multi-rank run: build its shard of the rig, capture, replay.
+
+Called inside a joined `RankRuntime` (`probes.rank_worker`). Each rank captures its plan
+with the collectives inside the graphs, then runs one schedule through the graphs and again
+eagerly on the same rig (graphs hidden, so nothing but the graphs differs): replay equals
+eager per rank. Rank 0 also rebuilds the pair unsharded (TP 1) and runs the same schedule,
+so the TP > 1 tokens can be held against the single-rank ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from eaglegraph.probes.capture import CaptureRequest, run_capture
+from eaglegraph.probes.spec import RunSpec
+from eaglegraph.results.parallel import SINGLE_RANK
+from eaglegraph.rig.driver import run_workload
+from eaglegraph.rig.ranks import RankRuntime
+from eaglegraph.rig.step import Rig
+from eaglegraph.rig.workload import Schedule
+from eaglegraph.serial import to_jsonable
+
+TraceRow = tuple[int, tuple[int, ...], tuple[tuple[int, ...], ...]]
+
+
+def _stage(rank: int, text: str) -> None:
+    """A progress line on the rank's stderr, which the supervisor reads as a heartbeat."""
+    sys.stderr.write(f"[rank {rank} {time.strftime('%H:%M:%S')}] {text}\n")
+    sys.stderr.flush()
+
+
+@contextlib.contextmanager
+def graphs_hidden(rig: Rig) -> Iterator[None]:
+    """Every phase dispatches as if nothing had been captured: the same rig, run eagerly."""
+    saved = {phase: runner.graphs for phase, runner in rig.runners.items()}
+    for runner in rig.runners.values():
+        runner.graphs = {}
+    try:
+        yield
+    finally:
+        for phase, graphs in saved.items():
+            rig.runners[phase].graphs = graphs
+
+
+def token_agreement(ours: list[TraceRow], single: list[TraceRow]) -> dict[str, Any]:
+    """Accepted counts and draft tokens of every step, ours against the single-rank run's."""
+    tokens = equal = 0
+    first: str | None = None
+    for (step, accepted, drafts), (_, accepted1, drafts1) in zip(ours, single, strict=False):
+        for row, (mine, theirs) in enumerate(zip(drafts, drafts1, strict=False)):
+            for k, (a, b) in enumerate(zip(mine, theirs, strict=False)):
+                tokens += 1
+                equal += a == b
+                if a != b and first is None:
+                    first = f"step {step}, request {row}, draft token {k}: {a} vs {b} at TP 1"
+        if accepted != accepted1 and first is None:
+            first = f"step {step}: accepted {list(accepted)} vs {list(accepted1)} at TP 1"
+    return {"tokens": tokens, "equal": equal, "first_difference": first}
+
+
+def rank_capture(rt: RankRuntime, spec: RunSpec, args: dict[str, Any]) -> dict[str, Any]:
+    """Capture this rank's graphs; with `replay`, replay == eager (and rank 0: vs TP 1)."""
+    pair = spec.open_pair()
+    config = dataclasses.replace(spec.rig_config(), layout=rt.layout, rank=rt.rank)
+    _stage(rt.rank, "building its shard of the rig")
+    rig = Rig(pair, config)
+    request = CaptureRequest.from_spec(spec, predict=False)
+    request.config = config
+    run = run_capture(pair, request, on_stage=lambda s: _stage(rt.rank, s), rig=rig)
+    out: dict[str, Any] = {
+        "capture": to_jsonable(run),
+        "collectives_per_forward": rig.collectives_per_forward,
+        "comm_bytes": rt.comm_bytes,
+        "graphs": [f"{e.phase} {e.descriptor}" for e in run.events],
+    }
+    if run.failed is not None or not args.get("replay"):
+        return out
+    schedule = Schedule.grow_shrink(min(config.max_num_seqs, 8))
+    _stage(rt.rank, f"replaying schedule {schedule.name} through the graphs")
+    graphs = run_workload(rig, schedule).token_trace()
+    _stage(rt.rank, "running the same schedule eagerly")
+    with graphs_hidden(rig):
+        eager = run_workload(rig, schedule).token_trace()
+    out["replay_equals_eager"] = graphs == eager
+    if rt.rank == 0 and rt.layout.tp > 1 and args.get("compare_single", True):
+        _stage(rt.rank, "running the same schedule unsharded (TP 1)")
+        single_config = dataclasses.replace(config, layout=SINGLE_RANK, rank=0)
+        single = run_workload(Rig(pair, single_config), schedule).token_trace()
+        out["single_rank"] = token_agreement(graphs, single)
+    return out
+
+
+RANK_TASKS = {"capture": rank_capture}

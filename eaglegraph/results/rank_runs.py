@@ -1,0 +1,92 @@
+"""A multi-rank run: every rank's outcome, its collectives and memory, and what diverged.
+
+`capture --tp 2` (and the other commands at TP/DP > 1) run one process per rank; the parent
+supervises them and gathers this. Each rank's own capture run is kept whole (`capture`), so
+the single-rank views and exporters read it unchanged; the multi-rank facts sit beside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from eaglegraph.results.capture import CaptureRun
+from eaglegraph.results.findings import Finding
+from eaglegraph.results.parallel import ParallelLayout
+
+RANKS_SCHEMA = "eaglegraph.ranks/1"
+
+
+@dataclass
+class CollectiveCall:
+    """One collective of one rank's ledger: eager, captured, or a replay running `numel`
+    captured collectives."""
+
+    seq: int
+    op: str
+    numel: int
+    dtype: str
+    scope: str
+    graph: bool
+    finished: bool
+
+    def describe(self) -> str:
+        if self.op == "replay":
+            return f"replay of {self.scope} ({self.numel} captured collectives from #{self.seq})"
+        where = "captured in" if self.graph else "inside"
+        return f"{self.op} #{self.seq} ({self.numel} × {self.dtype}) {where} {self.scope}"
+
+
+@dataclass
+class RankOutcome:
+    """How one rank ended, and what it measured."""
+
+    rank: int
+    tp_rank: int
+    dp_rank: int
+    status: str  # ok | failed | stuck | stopped (ended by the supervisor after a peer failed)
+    exit_code: int | None = None
+    error: str | None = None  # the rank's first error line
+    consequence: bool = False  # its error followed a peer's failure (peer closed, timeout)
+    capture: CaptureRun | None = None
+    collectives: int = 0  # ledger entries this rank issued
+    last_collective: CollectiveCall | None = None
+    waiting_in: CollectiveCall | None = None  # entered, never finished
+    replay_equals_eager: bool | None = None
+    collectives_per_forward: int = 0
+    comm_bytes: int | None = None  # device memory the communicators took (CUDA)
+    graph_pool_bytes: int | None = None
+    graphs: list[str] = field(default_factory=list)  # phase + descriptor, in capture order
+    log_tail: list[str] = field(default_factory=list)  # the rank's last progress/error lines
+
+
+@dataclass
+class SingleRankAgreement:
+    """Rank 0's tokens against the same schedule rebuilt at TP 1 (no sharding)."""
+
+    tokens: int
+    equal: int
+    tolerance: str
+    first_difference: str | None = None
+
+    @property
+    def fraction(self) -> float:
+        return self.equal / self.tokens if self.tokens else 1.0
+
+
+@dataclass
+class RankedRun:
+    layout: ParallelLayout
+    command: str
+    device: str
+    backend: str  # nccl | gloo
+    ranks: list[RankOutcome]
+    findings: list[Finding]
+    seconds: float
+    deadline_s: float
+    single_rank: SingleRankAgreement | None = None
+    pool_spread_bytes: int | None = None  # max − min graph-pool bytes across ranks
+    comm_spread_bytes: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return all(r.status == "ok" for r in self.ranks)
