@@ -17,6 +17,7 @@ from eaglegraph.cli.options import (
     warn,
 )
 from eaglegraph.cli.outputs import Outputs, output_files
+from eaglegraph.cli.parallel_options import framework_of, layout_from_options, parallel_options
 from eaglegraph.results.findings import reaches
 from eaglegraph.results.inspect import InspectReport
 
@@ -24,6 +25,7 @@ from eaglegraph.results.inspect import InspectReport
 @click.command("inspect")
 @pair_arguments
 @plan_options_for(engine_defaults=True)
+@parallel_options
 @dtype_option
 @click.option(
     "--predict-memory",
@@ -57,6 +59,8 @@ def command(
     """
     app = make_app(ctx, json_output, no_color)
     plan = pop_plan_kwargs(kwargs)
+    framework = framework_of(plan.framework, plan.behavior)
+    layout = layout_from_options(kwargs, framework, plan.speculative_config)
     check_choices(model_dir, target_dir, draft_dir, plan)  # before torch is imported
     from eaglegraph.probes.inspection import InspectRequest
 
@@ -67,6 +71,7 @@ def command(
         plan=plan,
         dtype=dtype,
         predict_memory=predict_memory,
+        layout=layout,
     )
     inspection = request.resolve()
     warn(inspection.warnings())

@@ -11,6 +11,7 @@ import click
 from eaglegraph.cli.gpu_options import gpu_description_options, parse_capability
 from eaglegraph.errors import BadInput
 from eaglegraph.known.choose import profile_for_engine
+from eaglegraph.known.parallel import DRAFT_PARALLEL_KEYS
 from eaglegraph.known.pool_policies import PoolPolicy
 from eaglegraph.known.runner_rules import parse_runner
 from eaglegraph.known.versions import parse_engine
@@ -267,7 +268,7 @@ def pop_plan_kwargs(kwargs: dict[str, Any]) -> PlanChoices:
     plan = {k: kwargs.pop(k) for k in PLAN_KEYS if k in kwargs}
     check_capture_sizes(plan.get("capture_sizes"))
     for flag, key, used in (
-        ("--speculative-config", "speculative_config", SPECULATIVE_KEYS),
+        ("--speculative-config", "speculative_config", SPECULATIVE_KEYS + DRAFT_PARALLEL_KEYS),
         ("--compilation-config", "compilation_config", COMPILATION_KEYS),
     ):
         ignored = ignored_keys(plan.get(key), used)

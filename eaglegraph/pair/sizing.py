@@ -310,6 +310,9 @@ def size_model(
         state_bytes_per_request_layer=state,
         groups={k: v for k, v in t.groups.items() if v},
         notes=_notes(quant, folder),
+        group_bytes=_group_bytes(t, quant, nbytes),
+        mtp_groups={k: v for k, v in extra.groups.items() if v},
+        mtp_group_bytes=_group_bytes(extra, quant, nbytes),
     )
 
 
@@ -328,12 +331,17 @@ def _notes(quant: Quantization | None, folder: Path | None) -> list[str]:
     return notes
 
 
+def _per_param(group: str, quant: Quantization | None, nbytes: int) -> float:
+    return quant.bytes_per_param[group] if quant is not None and quant.covers(group) else nbytes
+
+
 def _bytes(t: _Tally, quant: Quantization | None, nbytes: int) -> int:
-    total = 0.0
-    for group, n in t.groups.items():
-        per = quant.bytes_per_param[group] if quant is not None and quant.covers(group) else nbytes
-        total += n * per
-    return int(total)
+    return int(sum(n * _per_param(group, quant, nbytes) for group, n in t.groups.items()))
+
+
+def _group_bytes(t: _Tally, quant: Quantization | None, nbytes: int) -> dict[str, int]:
+    """Bytes per non-empty weight group, each at its own rule (quantized or the load dtype)."""
+    return {g: int(n * _per_param(g, quant, nbytes)) for g, n in t.groups.items() if n}
 
 
 def _parameters_source(plan: LayerPlan, moe: str | None, t: _Tally) -> str:

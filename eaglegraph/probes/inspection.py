@@ -12,8 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from eaglegraph.pair.model import Pair
+from eaglegraph.pair.rank_sizing import check_layout, fit_finding, size_ranks
 from eaglegraph.probes.setup import plan_options
 from eaglegraph.results.inspect import InspectReport
+from eaglegraph.results.parallel import SINGLE_RANK, ParallelLayout
+from eaglegraph.rig.estimate import GPU_MEMORY_UTILIZATION
 from eaglegraph.rig.inspect import inspect_pair, open_pair
 from eaglegraph.rig.options import PlanChoices, PlanOptions
 
@@ -32,6 +35,7 @@ class InspectRequest:
     # True: unset batch limits take what the engine release defaults to on --gpu (what a
     # server runs); False: the small defaults capture and probe rebuild the step with (explore)
     engine_defaults: bool = True
+    layout: ParallelLayout = SINGLE_RANK  # sized per rank; refused here if the engine would
 
     def resolve(self) -> Inspection:
         pair = open_pair(self.model, self.target, self.draft)
@@ -46,6 +50,7 @@ class InspectRequest:
             head_dim=target.geometry.head_dim if target else None,
             runner_facts=True,
         )
+        check_layout(pair, self.layout, options.framework)  # before any work
         return Inspection(self, pair, options)
 
 
@@ -79,4 +84,20 @@ class Inspection:
             # one graph-memory answer: the prediction for the plan's own pool policy
             policy = str(self.options.behavior.default_pool)
             apply_prediction(report.memory, report.memory_prediction, policy)
+        self._size_ranks(report)
         return report
+
+    def _size_ranks(self, report: InspectReport) -> None:
+        """One rank of the layout on the plan's GPU (after any prediction, whose graph
+        memory it takes); a layout that leaves no KV cache is a finding."""
+        report.ranks = size_ranks(
+            self.pair,
+            self.request.layout,
+            self.options.framework,
+            report.memory,
+            report.plan.gpu,
+            GPU_MEMORY_UTILIZATION,
+        )
+        finding = fit_finding(report.ranks)
+        if finding is not None:
+            report.findings.append(finding)

@@ -10,6 +10,7 @@ from eaglegraph.reports.findings_view import render_findings
 from eaglegraph.reports.format import fmt_bytes, fmt_count, fmt_sizes
 from eaglegraph.reports.prediction_view import render_prediction
 from eaglegraph.results.inspect import InspectReport, PlanFacts, SideFacts
+from eaglegraph.results.ranks import RankSide, RankSizing
 
 
 def _head_dim(s: SideFacts) -> str:
@@ -132,6 +133,9 @@ def _plan_table(report: InspectReport) -> Table:
         f"Capture plan — {p.framework}, {p.behavior}, {p.attention_backend}, "
         f"K={p.num_speculative_tokens}, max_num_seqs={p.max_num_seqs}"
     )
+    r = report.ranks
+    if r is not None and r.world_size > 1:
+        title += f", {r.layout_description} ({r.world_size} ranks)"
     table = Table(
         title=title, title_justify="left", caption=_plan_caption(p), caption_justify="left"
     )
@@ -194,8 +198,67 @@ def _memory_table(report: InspectReport) -> Table:
         if m.graph_memory_source != "estimate":
             where = f"{m.graph_memory_source}; {where}"
         table.add_row("graph memory", fmt_bytes(m.graph_memory_bytes), where)
-        tokens = f"{m.kv_budget_tokens:,} tokens" if m.kv_budget_tokens else ""
-        table.add_row("KV budget", fmt_bytes(m.kv_budget_bytes), tokens)
+        _kv_budget_row(table, report)
+    return table
+
+
+def _kv_budget_row(table: Table, report: InspectReport) -> None:
+    """The single-GPU KV budget; never a negative figure (it does not fit), and left to the
+    per-rank section when the layout has several ranks."""
+    m, r = report.memory, report.ranks
+    if r is not None and r.world_size > 1:
+        return
+    if (r is not None and r.fits is False) or (m.kv_budget_bytes or 0) < 0:
+        short = r.shortfall_bytes if r is not None else None
+        why = f"short by {fmt_bytes(short)}" if short else "weights exceed the GPU"
+        table.add_row("KV budget", "none", f"does not fit: {why}")
+        return
+    tokens = f"{m.kv_budget_tokens:,} tokens" if m.kv_budget_tokens else ""
+    table.add_row("KV budget", fmt_bytes(m.kv_budget_bytes), tokens)
+
+
+def _side_rows(table: Table, s: RankSide) -> None:
+    heads = f"{s.attention_heads} of {s.total_attention_heads} heads"
+    if s.kv_heads is None:
+        kv = "MLA latent row, not sharded"
+    elif s.kv_head_replicas > 1:
+        kv = f"{s.kv_heads} KV head (of {s.total_kv_heads}) ×{s.kv_head_replicas} replicas"
+    else:
+        kv = f"{s.kv_heads} of {s.total_kv_heads} KV heads"
+    table.add_row(f"{s.role} weights", fmt_bytes(s.weight_bytes), f"TP {s.tensor_parallel}")
+    table.add_row(f"{s.role} attention", heads, kv)
+    table.add_row(f"{s.role} KV / token", fmt_bytes(s.kv_bytes_per_token), "")
+    if s.experts is not None:
+        table.add_row(f"{s.role} experts", f"{s.experts} of {s.total_experts}", s.experts_split)
+    if s.vocab_rows is not None:
+        table.add_row(
+            f"{s.role} vocab rows", f"{s.vocab_rows:,}", f"of {s.total_vocab:,}, padded to 64"
+        )
+
+
+def _ranks_table(r: RankSizing) -> Table:
+    """One rank of a TP/DP/EP layout: shares, buffers, and the KV budget that is left."""
+    title = f"Per rank — {r.layout_description} on {r.gpu or '?'} ({r.world_size} ranks)"
+    table = Table(title=title, title_justify="left", show_header=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(justify="right", no_wrap=True)
+    table.add_column(style="dim", overflow="fold")
+    for side in (r.target, r.draft):
+        if side is not None:
+            _side_rows(table, side)
+    where = "same plan on every rank" + (
+        ", taken out of the KV budget" if r.graph_memory_in_kv_budget else ""
+    )
+    table.add_row("graph memory", fmt_bytes(r.graph_memory_bytes), where)
+    for c in r.comm:
+        table.add_row(c.name, fmt_bytes(c.bytes), c.note or c.source)
+    if r.fits is False:
+        table.add_row("KV budget", "none", f"does not fit: short by {fmt_bytes(r.shortfall_bytes)}")
+    elif r.fits:
+        tokens = f"{r.kv_budget_tokens:,} tokens" if r.kv_budget_tokens else ""
+        table.add_row("KV budget", fmt_bytes(r.kv_budget_bytes), tokens)
+    for note in r.notes:
+        table.add_row("note", "", note)
     return table
 
 
@@ -261,5 +324,7 @@ def render_inspect(report: InspectReport, console: Console) -> None:
         for note in ph.notes:
             console.print(f"  [dim]{ph.phase}: {note}[/dim]")
     console.print(_memory_table(report))
+    if report.ranks is not None and report.ranks.world_size > 1:
+        console.print(_ranks_table(report.ranks))
     render_prediction(report.memory_prediction, console)
     render_findings(report.findings, console)

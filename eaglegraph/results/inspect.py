@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from eaglegraph.results.findings import Finding
 from eaglegraph.results.prediction import MemoryPrediction
+from eaglegraph.results.ranks import RankSizing
 from eaglegraph.results.sizing import SizingFacts
 
 INSPECT_SCHEMA = "eaglegraph.inspect/1"
@@ -240,3 +241,4 @@ class InspectReport:
     memory: MemoryEstimate
     findings: list[Finding] = field(default_factory=list)
     memory_prediction: MemoryPrediction | None = None  # inspect --predict-memory
+    ranks: RankSizing | None = None  # one rank of the layout (TP 1 too: whether it fits)

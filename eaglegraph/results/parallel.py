@@ -26,12 +26,16 @@ class ParallelLayout:
     dp: int = 1
     ep: int = 1
     dp_attention: bool = False
+    # vLLM's `draft_tensor_parallel_size` (speculative config): 1 or tp; None = tp
+    draft_tp: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("tp", "dp", "ep"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, not {value!r}")
+        if self.draft_tp is not None and (not isinstance(self.draft_tp, int) or self.draft_tp < 1):
+            raise ValueError(f"draft_tp must be a positive integer, not {self.draft_tp!r}")
 
     @property
     def world_size(self) -> int:
@@ -46,6 +50,23 @@ class ParallelLayout:
     @property
     def single(self) -> bool:
         return self.world_size == 1
+
+    @property
+    def draft_tensor_parallel(self) -> int:
+        """Ranks the draft's layers are split over: `draft_tp`, else the target's `tp`."""
+        return self.draft_tp if self.draft_tp is not None else self.tp
+
+    def scaled(self, tp: int) -> ParallelLayout:
+        """The same shape at another TP size: an EP group that spanned every rank (vLLM's
+        tp × dp, SGLang's `--ep-size` = tp) still does, a replicated draft stays replicated;
+        a partial EP group keeps its size. What "needs TP ≥ M" is searched over."""
+        ep = self.ep
+        if self.ep > 1 and self.ep == self.tp * (1 if self.dp_attention else self.dp):
+            ep = tp * (1 if self.dp_attention else self.dp)
+        elif self.ep > 1 and self.ep == self.tp:
+            ep = tp
+        draft_tp = 1 if self.draft_tp == 1 else None
+        return ParallelLayout(tp, self.dp, ep, self.dp_attention, draft_tp)
 
     def tp_rank(self, rank: int) -> int:
         """The rank's index inside its tensor-parallel group (global ranks are dp-major)."""
@@ -66,6 +87,8 @@ class ParallelLayout:
             parts.append(f"EP {self.ep}")
         if self.dp_attention:
             parts.append("DP attention")
+        if self.draft_tp is not None and self.draft_tp != self.tp:
+            parts.append(f"draft TP {self.draft_tp}")
         return " · ".join(parts)
 
 

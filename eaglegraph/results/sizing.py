@@ -31,4 +31,9 @@ class SizingFacts:
     vision_parameters: int
     state_bytes_per_request_layer: int
     groups: dict[str, int] = field(default_factory=dict)  # parameters per weight group
+    # bytes per weight group as loaded, and the MTP modules' groups (per-rank sizing splits
+    # each group by its own rule: `pair.rank_sizing`)
+    group_bytes: dict[str, int] = field(default_factory=dict)
+    mtp_groups: dict[str, int] = field(default_factory=dict)
+    mtp_group_bytes: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)

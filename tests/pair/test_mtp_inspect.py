@@ -18,7 +18,9 @@ MTP_CONFIGS = Path(__file__).parents[1] / "fixtures" / "configs" / "mtp"
 
 
 def _inspect(model: str | Path, *extra: str) -> dict:  # type: ignore[type-arg]
-    result = CliRunner().invoke(cli, ["inspect", str(model), "--json", *extra])
+    result = CliRunner().invoke(
+        cli, ["inspect", str(model), "--json", "--fail-on", "never", *extra]
+    )
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)  # type: ignore[no-any-return]
 
@@ -61,7 +63,8 @@ def test_glm5_uses_the_mla_dims_not_head_dim(tmp_path: Path) -> None:
     assert (mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"], mla["v_head_dim"]) == (256, 256)
     assert doc["target"]["geometry"]["head_dim"] == 64
     # no head_dim warning for MLA layers, and the shared folder is reported once
-    assert [f["id"] for f in doc["findings"]] == ["missing-weights"]
+    # (and GLM-5.1 does not fit one H100: the layout finding says so)
+    assert [f["id"] for f in doc["findings"]] == ["missing-weights", "layout-does-not-fit"]
     assert "qk 256 (192+64 rope), v 256" in dict(doc["draft"]["kind_facts"])["MLA"]
     layers = doc["target"]["geometry"]["num_hidden_layers"]
     assert doc["memory"]["kv_bytes_per_token_target"] == layers * (512 + 64) * 2
