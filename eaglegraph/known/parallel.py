@@ -175,8 +175,8 @@ SGLANG_CAR_V2_SOURCE = (
 )
 
 NCCL_NOTE = (
-    "not sized: NCCL allocates its channel buffers (channels × peers × NCCL_BUFFSIZE, 4 MiB "
-    "default) outside PyTorch's allocator, sized at communicator init; memdiff measures them"
+    "not sized: NCCL's own buffers (channels × peers × NCCL_BUFFSIZE, 4 MiB), outside "
+    "PyTorch's allocator"
 )
 NCCL_SOURCE = "NCCL environment docs (NCCL_BUFFSIZE); tp-dp.md §1.3"
 
@@ -329,5 +329,79 @@ def model_layout_refusals(
         out.append(
             f"{layout.describe()} runs {layout.world_size} ranks but {gpus} GPUs are visible "
             "(vllm/config/parallel.py::ParallelConfig.__post_init__)"
+        )
+    return out
+
+
+# vLLM fuses all-reduce + RMSNorm through FlashInfer at TP > 1 on SM90 and SM10x (the -O2/-O3
+# pass config: config/vllm.py::enable_allreduce_rms_fusion) up to a message size per TP size
+# (compilation/passes/fusion/allreduce_rms_fusion.py::FI_ALLREDUCE_FUSION_MAX_SIZE_MB; the
+# docstring in config/compilation.py says 1 MB at SM90 TP 8, the table 0.5), and ends a compile
+# range at the token count that size holds (config/vllm.py::VllmConfig._set_compile_ranges).
+FI_ALLREDUCE_FUSION_MAX_SIZE_MB: dict[int, dict[int, float]] = {
+    90: {2: 64, 4: 2, 8: 0.5},
+    100: {2: 64, 4: 32, 8: 1, 16: 64},
+}
+SGLANG_DP_CHUNK_SOURCE = "sglang/srt/arg_groups/parallel_hook.py::handle_data_parallelism"
+SGLANG_DECODE_MAX_BS_SOURCE = "sglang/srt/arg_groups/memory_hook.py::handle_gpu_memory_settings"
+
+
+def allreduce_fusion_tokens(
+    tp: int, capability: tuple[int, int] | None, hidden: int, dtype_bytes: int
+) -> int | None:
+    """vLLM: the largest token count whose all-reduce is fused with RMSNorm (None: no fusion)."""
+    if tp <= 1 or capability is None:
+        return None
+    family = 100 if capability[0] == 10 else capability[0] * 10 + capability[1]
+    size = FI_ALLREDUCE_FUSION_MAX_SIZE_MB.get(family, {}).get(tp)
+    return int(size * MIB) // (hidden * dtype_bytes) if size is not None else None
+
+
+def plan_changes(
+    engine: str,
+    layout: Layout,
+    *,
+    capability: tuple[int, int] | None,
+    gpu_memory_gib: float | None,
+    hidden: int,
+    dtype_bytes: int,
+    max_tokens: int,
+) -> list[str]:
+    """What the engine changes in one rank's plan at this layout, with the numbers."""
+    out: list[str] = []
+    if engine == VLLM:
+        fused = allreduce_fusion_tokens(layout.tp, capability, hidden, dtype_bytes)
+        if fused is not None:
+            split = (
+                f"a compile range ends at {fused} tokens"
+                if fused < max_tokens
+                else f"every size up to max_num_batched_tokens {max_tokens}"
+            )
+            out.append(
+                f"all-reduce + RMSNorm fused (FlashInfer) up to {fused} tokens: {split} "
+                "(config/vllm.py::VllmConfig._set_compile_ranges)"
+            )
+        if layout.dp > 1:
+            out.append(
+                f"DP {layout.dp}: before each step the ranks agree on one token count (the "
+                "largest) and on graph or eager (v1/worker/dp_utils.py::"
+                "coordinate_batch_across_dp; MRV2 gpu/dp_utils.py::"
+                "sync_cudagraph_and_dp_padding)"
+            )
+        return out
+    if layout.dp_attention:
+        out.append(
+            f"DP attention: chunked_prefill_size {max_tokens} → {max_tokens // layout.dp} per "
+            f"attention-DP rank, the prefill graphs' max_bs clamped to it ({SGLANG_DP_CHUNK_SOURCE})"
+        )
+        out.append(
+            "DP attention: every rank replays the decode graph of the largest rank's batch "
+            "(model_executor/runner/decode_cuda_graph_runner.py, require_mlp_tp_gather)"
+        )
+    if gpu_memory_gib is not None and 60 <= gpu_memory_gib < 160:
+        max_bs = 256 if layout.tp < 4 else 512
+        out.append(
+            f"decode cuda_graph_max_bs defaults to {max_bs} at TP {layout.tp} on this GPU "
+            f"(256 below TP 4, 512 from TP 4; {SGLANG_DECODE_MAX_BS_SOURCE})"
         )
     return out

@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from eaglegraph.errors import BadInput
 from eaglegraph.known import parallel as known
 from eaglegraph.pair.config import Config
-from eaglegraph.pair.geometry import Geometry
+from eaglegraph.pair.geometry import DTYPE_BYTES, Geometry
 from eaglegraph.pair.layer_kinds import expert_count, text_config
 from eaglegraph.pair.mla import mla_dims
 from eaglegraph.pair.model import ModelSide, Pair
 from eaglegraph.pair.quantization import ATTENTION, EMBED, EXPERTS, MLP
 from eaglegraph.pair.sizing import kv_layer_counts
 from eaglegraph.results.findings import Finding, Severity
-from eaglegraph.results.inspect import MemoryEstimate
+from eaglegraph.results.inspect import MemoryEstimate, PlanFacts
 from eaglegraph.results.parallel import ParallelLayout
 from eaglegraph.results.ranks import CommBufferSizing, RankSide, RankSizing, ShardFact
 from eaglegraph.results.sizing import SizingFacts
@@ -331,12 +331,12 @@ def size_ranks(
     layout: ParallelLayout,
     engine: str,
     memory: MemoryEstimate,
-    plan_gpu: dict[str, object],
+    plan: PlanFacts,
     utilization: float,
 ) -> RankSizing:
     """One rank of `layout` on the plan's GPU, and the smallest TP of its shape that fits."""
     sides = _sides(pair, engine, memory)
-    gpu = _gpu(plan_gpu, memory)
+    gpu = _gpu(plan.gpu, memory)
     weights, records, comm = _one_rank(sides, layout, engine, gpu)
     graphs = memory.graph_memory_bytes or 0
     per_token = sum(r.kv_bytes_per_token or 0 for r in records)
@@ -357,6 +357,7 @@ def size_ranks(
         comm_bytes=sum(c.bytes or 0 for c in comm),
         rules=_rules(pair, engine),
         notes=_notes(layout, engine),
+        plan_changes=_plan_changes(sides, layout, engine, gpu, memory, plan),
     )
     used = _used(weights, graphs, comm, memory)
     if gpu.memory_bytes is None or used is None:
@@ -396,6 +397,28 @@ def _needs_tp(
         if used is not None and used < usable:
             return tp
     return None
+
+
+def _plan_changes(
+    sides: list[_Side],
+    layout: ParallelLayout,
+    engine: str,
+    gpu: _Gpu,
+    memory: MemoryEstimate,
+    plan: PlanFacts,
+) -> list[str]:
+    if not sides:
+        return []
+    gib = gpu.memory_bytes / (1 << 30) if gpu.memory_bytes is not None else None
+    return known.plan_changes(
+        engine,
+        layout,
+        capability=gpu.capability,
+        gpu_memory_gib=gib,
+        hidden=sides[0].g.hidden_size,
+        dtype_bytes=DTYPE_BYTES.get(memory.dtype, 2),
+        max_tokens=plan.max_num_batched_tokens,
+    )
 
 
 def _rules(pair: Pair, engine: str) -> list[ShardFact]:

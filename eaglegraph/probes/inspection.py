@@ -95,7 +95,7 @@ class Inspection:
             self.request.layout,
             self.options.framework,
             report.memory,
-            report.plan.gpu,
+            report.plan,
             GPU_MEMORY_UTILIZATION,
         )
         finding = fit_finding(report.ranks)

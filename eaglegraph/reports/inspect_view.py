@@ -257,6 +257,8 @@ def _ranks_table(r: RankSizing) -> Table:
     elif r.fits:
         tokens = f"{r.kv_budget_tokens:,} tokens" if r.kv_budget_tokens else ""
         table.add_row("KV budget", fmt_bytes(r.kv_budget_bytes), tokens)
+    for change in r.plan_changes:
+        table.add_row("plan", "", change)
     for note in r.notes:
         table.add_row("note", "", note)
     return table

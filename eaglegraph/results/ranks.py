@@ -81,3 +81,5 @@ class RankSizing:
     needs_searched_to: int | None = None  # the largest TP tried when none fits
     rules: list[ShardFact] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # what the engine changes in one rank's plan at this layout (compile ranges, DP padding)
+    plan_changes: list[str] = field(default_factory=list)

@@ -71,3 +71,32 @@ def test_every_shard_rule_cites_both_wheels() -> None:
         for engine in ("vllm", "sglang"):
             assert rule.rule(engine)
             assert rule.source(engine).startswith(("vllm/", "sglang/"))
+
+
+def test_plan_changes_at_a_layout() -> None:
+    """vLLM: FI_ALLREDUCE_FUSION_MAX_SIZE_MB[90][8] = 0.5 MiB over 7168 × 2 bytes a token = 36
+    tokens (VllmConfig._set_compile_ranges); SGLang DP attention divides chunked_prefill_size
+    by DP (handle_data_parallelism) and picks decode max_bs 512 from TP 4 on an 80 GB card."""
+    (fused,) = known.plan_changes(
+        "vllm",
+        ParallelLayout(tp=8, ep=8),
+        capability=(9, 0),
+        gpu_memory_gib=79.2,
+        hidden=7168,
+        dtype_bytes=2,
+        max_tokens=8192,
+    )
+    assert "up to 36 tokens: a compile range ends at 36 tokens" in fused
+    assert known.allreduce_fusion_tokens(1, (9, 0), 7168, 2) is None
+    assert known.allreduce_fusion_tokens(8, (8, 0), 7168, 2) is None  # A100: no fusion
+    chunk, decode, max_bs = known.plan_changes(
+        "sglang",
+        ParallelLayout(tp=8, dp=8, ep=8, dp_attention=True),
+        capability=(9, 0),
+        gpu_memory_gib=79.2,
+        hidden=7168,
+        dtype_bytes=2,
+        max_tokens=8192,
+    )
+    assert "chunked_prefill_size 8192 → 1024 per attention-DP rank" in chunk
+    assert "largest rank's batch" in decode and "defaults to 512 at TP 8" in max_bs

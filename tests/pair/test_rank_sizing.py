@@ -32,7 +32,7 @@ def _sized(
     inspection = InspectRequest(str(model), plan=PlanChoices(framework=engine, gpu=gpu)).resolve()
     report = inspection.run()
     return size_ranks(
-        inspection.pair, layout, engine, report.memory, report.plan.gpu, GPU_MEMORY_UTILIZATION
+        inspection.pair, layout, engine, report.memory, report.plan, GPU_MEMORY_UTILIZATION
     )
 
 
