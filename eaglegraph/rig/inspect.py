@@ -28,9 +28,9 @@ from eaglegraph.results.inspect import (
     PlanFacts,
     SideFacts,
 )
+from eaglegraph.rig.drafting import draft_plan
 from eaglegraph.rig.estimate import estimate_memory
 from eaglegraph.rig.plan import CapturePlan, build_plan
-from eaglegraph.rig.speculators import speculator_plan
 
 R = TypeVar("R")
 
@@ -48,7 +48,7 @@ def open_pair(
 
 
 def inspect_pair(pair: Pair, plan_options: Any, dtype: str | None = None) -> InspectReport:
-    _, plan = speculator_plan(pair, build_plan(plan_options))  # the draft phases its kind runs
+    plan = draft_plan(pair, build_plan(plan_options))  # the draft phases its kind runs
     memory = estimate_memory(pair, plan, dtype)
     return InspectReport(
         root=str(pair.root),

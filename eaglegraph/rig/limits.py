@@ -9,8 +9,8 @@ from __future__ import annotations
 from eaglegraph.errors import BadInput
 from eaglegraph.pair.model import Pair
 from eaglegraph.rig.config import RigConfig
+from eaglegraph.rig.drafting import refusal_findings
 from eaglegraph.rig.plan import CapturePlan, build_plan
-from eaglegraph.rig.speculators import refusal_findings
 
 MAX_RIG_TOKENS = 1 << 20  # the rig's own limit on tokens per step
 

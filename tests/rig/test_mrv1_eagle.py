@@ -26,12 +26,9 @@ from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.driver import run_workload
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.options import PlanChoices, resolve_plan_options
-from eaglegraph.rig.speculators import (
-    SPECULATORS,
-    SGLangEagleSpeculator,
-    strategy_for,
-)
+from eaglegraph.rig.speculators import SPECULATORS, strategy_for
 from eaglegraph.rig.speculators.mrv1_eagle import Mrv1EagleSpeculator
+from eaglegraph.rig.speculators.sglang_eagle import SGLangEagleSpeculator
 from eaglegraph.rig.step import Rig
 from eaglegraph.rig.workload import Schedule
 

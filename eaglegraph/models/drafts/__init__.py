@@ -1,10 +1,10 @@
 """The draft-kind registry's torch side: `models/drafts/<kind>.py` exports `BUILD`.
 
 A build maps a kind to its module, weight loader, random init, the arch it derives from the
-pair's facts, the target states it consumes (`aux_layer_ids`), its KV layers, the speculator
-the rig runs for it (`speculator`: eagle / window / block) and its dense reference drafting
-(`dense_drafts`). The rig, the probe's reference and `inspect` read these hooks, never the
-kind. The on-disk side lives in `pair/drafts/<kind>.py`.
+pair's facts, the target states it consumes (`aux_layer_ids`), its KV layers and its dense
+reference drafting (`dense_drafts`). The rig and the probe's reference read these hooks, never
+the kind. The on-disk side, and the speculator style the kind drafts with, live in
+`pair/drafts/<kind>.py`, torch-free.
 """
 
 from __future__ import annotations

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 import torch
 from torch import nn
 
-from eaglegraph.models.drafts.style import SpeculatorStyle
 from eaglegraph.models.init import fill_random
 from eaglegraph.models.layers import AttentionFn, LayerSpec
 from eaglegraph.models.loading import Plan
@@ -169,12 +168,6 @@ class DraftBuild(Protocol):
         """A module with the checkpoint's weights, every tensor checked against its header."""
         ...
 
-    def speculator(
-        self, pair: Pair, num_speculative_tokens: int, framework: str
-    ) -> SpeculatorStyle:
-        """How the rig drafts for this kind (see `SpeculatorStyle`)."""
-        ...
-
     def dense_drafts(self, draft: Draft, verified: Verified) -> list[int]:
         """The K draft tokens of one request by plain dense recomputation (no paging, no
         buffers, no graphs): the reference the rig's step must reproduce."""
@@ -256,7 +249,6 @@ class BuildDefaults(ABC, Generic[ArchT, TargetT, ModuleT]):
 
     mla_target = False
     extra_lookahead_slots = 0
-    speculator_style = SpeculatorStyle.EAGLE  # what `speculator` says unless overridden
 
     def aux_layer_ids(self, pair: Pair, framework: str) -> tuple[int, ...]:
         return ()
@@ -277,11 +269,6 @@ class BuildDefaults(ABC, Generic[ArchT, TargetT, ModuleT]):
         self, index: CheckpointIndex, arch: ArchT, target: TargetT, args: BuildArgs
     ) -> ModuleT:
         """The module with the checkpoint's weights, every tensor checked against its header."""
-
-    def speculator(
-        self, pair: Pair, num_speculative_tokens: int, framework: str
-    ) -> SpeculatorStyle:
-        return self.speculator_style
 
     def dense_drafts(self, draft: ModuleT, verified: Verified) -> list[int]:
         return autoregressive_drafts(cast(Draft, draft), verified)

@@ -14,7 +14,6 @@ import torch.nn.functional as F
 from eaglegraph.errors import BadInput
 from eaglegraph.models.dflash import DFlashArch, DFlashDraft
 from eaglegraph.models.drafts.base import BuildArgs, PlannedBuild, Verified, positions_of
-from eaglegraph.models.drafts.style import SpeculatorStyle
 from eaglegraph.models.layers import DecoderLayer, modules_of
 from eaglegraph.models.loading import Plan, plan_head, plan_layer
 from eaglegraph.models.target import TargetModel
@@ -36,7 +35,6 @@ class DFlashBuild(PlannedBuild[DFlashArch, TargetModel, DFlashDraft]):
     kind = DraftKind.DFLASH
     # the block is the bonus token plus K mask rows: vLLM reserves K+1 lookahead slots
     extra_lookahead_slots = 1
-    speculator_style = SpeculatorStyle.BLOCK
 
     def arch(self, pair: Pair, framework: str) -> DFlashArch:
         assert pair.draft is not None and pair.target is not None

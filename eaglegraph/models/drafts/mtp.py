@@ -13,9 +13,7 @@ from dataclasses import replace
 import torch
 
 from eaglegraph.errors import BadInput
-from eaglegraph.known import mtp as known_mtp
 from eaglegraph.models.drafts.base import BuildArgs, BuildDefaults, Verified, positions_of
-from eaglegraph.models.drafts.style import SpeculatorStyle
 from eaglegraph.models.mtp import GemmaRMSNorm, MTPArch, MTPDraft, Target
 from eaglegraph.models.mtp_loading import load_mtp_draft
 from eaglegraph.models.rope import rope_extras_from_config
@@ -26,15 +24,6 @@ from eaglegraph.pair.mla import mla_dims, moe_dims
 from eaglegraph.pair.model import Pair
 from eaglegraph.pair.mtp_layout import MTPLayout
 from eaglegraph.pair.tensors import CheckpointIndex
-
-
-def run_refusal(pair: Pair, num_speculative_tokens: int, framework: str) -> str | None:
-    """Why the engine (or the rig, for SGLang's multi-layer worker) does not run this MTP
-    configuration as asked, or None."""
-    archs = pair.target.config.raw("architectures") if pair.target is not None else None
-    return known_mtp.refusal(
-        framework, modules_run(pair, framework), num_speculative_tokens, list(archs or [])
-    )
 
 
 def _deepseek_arch(pair: Pair, layout: MTPLayout | None, modules: int) -> MTPArch:
@@ -130,15 +119,6 @@ class MTPBuild(BuildDefaults[MTPArch, Target, MTPDraft]):
             mla=arch.mla, moe=arch.moe, rope_interleave=arch.rope_interleave,
             max_positions=args.max_positions,
         )  # fmt: skip
-
-    def speculator(
-        self, pair: Pair, num_speculative_tokens: int, framework: str
-    ) -> SpeculatorStyle:
-        """Several modules run and K > 1: all module steps over each request's window in one
-        graph (vLLM's multi-module speculator); else one module reused step by step."""
-        modules = modules_run(pair, framework)
-        many = min(modules, num_speculative_tokens) > 1
-        return SpeculatorStyle.WINDOW if many else SpeculatorStyle.EAGLE
 
     def dense_drafts(self, draft: MTPDraft, verified: Verified) -> list[int]:
         if min(draft.num_modules, verified.num_speculative_tokens) > 1:

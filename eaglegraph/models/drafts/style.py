@@ -1,20 +1,11 @@
-"""The speculator styles a draft kind may declare: how the rig drafts for it.
+"""The speculator styles, where the torch side has always imported them from.
 
-A kind names its style (`DraftBuild.speculator`); the rig builds the strategy registered for
-that style (`rig.speculators`). The values are the names runs and reports have always used,
-so a style compares and serialises as its plain string.
+The enum lives in `known.speculator_styles` (torch-free, so `inspect` and the pair's kind
+specs name a style without importing torch); this module re-exports it.
 """
 
 from __future__ import annotations
 
-from eaglegraph.known.enums import StrEnum
+from eaglegraph.known.speculator_styles import SpeculatorStyle
 
-
-class SpeculatorStyle(StrEnum):
-    """EAGLE: a draft-prefill graph, then K-1 draft-decode graphs (EAGLE-1/3, one MTP module
-    reused per step). WINDOW: every MTP module over each request's window, in one graph.
-    BLOCK: one graph drafts the whole block, no decodes (DFlash)."""
-
-    EAGLE = "eagle"
-    WINDOW = "window"
-    BLOCK = "block"
+__all__ = ["SpeculatorStyle"]

@@ -1,10 +1,11 @@
 """The speculator interface: one strategy per drafting style, as vLLM keeps one proposer per
 method under `spec_decode/<method>/`.
 
-A strategy owns what differs between styles — its plan changes, its persistent buffers, the
+A strategy owns what differs between styles at run time — its persistent buffers, the
 routines its graphs record, the inputs its captures are given, the draft step after the
 target's verification, and the facts the probes need — so `Rig`, `capture` and the probes call
-this interface and never ask which style they hold.
+this interface and never ask which style they hold. Its plan changes are pure and torch-free,
+in its style's row of `rig.style_plans`.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from dataclasses import dataclass
 from enum import Flag, auto
 from typing import ClassVar, Protocol
 
-from eaglegraph.models.drafts.style import SpeculatorStyle
+from eaglegraph.known.speculator_styles import SpeculatorStyle
 from eaglegraph.pair.model import Pair
 from eaglegraph.results.findings import Finding
 from eaglegraph.rig.attention import Metadata
 from eaglegraph.rig.descriptors import BatchDescriptor, PaddedBatch
 from eaglegraph.rig.graphs import PhaseRunner, Routine
 from eaglegraph.rig.parts import StepParts
-from eaglegraph.rig.plan import PHASES, CapturePlan
+from eaglegraph.rig.plan import PHASES
 from eaglegraph.rig.workload import ScheduledRequest
 
 
@@ -71,11 +72,6 @@ class Speculator(ABC):
     def __init__(self, parts: StepParts, pair: Pair) -> None:
         """Allocate and register the style's own persistent buffers."""
         self.parts = parts
-
-    @staticmethod
-    def plan(pair: Pair, plan: CapturePlan) -> CapturePlan:
-        """`plan` with this style's draft phases (the EAGLE plan's, unless overridden)."""
-        return plan
 
     # ------------------------------------------------------------------ graphs
 

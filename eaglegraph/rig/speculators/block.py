@@ -2,7 +2,8 @@
 parallel query blocks and the sampling, and drafts the whole block; no draft decodes.
 
 Its buffers and graph routine are `rig.dflash_window.DFlashWindow`; its draft phases are
-`rig.dflash_plan.dflash_plan`. Its draft layers attend non-causally within a block.
+`rig.dflash_plan.dflash_plan` (its `rig.style_plans` row). Its draft layers attend
+non-causally within a block.
 """
 
 from __future__ import annotations
@@ -10,15 +11,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from eaglegraph.kernels.block_table import compute_slot_mappings
-from eaglegraph.models.drafts.style import SpeculatorStyle
+from eaglegraph.known.speculator_styles import SpeculatorStyle
 from eaglegraph.pair.model import Pair
 from eaglegraph.rig.attention import CommonMetadata, Metadata
 from eaglegraph.rig.descriptors import BatchDescriptor, uniform_token_count
-from eaglegraph.rig.dflash_plan import dflash_plan
 from eaglegraph.rig.dflash_window import DFlashWindow
 from eaglegraph.rig.graphs import Routine
 from eaglegraph.rig.parts import StepParts
-from eaglegraph.rig.plan import CapturePlan
 from eaglegraph.rig.speculators.base import DraftFacts, DummyBatch, Speculator, VerifiedStep
 from eaglegraph.rig.step_buffers import h2d
 
@@ -38,10 +37,6 @@ class BlockSpeculator(Speculator):
         )
         target_layers = pair.target.geometry.num_hidden_layers
         parts.attention.non_causal = frozenset(range(target_layers, len(parts.kv_caches)))
-
-    @staticmethod
-    def plan(pair: Pair, plan: CapturePlan) -> CapturePlan:
-        return dflash_plan(plan)
 
     def prefill_routine(self) -> Routine:
         return self.block.routine
@@ -96,3 +91,6 @@ class BlockSpeculator(Speculator):
         runner.run(replace(batch, num_tokens=context_rows), md)
         descriptors["draft_prefill"] = batch.desc.label()
         hooks.phase_done("draft_prefill")
+
+
+SPECULATOR = BlockSpeculator

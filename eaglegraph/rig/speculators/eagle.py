@@ -17,7 +17,7 @@ import torch
 from eaglegraph.kernels.block_table import compute_slot_mappings
 from eaglegraph.kernels.eagle import prepare_eagle_decode, prepare_eagle_inputs
 from eaglegraph.known.profiles import FLAGS
-from eaglegraph.models.drafts.style import SpeculatorStyle
+from eaglegraph.known.speculator_styles import SpeculatorStyle
 from eaglegraph.pair.model import Pair
 from eaglegraph.results.findings import Finding, Severity
 from eaglegraph.rig.attention import Metadata
@@ -217,3 +217,6 @@ class EagleSpeculator(Speculator):
             runner.run(batch, md)
         descriptors["draft_decode"] = batch.desc.label()
         hooks.phase_done("draft_decode")
+
+
+SPECULATOR = EagleSpeculator

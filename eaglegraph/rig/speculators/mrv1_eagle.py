@@ -19,7 +19,8 @@ than Model Runner V2:
   (`eagle_step_update_slot_mapping_and_metadata`);
 - with the padded drafter batch (the default since 0.11) the draft decodes drop each request's
   rejected drafts from seq_lens (`propose`: `seq_lens -= num_rejected_tokens_gpu`, in 0.14);
-  0.11-0.13 did not (flag `draft_decode_excludes_rejected`, hazard `draft-decode-rejected-kv`).
+  0.11-0.13 did not (flag `draft_decode_excludes_rejected`, hazard `draft-decode-rejected-kv`,
+  predicted by the plan: `rig.style_plans.mrv1_eagle_plan`).
 
 DeepSeek-style MTP (`deepseek_mtp`) drafts through the same proposer, its first module reused
 for every step (the model is called without `spec_step_idx`), which is EAGLE-style drafting.
@@ -27,18 +28,12 @@ for every step (the model is called without `spec_step_idx`), which is EAGLE-sty
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import torch
 
-from eaglegraph.known.profiles import PROFILES
-from eaglegraph.pair.drafts.base import hazard_finding
 from eaglegraph.pair.model import Pair
-from eaglegraph.results.findings import Finding, Severity
 from eaglegraph.rig.attention import Metadata
 from eaglegraph.rig.descriptors import BatchDescriptor, PaddedBatch
 from eaglegraph.rig.parts import StepParts
-from eaglegraph.rig.plan import CapturePlan
 from eaglegraph.rig.speculators.base import VerifiedStep
 from eaglegraph.rig.speculators.eagle import EagleSpeculator
 
@@ -49,12 +44,6 @@ class Mrv1EagleSpeculator(EagleSpeculator):
         self._fused = False  # MRV1 runs every draft decode as its own pass
         # what the decodes subtract before 0.14: nothing (a constant, not a registered buffer)
         self._no_rejections = torch.zeros_like(parts.bufs.num_rejected)
-
-    @staticmethod
-    def plan(pair: Pair, plan: CapturePlan) -> CapturePlan:
-        """The MRV1 plan's draft phases are the drafter dispatcher's (`rig.mrv1_plan`); this
-        adds what the release's drafting predicts."""
-        return replace(plan, findings=plan.findings + _rejected_kv_findings(plan))
 
     # ------------------------------------------------------------------ graphs
 
@@ -91,18 +80,4 @@ class Mrv1EagleSpeculator(EagleSpeculator):
         return batch.real_tokens
 
 
-def _rejected_kv_findings(plan: CapturePlan) -> list[Finding]:
-    """The plan's prediction of hazard `draft-decode-rejected-kv` (0.11-0.13)."""
-    profile = PROFILES.get(plan.behavior)
-    if profile is None or profile.draft_decode_excludes_rejected:
-        return []
-    if plan.num_speculative_tokens < 2:
-        return []
-    f = hazard_finding(
-        "draft-decode-rejected-kv",
-        Severity.ERROR,
-        f"the {plan.num_speculative_tokens - 1} draft decodes keep each request's rejected "
-        "drafts in seq_lens: every decode attends the rejected positions' stale draft KV",
-        hazard_fix=True,
-    )
-    return [replace(f, kind="stale-read", phase="draft_decode", buffer="eagle.seq_lens")]
+SPECULATOR = Mrv1EagleSpeculator

@@ -35,3 +35,6 @@ class SGLangEagleSpeculator(EagleSpeculator):
             p.bufs, batch.num_reqs, p.config.block_size, p.allocator.num_blocks,
             p.guard(positions="sglang.draft_positions", block_table="block_table"),
         )  # fmt: skip
+
+
+SPECULATOR = SGLangEagleSpeculator

@@ -2,24 +2,22 @@
 each request's window, all K module steps in one draft graph, no draft decodes.
 
 Its buffers and graph routine are `rig.mtp_window.MTPWindow`; its draft phases are
-`rig.mtp_plan.multi_module_plan`. The window re-prefills up to K-1 rejected positions of each
-request's tail, so those positions' draft KV is rewritten legally.
+`rig.mtp_plan.multi_module_plan` (its `rig.style_plans` row). The window re-prefills up to
+K-1 rejected positions of each request's tail, so those positions' draft KV is rewritten
+legally.
 """
 
 from __future__ import annotations
 
 from eaglegraph.kernels.block_table import compute_slot_mappings
-from eaglegraph.models.drafts.style import SpeculatorStyle
-from eaglegraph.pair.kv_layers import draft_kv_layers
+from eaglegraph.known.speculator_styles import SpeculatorStyle
 from eaglegraph.pair.model import Pair
 from eaglegraph.rig.attention import Metadata
 from eaglegraph.rig.descriptors import BatchDescriptor, graph_max_query_len, uniform_token_count
 from eaglegraph.rig.graphs import Routine
 from eaglegraph.rig.modes import Mode
-from eaglegraph.rig.mtp_plan import multi_module_plan
 from eaglegraph.rig.mtp_window import MTPWindow
 from eaglegraph.rig.parts import StepParts
-from eaglegraph.rig.plan import CapturePlan
 from eaglegraph.rig.speculators.base import DraftFacts, DummyBatch, Speculator, VerifiedStep
 
 
@@ -30,13 +28,6 @@ class WindowSpeculator(Speculator):
     def __init__(self, parts: StepParts, pair: Pair) -> None:
         super().__init__(parts, pair)
         self.window = MTPWindow(parts)
-
-    @staticmethod
-    def plan(pair: Pair, plan: CapturePlan) -> CapturePlan:
-        """One module per draft KV layer, all over the window in the draft-prefill graph."""
-        assert pair.draft_facts is not None
-        modules = len(draft_kv_layers(pair, plan.framework))
-        return multi_module_plan(plan, modules)
 
     def prefill_routine(self) -> Routine:
         return self.window.routine
@@ -82,3 +73,6 @@ class WindowSpeculator(Speculator):
 
     def reprefilled_positions(self) -> int:
         return self.parts.config.num_speculative_tokens - 1
+
+
+SPECULATOR = WindowSpeculator
