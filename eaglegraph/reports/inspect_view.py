@@ -208,8 +208,8 @@ def _kv_budget_row(table: Table, report: InspectReport) -> None:
     m, r = report.memory, report.ranks
     if r is not None and r.world_size > 1:
         return
-    if (r is not None and r.fits is False) or (m.kv_budget_bytes or 0) < 0:
-        short = r.shortfall_bytes if r is not None else None
+    if (r is not None and r.fits is False) or m.kv_shortfall_bytes or (m.kv_budget_bytes or 0) < 0:
+        short = r.shortfall_bytes if r is not None else m.kv_shortfall_bytes
         why = f"short by {fmt_bytes(short)}" if short else "weights exceed the GPU"
         table.add_row("KV budget", "none", f"does not fit: {why}")
         return

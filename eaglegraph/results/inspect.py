@@ -223,6 +223,8 @@ class MemoryEstimate:
     graph_memory_bytes: int | None = None  # the engine-style estimate of all graphs' pool
     graph_memory_in_kv_budget: bool = False  # profiled and taken out of the KV budget
     kv_budget_bytes: int | None = None  # gpu_memory_utilization share left for the KV cache
+    # None when there is a budget; what the KV cache lacks when nothing is left (one GPU)
+    kv_shortfall_bytes: int | None = None
     kv_budget_tokens: int | None = None
     kv_target_layers: str = "K+V, all layers"  # which target layers hold KV, and how
     # where graph_memory_bytes comes from: the engine-style estimate, or the --predict-memory

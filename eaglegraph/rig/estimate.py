@@ -16,6 +16,7 @@ from eaglegraph.pair.geometry import DTYPE_BYTES, Geometry
 from eaglegraph.pair.kv_layers import draft_layer_count
 from eaglegraph.pair.mla import mla_dims, mla_kv_bytes_per_token
 from eaglegraph.pair.model import ModelSide, Pair
+from eaglegraph.pair.rank_sizing import kv_budget
 from eaglegraph.pair.sizing import kv_layer_counts
 from eaglegraph.results.inspect import MemoryEstimate
 from eaglegraph.rig.plan import CapturePlan
@@ -164,8 +165,9 @@ class KvBudget(TypedDict, total=False):
     gpu_memory_bytes: int
     graph_memory_bytes: int
     graph_memory_in_kv_budget: bool
-    kv_budget_bytes: int
+    kv_budget_bytes: int | None
     kv_budget_tokens: int | None
+    kv_shortfall_bytes: int | None
 
 
 MIN_PER_GRAPH_BYTES = 1 << 20  # the per-graph floor of vLLM's extrapolation
@@ -216,10 +218,12 @@ def _kv_budget(
         + (" − graph estimate" if profiled else "")
         + " (activation peak not estimated)"
     )
+    left, tokens = kv_budget(budget, 0, per_token)  # nothing left is no budget, never < 0
     return KvBudget(
         gpu_memory_bytes=total,
         graph_memory_bytes=graphs,
         graph_memory_in_kv_budget=profiled,
-        kv_budget_bytes=budget,
-        kv_budget_tokens=budget // per_token if per_token and budget > 0 else None,
+        kv_budget_bytes=left,
+        kv_budget_tokens=tokens,
+        kv_shortfall_bytes=None if left is not None else -budget,
     )
