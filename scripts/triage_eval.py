@@ -1,7 +1,7 @@
 """Acceptance figures of `eaglegraph triage` on labelled reports (JSONL, crash-triage.md fields).
 
     python scripts/triage_eval.py FILE.jsonl [FILE2.jsonl ...] [--part tune|calibration]
-                                  [--run-commands] [--json] [-v]
+                                  [--run-commands] [--fit] [--json] [-v]
 
 Each report is triaged twice: its `log_excerpt` alone (what `eaglegraph triage LOG` sees) and as a
 ticket (the title line above the text; text without its own fences is fenced as the log). The
@@ -12,10 +12,14 @@ stated to apply, not an "if you run < X" one) right or plausible against the rep
 with `--run-commands`, every suggested `eaglegraph` command run as printed (the leading
 `eaglegraph` is this interpreter's `-m eaglegraph`) and its exit code.
 
+`--fit` prints what `eaglegraph.known.triage_calibration` holds, counted on the given files: for
+each evidence kind (a rule naming the verdict's class), how often the verdicts it named were
+right; the same per tier; and how often the knowledge base's nearest reports (the report's own
+URL left out) agreed with the verdict and were right then. That table is fitted on
+tests/triage/data/heldout-frozen.jsonl, reports no rule was written for.
+
 `--part` keeps one part of the dev/tune data: a report belongs to `calibration` when the SHA-256
-of its URL is 0 mod 3, else to `tune`. The split was drawn before the rules of issue 29 were
-written; rules are developed on `tune`, the calibration table in
-`eaglegraph.known.triage_commit` is fitted on `calibration` only.
+of its URL is 0 mod 3, else to `tune`.
 """
 
 from __future__ import annotations
@@ -30,14 +34,17 @@ import sys
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from eaglegraph.known.triage_commit import COMMIT
+from eaglegraph.results.similar import SimilarReport
 from eaglegraph.results.triage import TriageResult
 from eaglegraph.triage.diagnose import triage_text
 
 PARTS = ("tune", "calibration")
+KB_VOTERS = 3  # the nearest known reports whose categories vote (--fit)
 BINS = (0.3, 0.5, 0.6, 0.8, 1.01)
 COMMAND_TIMEOUT_S = 300.0
 
@@ -86,6 +93,17 @@ class Graded:
     tier: str
     fixes: list[tuple[str, str]] = field(default_factory=list)  # (ref, right|plausible|wrong)
     commands: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)  # the rules naming the verdict
+    kind: str | None = None  # the one its confidence rests on
+    kb_vote: str | None = None  # the nearest known reports' category, own URL left out
+
+
+def kb_vote(similar: list[SimilarReport], url: str | None) -> str | None:
+    """The category the KB_VOTERS nearest known reports weigh most (score-weighted)."""
+    votes: dict[str, float] = defaultdict(float)
+    for s in [s for s in similar if s.url != url][:KB_VOTERS]:
+        votes[s.category] += s.score
+    return max(votes, key=lambda c: votes[c]) if votes else None
 
 
 def grade_fix(ref: str, report: dict, result: TriageResult) -> str:
@@ -114,6 +132,9 @@ def grade(report: dict) -> Graded:
         tier=result.tier,
         fixes=[(f.ref, grade_fix(f.ref, report, result)) for f in named],
         commands=[c for c in (result.reproduce, *result.reproduce_also) if c],
+        kinds=list(result.evidence_kinds),
+        kind=result.evidence_kind,
+        kb_vote=kb_vote(result.similar, report.get("url")),
     )
 
 
@@ -149,7 +170,7 @@ def figures(rows: list[Graded], exits: dict[str, int] | None = None) -> dict:
         right = sum(g.category == g.label for g in inside)
         calibration.append({"from": low, "to": min(high, 1.0), "n": len(inside), "right": right})
         low = high
-    out = {
+    out: dict[str, Any] = {
         "reports": n,
         "accuracy_log": _share(sum(g.log_category == g.label for g in rows), n),
         "accuracy_ticket": _share(sum(g.category == g.label for g in rows), n),
@@ -175,6 +196,36 @@ def figures(rows: list[Graded], exits: dict[str, int] | None = None) -> dict:
         out["commands_exit"] = dict(sorted(Counter(exits.values()).items()))
         out["commands_failing"] = sorted(c for c, rc in exits.items() if rc not in (0, 1))
     return out
+
+
+def fit(rows: list[Graded]) -> dict:
+    """What known.triage_calibration holds, counted on `rows` (see the module's docstring)."""
+    kinds: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    tiers: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for g in rows:
+        right = int(g.category == g.label)
+        tier = "named" if g.tier.startswith("named") else g.tier
+        tiers[tier][0] += right
+        tiers[tier][1] += 1
+        for k in g.kinds if tier == "named" else []:
+            kinds[k][0] += right
+            kinds[k][1] += 1
+    agree = [g for g in rows if g.kb_vote is not None and g.kb_vote == g.category]
+    return {
+        "reports": len(rows),
+        "kinds": {k: v for k, v in sorted(kinds.items(), key=lambda kv: (-kv[1][1], kv[0]))},
+        "tiers": dict(sorted(tiers.items())),
+        "kb_agreement": [sum(g.category == g.label for g in agree), len(agree)],
+    }
+
+
+def render_fit(f: dict) -> str:
+    lines = [f"fitted on {f['reports']} reports: evidence kind  right/n"]
+    lines += [f"  {k:<34} {r}/{n}" for k, (r, n) in f["kinds"].items()]
+    lines += ["tiers"] + [f"  {t:<34} {r}/{n}" for t, (r, n) in f["tiers"].items()]
+    r, n = f["kb_agreement"]
+    lines.append(f"knowledge base vote agrees with the verdict: {n}, right {r}")
+    return "\n".join(lines)
 
 
 def _short(category: str) -> str:
@@ -205,7 +256,7 @@ def render(fig: dict) -> str:
     for b in fig["calibration"]:
         acc = f"{100 * b['right'] / b['n']:.0f}%" if b["n"] else "-"
         lines.append(f"  [{b['from']:.2f}, {b['to']:.2f}): n={b['n']:3d}  right {acc}")
-    lines += ["", "tiers (what known.triage_commit.TIERS is fitted from)"]
+    lines += ["", "tiers"]
     for t, c in fig["tiers"].items():
         lines.append(f"  {t:<11} right {c['right']:3d} of {c['n']:3d}")
     if "commands" in fig:
@@ -222,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("files", nargs="+", type=Path)
     ap.add_argument("--part", choices=PARTS, help="keep one part of the dev/tune split")
     ap.add_argument("--run-commands", action="store_true", help="run every suggested command")
+    ap.add_argument("--fit", action="store_true", help="count known.triage_calibration's rows")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per report")
     args = ap.parse_args(argv)
@@ -232,6 +284,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.part:
         reports = [r for r in reports if part_of(r) == args.part]
     rows = [grade(r) for r in reports]
+    if args.fit:
+        counted = fit(rows)
+        print(json.dumps(counted, indent=2) if args.json else render_fit(counted))
+        return 0
     exits = None
     if args.run_commands:
         exits = {c: run_command(c) for c in dict.fromkeys(c for g in rows for c in g.commands)}
@@ -245,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
             mark = "ok " if g.category == g.label else "BAD"
             flag = "*" if g.committed else " "
             print(f"{mark} {g.name:<16} {g.label:<27} -> {g.category:<27} {g.confidence:.2f}{flag}")
+            if g.kind:
+                print(f"      rests on {g.kind}")
             for ref, v in g.fixes:
                 print(f"      fix {ref}: {v}")
     print(render(fig))

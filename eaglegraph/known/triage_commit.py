@@ -8,16 +8,17 @@ an index check): they still rank the categories, so a ticket gets a best guess, 
 make a verdict committed. A verdict that is not committed says "not enough evidence" and lists
 what to ask the customer for (`ASK_FOR`).
 
-The confidence a verdict states is the share of right verdicts in its tier (`TIERS`) on the
-calibration part of the dev/tune data (`scripts/triage_eval.py --part calibration`: the reports
-whose URL hashes to 0 mod 3), a part the rules of issue 29 were not developed on.
+The confidence a verdict states is how often its kind of evidence was right on reports no rule
+was written for (`known.triage_calibration`); a kind commits only once it has been right there
+often enough, so a rule that reads 100 % on the dev sets it was tuned on does not commit on its
+own say.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eaglegraph.known.triage_rules import NO_EVIDENCE_CONFIDENCE, WEAK
+from eaglegraph.known.triage_rules import WEAK
 
 # A verdict at or above this stated confidence is committed (and must be right >= 90 %).
 COMMIT = 0.6
@@ -75,50 +76,17 @@ NAMED_WEIGHT = 1.0
 NAMED_SHARE = 0.55
 
 
-@dataclass(frozen=True)
-class Tier:
-    """A kind of verdict and how often verdicts of that kind were right on the calibration part.
-
-    `right`/`n` are counted by `scripts/triage_eval.py --part calibration` on the dev/tune data
-    (tests/triage/data/*.jsonl, tests/triage/fixtures/*.jsonl, the shared crash-logs-dev*.jsonl);
-    the stated confidence is their Laplace-smoothed share, capped below COMMIT for tiers that do
-    not commit.
-    """
-
-    id: str
-    commits: bool
-    right: int
-    n: int
-    why: str
-    stated: float | None = None  # a confidence fixed by definition, not by counts
-
-    @property
-    def confidence(self) -> float:
-        if self.stated is not None:
-            return self.stated
-        p = round((self.right + 1) / (self.n + 2), 2)
-        return p if self.commits else min(p, NOT_COMMITTED_CAP)
-
-
-# A verdict that does not commit states less than WEAK, whatever its tier's share: it comes with
-# "not enough evidence" and what to ask for, never as an answer.
+# A verdict that does not commit states less than WEAK, whatever its evidence's rate: it comes
+# with "not enough evidence" and what to ask for, never as an answer.
 NOT_COMMITTED_CAP = round(WEAK - 0.05, 2)
 
-TIERS: dict[str, Tier] = {
-    t.id: t
-    for t in (
-        Tier("named-log", True, 20, 21, "a line of the log names the class"),
-        Tier("named-said", True, 18, 19, "only the reporter's own statements name the class"),
-        Tier("guess", False, 6, 6, "evidence points at the class, but none names it"),
-        Tier(
-            "nothing",
-            False,
-            1,
-            1,
-            "no rule fired: nothing in the report points anywhere",
-            NO_EVIDENCE_CONFIDENCE,
-        ),
-    )
+# What each tier of a verdict means (`triage.commit.tier_of`); the rates are in
+# `known.triage_calibration`.
+TIER_WHY: dict[str, str] = {
+    "named-log": "a line of the log names the class",
+    "named-said": "only the reporter's own statements name the class",
+    "guess": "evidence points at the class, but none names it",
+    "nothing": "no rule fired: nothing in the report points anywhere",
 }
 
 

@@ -226,12 +226,17 @@ class TriageResult:
     reproduce_also: list[str]
     findings: list[Finding]
     notes: list[str]
-    # Committed: evidence names the category (tier "named") and the stated confidence reaches
+    # Committed: evidence names the category (tier "named"), its kind is proven on reports no
+    # rule was written for (known.triage_calibration) and its rate there reaches
     # known.triage_commit.COMMIT; otherwise the verdict is "not enough evidence" and `ask_for`
     # says what the report lacks.
     committed: bool = False
     tier: str = "nothing"
     ask_for: list[str] = field(default_factory=list)
+    # The rules whose evidence names the category, and the one the confidence rests on (None
+    # when none is proven on unseen reports).
+    evidence_kinds: list[str] = field(default_factory=list)
+    evidence_kind: str | None = None
     distributed: Distributed | None = None
     # The closest known public reports (known/data/reports), best first, with why they match.
     similar: list[SimilarReport] = field(default_factory=list)

@@ -2,17 +2,27 @@
 
 A verdict commits only on evidence that names its class (`known.triage_commit`): the weight
 of the winner's rules that are not inferences must reach NAMED_WEIGHT and hold NAMED_SHARE of
-all the weight in the report. Its stated confidence is its tier's share of right verdicts on
-the calibration part of the dev/tune data; a verdict that does not commit says "not enough
-evidence" and lists what to ask the customer for.
+all the weight in the report. Which of those rules it rests on is its *evidence kind*; the
+confidence it states is that kind's rate on reports no rule was written for
+(`known.triage_calibration`), and it commits only when the kind is proven there and its rate
+reaches COMMIT. Every other verdict states its tier's rate on the same reports, capped below
+WEAK, says "not enough evidence" and lists what to ask the customer for.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eaglegraph.known.triage_commit import ASK_FOR, COMMIT, INFERRED, NAMED_SHARE, NAMED_WEIGHT
-from eaglegraph.known.triage_commit import TIERS as TIERS
+from eaglegraph.known.triage_calibration import KINDS, TIER_RATES, KindRate
+from eaglegraph.known.triage_commit import (
+    ASK_FOR,
+    COMMIT,
+    INFERRED,
+    NAMED_SHARE,
+    NAMED_WEIGHT,
+    NOT_COMMITTED_CAP,
+)
+from eaglegraph.known.triage_rules import NO_EVIDENCE_CONFIDENCE
 from eaglegraph.results.triage import Category, TriageConfig
 from eaglegraph.triage.rules import SAID, Contribution, Verdict
 from eaglegraph.triage.state import ScanState
@@ -24,6 +34,9 @@ class Commitment:
     confidence: float
     committed: bool
     ask_for: list[str]
+    # The rules whose evidence names the winner, and the one its confidence rests on.
+    kinds: list[str]
+    kind: str | None
 
 
 def naming(v: Verdict) -> list[Contribution]:
@@ -45,6 +58,17 @@ def tier_of(v: Verdict) -> str:
     return "named-log" if from_log else "named-said"
 
 
+def evidence_kinds(v: Verdict) -> list[str]:
+    """The distinct rules naming the winner, in the order they weighed in."""
+    return list(dict.fromkeys(c.rule for c in naming(v) if c.rule))
+
+
+def best_kind(kinds: list[str]) -> KindRate | None:
+    """The proven kind with the highest rate among `kinds` (None when none is proven)."""
+    proven = [KINDS[k] for k in kinds if k in KINDS and KINDS[k].proven]
+    return max(proven, key=lambda k: (k.rate, k.n), default=None)
+
+
 def _lacks(v: Verdict, cfg: TriageConfig, state: ScanState) -> list[str]:
     out: list[str] = []
     if v.primary is None:
@@ -60,9 +84,25 @@ def _lacks(v: Verdict, cfg: TriageConfig, state: ScanState) -> list[str]:
 
 
 def commitment(v: Verdict, cfg: TriageConfig, state: ScanState) -> Commitment:
-    tier = TIERS[tier_of(v)]
-    confidence = tier.confidence
-    committed = tier.commits and confidence >= COMMIT
+    tier = tier_of(v)
+    kinds = evidence_kinds(v) if tier.startswith("named") else []
+    kind = best_kind(kinds)
+    if kind is not None:
+        confidence = kind.rate
+    elif tier == "nothing":
+        confidence = NO_EVIDENCE_CONFIDENCE
+    else:
+        confidence = TIER_RATES["named" if tier.startswith("named") else tier].rate
+    committed = kind is not None and confidence >= COMMIT
+    if not committed:
+        confidence = min(confidence, NOT_COMMITTED_CAP)
     lacks = set(_lacks(v, cfg, state))
     asks = [a.text for a in ASK_FOR if a.lacks in lacks]
-    return Commitment(tier.id, confidence, committed, [] if committed else asks)
+    return Commitment(
+        tier,
+        confidence,
+        committed,
+        [] if committed else asks,
+        kinds,
+        kind.kind if kind is not None else None,
+    )

@@ -14,6 +14,7 @@ from io import BufferedReader
 from typing import BinaryIO
 
 from eaglegraph.known.hazards import Hazard
+from eaglegraph.known.triage_calibration import KINDS
 from eaglegraph.known.triage_rules import MISSING, WEAK
 from eaglegraph.known.versions import parse_version, version_text
 from eaglegraph.results.findings import Finding, Severity
@@ -217,6 +218,29 @@ def _known_issues(
     return out
 
 
+def _kind_notes(kinds: list[str], kind: str | None) -> list[str]:
+    """How often the evidence this verdict rests on was right on reports no rule was written
+    for (known.triage_calibration), so the reader can weigh it."""
+    out: list[str] = []
+    for k in kinds:
+        rate = KINDS.get(k)
+        if rate is None:
+            out.append(f"evidence {k}: not yet seen on unseen reports, so it cannot commit")
+        elif not rate.proven:
+            out.append(
+                f"evidence {k}: right on {rate.right} of {rate.n} unseen reports, "
+                "too few to commit on"
+            )
+        elif k == kind:
+            out.append(f"evidence {k}: right on {rate.right} of {rate.n} unseen reports")
+        else:
+            out.append(
+                f"evidence {k}: right on {rate.right} of {rate.n} unseen reports "
+                "(not the one relied on)"
+            )
+    return out
+
+
 def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> TriageResult:
     cfg = _settle_config(state)
     if ticket is not None:
@@ -242,6 +266,7 @@ def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> Tri
         )
     if state.bytes_read == 0:
         notes.append("the input is empty")
+    notes += _kind_notes(commit.kinds, commit.kind)
     if not commit.committed:
         notes.append(
             f"not enough evidence to commit to {verdict.category}: nothing in the report names "
@@ -284,6 +309,8 @@ def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> Tri
         committed=commit.committed,
         tier=commit.tier,
         ask_for=commit.ask_for,
+        evidence_kinds=commit.kinds,
+        evidence_kind=commit.kind,
         distributed=distributed(verdict, cfg, state),
     )
     pasted = "\n".join(x for x in (ticket.title, ticket.log_text) if x) if ticket else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from eaglegraph.known.triage_commit import COMMIT
 from eaglegraph.triage.diagnose import triage_path
 
 from .helpers_triage import LOGS, assert_evidence_points_at_lines
@@ -27,7 +28,11 @@ def test_synthetic_log_category(name: str, category: str) -> None:
     path = LOGS / name
     result = triage_path(path)
     assert result.category == category, (result.scores, result.phase)
-    assert result.confidence >= 0.5
+    # Evidence names or points at the class; the verdict commits only where its kind is proven
+    # on unseen reports (known.triage_calibration), and says so either way.
+    assert result.tier != "nothing"
+    assert result.committed == (result.confidence >= COMMIT)
+    assert result.committed or any("not enough evidence" in n for n in result.notes)
     assert_evidence_points_at_lines(result, path.read_text(encoding="utf-8"))
 
 
