@@ -32,6 +32,7 @@ import shlex
 import subprocess
 import sys
 from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -273,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("files", nargs="+", type=Path)
     ap.add_argument("--part", choices=PARTS, help="keep one part of the dev/tune split")
     ap.add_argument("--run-commands", action="store_true", help="run every suggested command")
+    ap.add_argument("--jobs", type=int, default=1, help="commands run at once (--run-commands)")
     ap.add_argument("--fit", action="store_true", help="count known.triage_calibration's rows")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per report")
@@ -290,7 +292,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     exits = None
     if args.run_commands:
-        exits = {c: run_command(c) for c in dict.fromkeys(c for g in rows for c in g.commands)}
+        commands = list(dict.fromkeys(c for g in rows for c in g.commands))
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            exits = dict(zip(commands, pool.map(run_command, commands), strict=True))
     fig = figures(rows, exits)
     if args.json:
         fig["per_report"] = [asdict(g) for g in rows] if args.verbose else None
