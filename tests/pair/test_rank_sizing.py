@@ -177,3 +177,25 @@ def test_a_layout_that_does_not_fit_never_prints_a_negative_budget() -> None:
     assert "KV budget" in result.output and "does not fit" in result.output
     assert "-1." not in result.output.split("Memory")[1].split("Findings")[0]
     assert "does not fit at TP=1 on H100: needs TP ≥ 32" in " ".join(result.output.split())
+
+
+def test_old_saved_inspect_runs_still_load_and_never_show_a_negative_budget() -> None:
+    """A run saved before per-rank sizing has no `ranks` and may hold a negative single-GPU
+    budget: it loads, and the view says "does not fit" instead of printing the figure."""
+    from eaglegraph.reports.console import plain_console
+    from eaglegraph.reports.runfile import render_run
+    from eaglegraph.results import document, run_from_document
+
+    report = InspectRequest("deepseek-v3-mtp").resolve().run()
+    doc = document(report)
+    doc.pop("ranks")
+    doc["memory"].pop("kv_shortfall_bytes")
+    doc["memory"]["kv_budget_bytes"] = -(5 << 40)
+    old = run_from_document(doc)
+    assert old.ranks is None and old.memory.kv_budget_bytes == -(5 << 40)
+    console = plain_console(80)
+    render_run(old, console)
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "does not fit" in text and "-5.00 TiB" not in text
+    again = run_from_document(document(report))
+    assert again.ranks == report.ranks  # the layout, sides and buffers round-trip
