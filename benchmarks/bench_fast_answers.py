@@ -1,6 +1,8 @@
 """Wall time of the answers that should come at once: --help, every bad-flag error, triage,
-report, an unwritable output; each in a fresh interpreter (what a user waits for), with
-whether torch was imported on the way. `inspect` of a config folder is measured too.
+report, an unwritable output, `inspect` of a preset or a config folder (headers and configs
+only); each in a fresh interpreter (what a user waits for), with whether torch was imported on
+the way. The presets are materialised before the clock starts: a tiny preset's first use
+writes its weights, once.
 
     python benchmarks/bench_fast_answers.py [--repeat 5] [--out benchmarks/bench_fast_answers.txt]
 """
@@ -17,9 +19,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from eaglegraph.pair.presets import materialize
+
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "tests" / "fixtures" / "runs" / "capture-tiny-llama-eagle3-cpu.json"
 PRESET = "tiny-llama-eagle3"
+CONFIG_PRESET = "llama3.1-8b-eagle3"  # config-only, real geometry
+CONFIG_FOLDER = ROOT / "tests" / "fixtures" / "configs" / "public" / "deepseek-v3"  # MTP target
 
 # prints whether torch was imported, after the command ran (its own output discarded)
 _PROBE = """
@@ -46,7 +52,16 @@ def cases(log: Path) -> dict[str, list[str]]:
         "unwritable --save": ["capture", PRESET, "--save", "/proc/run.json"],
         "triage LOG": ["triage", str(log)],
         "report RUN.json": ["report", str(RUN)],
-        "inspect PRESET (config only)": ["inspect", PRESET],
+        "inspect PRESET": ["inspect", PRESET],
+        "inspect PRESET --json": ["inspect", PRESET, "--json"],
+        "inspect 8B preset (configs)": ["inspect", CONFIG_PRESET],
+        "inspect FOLDER --json (configs)": ["inspect", str(CONFIG_FOLDER), "--json"],
+        "inspect MTP --framework sglang": [
+            "inspect",
+            "tiny-deepseek-mtp2",
+            "--framework",
+            "sglang",
+        ],
     }
 
 
@@ -74,6 +89,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--out", type=Path, default=None)
     opts = parser.parse_args()
+    for name in (PRESET, CONFIG_PRESET, "tiny-deepseek-mtp2"):
+        materialize(name)
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "server.log"
         log.write_text(
@@ -83,7 +101,8 @@ def main() -> None:
         rows = {name: measure(args, opts.repeat) for name, args in cases(log).items()}
     lines = [
         f"fast answers: median / max of {opts.repeat} fresh interpreters, "
-        f"{os.cpu_count()} CPU(s), load {os.getloadavg()[0]:.1f}, Python {sys.version.split()[0]}",
+        f"{os.cpu_count()} CPU(s), load {load_before[0]:.1f} before / {os.getloadavg()[0]:.1f} "
+        f"after (1-min), Python {sys.version.split()[0]}",
         f"{'command':34} {'median':>8} {'max':>8}  torch",
     ]
     for name, (median, worst, torch) in rows.items():
