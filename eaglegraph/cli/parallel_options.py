@@ -1,7 +1,7 @@
 """Parallel layouts as the engines spell them: one decorator, one parser, one `ParallelLayout`.
 
 vLLM takes `--tensor-parallel-size/-tp`, `--data-parallel-size/-dp` and
-`--enable-expert-parallel` (the EP group is then every rank, TP × DP), and
+`--enable-expert-parallel/-ep` (the EP group is then every rank, TP × DP), and
 `draft_tensor_parallel_size` inside `--speculative-config`; SGLang takes `--tp-size`,
 `--dp-size`, `--ep-size` (an EP group inside TP) and `--enable-dp-attention` (or its newer
 `--attn-dp-size N`). Every spelling is accepted on every command; a flag of the other engine is
@@ -36,6 +36,7 @@ def _options() -> list[Callable[[Any], Any]]:
     return [
         click.option(
             "--tp",
+            "-tp",
             "--tensor-parallel-size",
             "--tp-size",
             "tensor_parallel_size",
@@ -45,6 +46,7 @@ def _options() -> list[Callable[[Any], Any]]:
         ),
         click.option(
             "--dp",
+            "-dp",
             "--data-parallel-size",
             "--dp-size",
             "data_parallel_size",
@@ -55,6 +57,7 @@ def _options() -> list[Callable[[Any], Any]]:
         ),
         click.option(
             "--enable-expert-parallel",
+            "-ep",
             "enable_expert_parallel",
             is_flag=True,
             default=False,
@@ -83,7 +86,7 @@ def _options() -> list[Callable[[Any], Any]]:
             "attn_dp_size",
             type=_POSITIVE,
             default=None,
-            help="SGLang ≥ 0.5.23: attention-DP groups inside the TP group (= --dp-size N "
+            help="SGLang (0.5.23's spelling): attention-DP groups inside the TP group (= --dp-size N "
             "--enable-dp-attention).",
         ),
     ]

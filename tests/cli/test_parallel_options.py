@@ -34,8 +34,8 @@ def _parsed(framework: str, *args: str, speculative: dict[str, Any] | None = Non
     return layout
 
 
-@pytest.mark.parametrize("tp", ["--tp", "--tensor-parallel-size", "--tp-size"])
-@pytest.mark.parametrize("dp", ["--dp", "--data-parallel-size", "--dp-size"])
+@pytest.mark.parametrize("tp", ["--tp", "-tp", "--tensor-parallel-size", "--tp-size"])
+@pytest.mark.parametrize("dp", ["--dp", "-dp", "--data-parallel-size", "--dp-size"])
 def test_every_tp_and_dp_spelling_is_accepted(tp: str, dp: str) -> None:
     assert _parsed("vllm", tp, "4", dp, "2") == ParallelLayout(tp=4, dp=2)
     assert _parsed("sglang", tp, "4", dp, "2") == ParallelLayout(tp=4, dp=2)
@@ -46,6 +46,7 @@ def test_vllm_expert_parallel_spans_every_rank() -> None:
     layout = _parsed("vllm", "--tp", "4", "--dp", "2", "--enable-expert-parallel")
     assert (layout.ep, layout.world_size) == (8, 8)
     assert _parsed("vllm", "--enable-expert-parallel").ep == 1  # one rank: no EP
+    assert _parsed("vllm", "-tp", "2", "-ep").ep == 2  # vLLM's short spellings
     spec = _parsed("vllm", "--tp", "8", speculative={"draft_tensor_parallel_size": 1})
     assert spec.draft_tp == 1 and spec.draft_tensor_parallel == 1
 
