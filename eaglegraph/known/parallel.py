@@ -198,7 +198,7 @@ def comm_buffers(engine: str, tp: int, capability: tuple[int, int] | None) -> li
     if engine == SGLANG:
         size = _sglang_car_v2(tp) if capability == (9, 0) else None
         note = (
-            ""
+            f"{2 * tp} push slots + 16 MiB pull + graph-input table (SM90)"
             if size is not None
             else "the SM90 table is the one read; other GPUs or TP > 8 are not sized"
         )

@@ -209,7 +209,8 @@ def _side_on_rank(
     experts, split = _expert_split(side, layout, engine, tp)
     return weight, RankSide(
         role=side.role,
-        tensor_parallel=attn_tp,
+        tensor_parallel=tp,
+        attention_tensor_parallel=attn_tp,
         weight_bytes=weight,
         attention_heads=g.num_attention_heads // attn_tp,
         total_attention_heads=g.num_attention_heads,

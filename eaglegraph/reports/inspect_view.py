@@ -225,7 +225,10 @@ def _side_rows(table: Table, s: RankSide) -> None:
         kv = f"{s.kv_heads} KV head (of {s.total_kv_heads}) ×{s.kv_head_replicas} replicas"
     else:
         kv = f"{s.kv_heads} of {s.total_kv_heads} KV heads"
-    table.add_row(f"{s.role} weights", fmt_bytes(s.weight_bytes), f"TP {s.tensor_parallel}")
+    split = f"TP {s.tensor_parallel}"
+    if s.attention_tensor_parallel not in (None, s.tensor_parallel):
+        split += f", attention TP {s.attention_tensor_parallel}"
+    table.add_row(f"{s.role} weights", fmt_bytes(s.weight_bytes), split)
     table.add_row(f"{s.role} attention", heads, kv)
     table.add_row(f"{s.role} KV / token", fmt_bytes(s.kv_bytes_per_token), "")
     if s.experts is not None:

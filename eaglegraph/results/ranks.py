@@ -19,7 +19,7 @@ class RankSide:
     """One side (target or draft) as one rank holds it."""
 
     role: str
-    tensor_parallel: int  # ranks this side's attention and MLP are split over
+    tensor_parallel: int  # ranks this side's MLP, experts and lm_head are split over
     weight_bytes: int | None
     attention_heads: int
     total_attention_heads: int
@@ -32,6 +32,7 @@ class RankSide:
     experts_split: str = ""  # how the experts are split ("EP 8", "width / TP 8")
     vocab_rows: int | None = None  # embedding / lm_head rows per rank (padded vocabulary)
     total_vocab: int | None = None
+    attention_tensor_parallel: int | None = None  # heads split over (TP / DP: DP attention)
 
 
 @dataclass
