@@ -84,6 +84,13 @@ def test_deepseek_v3_mtp_at_tp8_ep8_matches_vllms_sharding_rules() -> None:
     # custom_all_reduce.py::CustomAllreduce.__init__: 8 MiB meta + 16 MiB staging + 8 MiB
     assert [(c.name, c.bytes) for c in r.comm] == [("custom all-reduce", 32 * MIB), ("NCCL", None)]
     assert r.world_size == 8 and r.layout_description == "TP 8 · EP 8"
+    # SGLang at --tp-size 8 --ep-size 8: the same shares (FusedMoE.__init__: 256 / EP 8 experts,
+    # each whole since MoE TP = 8 / 8 = 1; derive_parallel_widths), its own comm buffers
+    sglang = _sized("deepseek-v3-mtp", ParallelLayout(tp=8, ep=8), engine="sglang", gpu="H200")
+    assert sglang.target is not None and sglang.draft is not None
+    assert sglang.target.weight_bytes == r.target.weight_bytes
+    assert sglang.draft.weight_bytes == r.draft.weight_bytes
+    assert sglang.target.experts_split == "EP 8, width / MoE TP 1"
 
 
 def test_fp8_deepseek_v3_does_not_fit_at_tp4_on_h200_and_needs_tp8() -> None:
