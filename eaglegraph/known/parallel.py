@@ -405,3 +405,8 @@ def plan_changes(
             f"(256 below TP 4, 512 from TP 4; {SGLANG_DECODE_MAX_BS_SOURCE})"
         )
     return out
+
+
+# vLLM refuses to start when the KV cache cannot hold one request of max_model_len tokens
+# (default: the config's max_position_embeddings).
+VLLM_ONE_REQUEST_SOURCE = "vllm/v1/core/kv_cache_planning.py::_check_enough_kv_cache_memory"

@@ -367,12 +367,28 @@ def size_ranks(
     result.usable_bytes, result.used_bytes = usable, used
     result.kv_budget_bytes, result.kv_budget_tokens = kv_budget(usable, used, per_token)
     result.fits = result.kv_budget_bytes is not None
+    context = _full_attention_context(pair)
+    tokens = result.kv_budget_tokens
+    if engine == known.VLLM and context is not None and tokens is not None and tokens < context:
+        result.max_model_len_short = context
     if not result.fits:
         result.shortfall_bytes = used - usable
         result.needs_tp = _needs_tp(pair, sides, layout, engine, gpu, memory, usable)
         if result.needs_tp is None:
             result.needs_searched_to = MAX_SEARCH_TP
     return result
+
+
+def _full_attention_context(pair: Pair) -> int | None:
+    """The target's max_position_embeddings when every KV layer is full attention (a
+    request's KV is then context × bytes per token); None otherwise."""
+    t = pair.target
+    if t is None:
+        return None
+    full, sliding, state = kv_layer_counts(t.config, t.geometry.num_hidden_layers)
+    if sliding or state or not full:
+        return None
+    return t.geometry.max_position_embeddings
 
 
 def _needs_tp(
@@ -456,6 +472,25 @@ def _notes(layout: ParallelLayout, engine: str) -> list[str]:
     if layout.dp > 1 and not layout.dp_attention:
         notes.append(f"DP {layout.dp}: {layout.dp} replicas, each rank as sized here")
     return notes
+
+
+def context_finding(sizing: RankSizing) -> Finding | None:
+    """`kv-below-max-model-len`: the KV budget holds fewer tokens than one request of the
+    config's context, which vLLM refuses at startup unless --max-model-len is lowered."""
+    context, tokens = sizing.max_model_len_short, sizing.kv_budget_tokens
+    if context is None or tokens is None:
+        return None
+    return Finding(
+        id="kv-below-max-model-len",
+        severity=Severity.WARNING,
+        message=(
+            f"the KV cache at {sizing.layout_description} on {sizing.gpu or 'this GPU'} holds "
+            f"{tokens:,} tokens, fewer than one request of max_model_len {context:,} (the "
+            "config's max_position_embeddings): vLLM refuses to start at that length"
+        ),
+        ref=known.VLLM_ONE_REQUEST_SOURCE,
+        fix=f"serve with --max-model-len ≤ {tokens:,}, or a larger TP or GPU",
+    )
 
 
 def fit_finding(sizing: RankSizing) -> Finding | None:

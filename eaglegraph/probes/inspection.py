@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from eaglegraph.pair.model import Pair
-from eaglegraph.pair.rank_sizing import check_layout, fit_finding, size_ranks
+from eaglegraph.pair.rank_sizing import check_layout, context_finding, fit_finding, size_ranks
 from eaglegraph.probes.setup import plan_options
 from eaglegraph.results.inspect import InspectReport
 from eaglegraph.results.parallel import SINGLE_RANK, ParallelLayout
@@ -98,6 +98,6 @@ class Inspection:
             report.plan,
             GPU_MEMORY_UTILIZATION,
         )
-        finding = fit_finding(report.ranks)
-        if finding is not None:
-            report.findings.append(finding)
+        for finding in (fit_finding(report.ranks), context_finding(report.ranks)):
+            if finding is not None:
+                report.findings.append(finding)

@@ -79,6 +79,9 @@ class RankSizing:
     fits: bool | None = None  # None: no GPU memory known
     shortfall_bytes: int | None = None  # used − usable, when it does not fit
     needs_tp: int | None = None  # the smallest TP of the same shape that fits
+    # vLLM: the config's max_position_embeddings when the KV budget holds fewer tokens (full
+    # attention only: sliding and state layers are not sized per request here)
+    max_model_len_short: int | None = None
     needs_searched_to: int | None = None  # the largest TP tried when none fits
     rules: list[ShardFact] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

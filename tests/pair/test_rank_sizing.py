@@ -206,3 +206,20 @@ def test_old_saved_inspect_runs_still_load_and_never_show_a_negative_budget() ->
     assert "does not fit" in text and "-5.00 TiB" not in text
     again = run_from_document(document(report))
     assert again.ranks == report.ranks  # the layout, sides and buffers round-trip
+
+
+def test_a_kv_cache_shorter_than_one_request_is_a_warning_vllm_would_refuse() -> None:
+    """kv_cache_planning.py::_check_enough_kv_cache_memory: Llama-3.1-8B + EAGLE-3 on an L4
+    (22 GiB) leaves room for fewer than 131072 tokens at TP 1, enough at TP 2."""
+    from eaglegraph.pair.rank_sizing import context_finding
+
+    one = _sized("llama3.1-8b-eagle3", ParallelLayout(), gpu="L4")
+    assert one.fits is True and one.kv_budget_tokens is not None
+    assert one.kv_budget_tokens < 131072 and one.max_model_len_short == 131072
+    finding = context_finding(one)
+    assert finding is not None and finding.severity == "warning"
+    assert f"--max-model-len ≤ {one.kv_budget_tokens:,}" in (finding.fix or "")
+    two = _sized("llama3.1-8b-eagle3", ParallelLayout(tp=2), gpu="L4")
+    assert two.max_model_len_short is None and context_finding(two) is None
+    sglang = _sized("llama3.1-8b-eagle3", ParallelLayout(), engine="sglang", gpu="L4")
+    assert sglang.max_model_len_short is None  # the check modelled is vLLM's
