@@ -17,6 +17,7 @@ from eaglegraph.cli.options import (
     warn_suspicious,
 )
 from eaglegraph.cli.outputs import Outputs, output_files
+from eaglegraph.cli.parallel_options import framework_of, layout_from_options, parallel_options
 from eaglegraph.cli.rig_options import build_spec, rig_options
 from eaglegraph.results.capture import CaptureRun
 from eaglegraph.rig.options import CPU_CAPTURE_MAX_NUM_SEQS, DEFAULT_MAX_NUM_SEQS
@@ -32,8 +33,20 @@ _CPU_NOTE = (
 @plan_options_for(DEFAULT_MAX_NUM_SEQS, seqs_note=_CPU_NOTE)
 @pool_option("Graph pool policy (default: the behavior's: shared, or dedicated for vllm ≤ 0.22).")
 @rig_options
+@parallel_options
 @click.option(
-    "--replay", is_flag=True, help="After capture, run a grow/shrink schedule through the graphs."
+    "--replay",
+    is_flag=True,
+    help="After capture, run a grow/shrink schedule through the graphs (at TP/DP > 1: and "
+    "eagerly, on every rank, and unsharded on rank 0).",
+)
+@click.option(
+    "--rank-deadline",
+    type=click.FloatRange(min=1.0),
+    default=60.0,
+    show_default=True,
+    help="TP/DP > 1: seconds without progress while a rank waits in a collective before the "
+    "ranks are ended as stuck.",
 )
 @predict_option("On CUDA, predict each pool on the CPU first; stop with what fits if it will not.")
 @click.option(
@@ -53,6 +66,7 @@ def command(
     replay: bool,
     predict: bool,
     full_plan: bool,
+    rank_deadline: float,
     outputs: Outputs,
     json_output: bool,
     no_color: bool,
@@ -68,6 +82,9 @@ def command(
     """
     app = make_app(ctx, json_output, no_color)
     plan = pop_plan_kwargs(kwargs)
+    layout = layout_from_options(
+        kwargs, framework_of(plan.framework, plan.behavior), plan.speculative_config
+    )
     check_choices(model_dir, target_dir, draft_dir, plan)  # before torch is imported
     from eaglegraph.probes.capture import CaptureRequest, preflight, run_capture
     from eaglegraph.rig.plan import build_plan
@@ -83,6 +100,14 @@ def command(
     )
     pair = spec.open_pair()
     warn_suspicious(pair, spec.options, spec.max_model_len, force=outputs.force)
+    if not layout.single:
+        from eaglegraph.probes.ranks import RankRequest, run_ranks
+
+        ranked = RankRequest(spec, layout, args={"replay": replay}, deadline_s=rank_deadline)
+        with app.progress(f"capture at {layout.describe()}") as progress:
+            result = run_ranks(ranked, on_stage=lambda s: progress(s, milestone=s))
+        app.finish(ctx, result, outputs, 0 if result.ok and not result.findings else 1)
+        return
     request = CaptureRequest.from_spec(
         spec,
         replay=replay,

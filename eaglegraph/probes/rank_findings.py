@@ -63,24 +63,26 @@ def _failures(outcomes: list[RankOutcome]) -> list[Finding]:
 def _mismatch(
     outcomes: list[RankOutcome], calls: dict[int, list[CollectiveCall]]
 ) -> Finding | None:
-    """The first collective (by sequence number) where the ranks of one TP group differ."""
+    """The first collective (by sequence number) where the ranks of one TP group differ in
+    op, size or the phase and graph it runs in: ranks in lockstep agree on all three."""
     groups: dict[int, list[RankOutcome]] = {}
     for o in outcomes:
         groups.setdefault(o.dp_rank, []).append(o)
     for members in groups.values():
         if len(members) < 2:
             continue
-        length = max(len(calls[o.rank]) for o in members)
-        for i in range(length):
-            seen = {o.rank: calls[o.rank][i] if i < len(calls[o.rank]) else None for o in members}
-            shapes = {(c.op, c.numel) if c else None for c in seen.values()}
-            if len(shapes) == 1:
+        by_seq = {o.rank: {c.seq: c for c in calls[o.rank]} for o in members}
+        for seq in sorted(set().union(*by_seq.values())):
+            seen = {rank: table.get(seq) for rank, table in by_seq.items()}
+            keys = {(c.op, c.numel, c.scope) if c else None for c in seen.values()}
+            if len(keys) == 1:
                 continue
             parts = []
             for rank, call in seen.items():
                 if call is None:
-                    last = calls[rank][-1].describe() if calls[rank] else "none"
-                    parts.append(f"rank {rank} issued no collective #{i} (its last: {last})")
+                    earlier = [c for c in calls[rank] if c.seq < seq]
+                    last = earlier[-1].describe() if earlier else "none"
+                    parts.append(f"rank {rank} issued no collective #{seq} (its last: {last})")
                 else:
                     state = "" if call.finished else ", never finished"
                     parts.append(f"rank {rank}: {call.describe()}{state}")
@@ -88,11 +90,33 @@ def _mismatch(
                 id="collective-mismatch",
                 severity=Severity.ERROR,
                 rank=members[0].rank,
-                message=f"the ranks part at collective #{i}: " + "; ".join(parts),
+                message=f"the ranks part at collective #{seq}: "
+                + "; ".join(parts)
+                + _first_uneven_scope(members, calls),
                 fix="every rank must issue the same collectives, of the same size, in the same "
                 "order: look for a rank-local choice of graph, padding or eager fallback here",
             )
     return None
+
+
+def _first_uneven_scope(members: list[RankOutcome], calls: dict[int, list[CollectiveCall]]) -> str:
+    """Where the ranks' counts first differ, phase by phase and graph by graph: a rank that
+    left one collective out shows its next ones one number early, so the sequence numbers
+    point past the place; the counts per scope point at it."""
+    counts: dict[int, dict[str, int]] = {}
+    order: list[str] = []
+    for o in members:
+        table = counts.setdefault(o.rank, {})
+        for c in calls[o.rank]:
+            if c.scope not in table and c.scope not in order:
+                order.append(c.scope)
+            table[c.scope] = table.get(c.scope, 0) + (c.numel if c.op == "replay" else 1)
+    for scope in order:
+        per_rank = {rank: table.get(scope, 0) for rank, table in counts.items()}
+        if len(set(per_rank.values())) > 1:
+            said = ", ".join(f"rank {r} {n}" for r, n in per_rank.items())
+            return f". First uneven: {scope} ({said} collectives)"
+    return ""
 
 
 def _stuck(outcomes: list[RankOutcome], deadline_s: float) -> Finding | None:

@@ -80,7 +80,7 @@ def rank_capture(rt: RankRuntime, spec: RunSpec, args: dict[str, Any]) -> dict[s
     }
     if run.failed is not None or not args.get("replay"):
         return out
-    schedule = Schedule.grow_shrink(min(config.max_num_seqs, 8))
+    schedule = Schedule.grow_shrink(min(config.max_num_seqs, 8), waves=int(args.get("waves", 2)))
     _stage(rt.rank, f"replaying schedule {schedule.name} through the graphs")
     graphs = run_workload(rig, schedule).token_trace()
     _stage(rt.rank, "running the same schedule eagerly")

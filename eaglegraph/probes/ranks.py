@@ -17,6 +17,7 @@ and leave, `rig.ledger`) and their progress lines. It never waits on a rank:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -129,7 +130,7 @@ def run_ranks(request: RankRequest, on_stage: Callable[[str], None] | None = Non
         "task": request.task,
         "args": request.args,
         "spec": request.spec.to_json(),
-        "layout": {"tp": layout.tp, "dp": layout.dp, "ep": layout.ep, "dp_attention": False},
+        "layout": dataclasses.asdict(layout),
         "folder": str(folder),
         "init_method": f"tcp://127.0.0.1:{_free_port()}",
         "timeout_s": request.deadline_s + 30.0,  # the supervisor notices first
@@ -195,8 +196,11 @@ def _supervise(ranks: list[_Rank], request: RankRequest, stage: Callable[[str], 
         if all(c is not None for c in codes):
             return False
         now = time.monotonic()
-        if any(r.progress() for r in ranks):
+        if any([r.progress() for r in ranks]):  # every rank's sizes, not the first that grew
             last_progress = now
+            line = _last_line(ranks[0].stderr_path)
+            if line:
+                stage(line)
         if first_failure is None and any(c not in (None, 0) for c in codes):
             failed = [r.rank for r, c in zip(ranks, codes, strict=True) if c not in (None, 0)]
             stage(f"rank {failed[0]} failed: ending its peers in {GRACE_S:.0f} s")
@@ -259,6 +263,20 @@ def _calls(entries: list[dict[str, Any]]) -> list[CollectiveCall]:
     return [_call(e, e["seq"] in closed) for e in entries if e.get("ev") == "enter"]
 
 
+def _last_line(path: Path) -> str | None:
+    """Rank 0's latest progress line (`[rank 0 12:00:00] capturing graphs`)."""
+    try:
+        with path.open("rb") as f:
+            f.seek(max(0, path.stat().st_size - 400))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        if line.startswith("[rank "):
+            return line.split("] ", 1)[-1]
+    return None
+
+
 def _first_error(stderr: str) -> str | None:
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
     for line in lines:
@@ -296,6 +314,9 @@ def _outcome(
         if value.get("capture")
         else None
     )
+    if capture is not None and capture.failed is not None:  # the rank caught its own error
+        status = "failed"
+        error = f"capture of {capture.failed.phase} failed: {capture.failed.error}"
     outcome = RankOutcome(
         rank=r.rank,
         tp_rank=layout.tp_rank(r.rank),

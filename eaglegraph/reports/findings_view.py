@@ -27,6 +27,8 @@ def render_findings(findings: Sequence[Finding], console: Console, title: str = 
         sev = f.severity.value
         head = Text(f"{_MARK[sev]} {sev:<7} ", style=SEVERITY_STYLE[sev])
         head.append(f.id, style="bold")
+        if f.rank is not None:
+            head.append(f"  rank {f.rank}", style="bold magenta")
         if f.ref:
             head.append(f"  [{f.ref}]", style="dim")
         console.print(Folded(head))  # a long ref folds after a separator, never mid-name

@@ -19,6 +19,7 @@ from eaglegraph.results.env import EnvReport
 from eaglegraph.results.inspect import InspectReport
 from eaglegraph.results.memdiff import MemdiffRun
 from eaglegraph.results.probe import ProbeRun
+from eaglegraph.results.rank_runs import RankedRun
 from eaglegraph.results.registry import document
 from eaglegraph.results.scaffold import PresetList, ScaffoldResult
 from eaglegraph.results.stacks import StacksReport
@@ -36,6 +37,7 @@ _VIEWS: dict[type, str] = {
     StacksReport: "stacks_view:render_stacks",
     ScaffoldResult: "scaffold_view:render_scaffold",
     PresetList: "scaffold_view:render_presets",
+    RankedRun: "ranks_view:render_ranks",
 }
 
 # every result kind `report` reads back: what each command prints with --json or --save

@@ -11,8 +11,10 @@ writes to. A gloo group over all ranks stays usable for the control traffic (res
 plans) even when NCCL is wedged, as the engines keep their CPU groups.
 
 `EAGLEGRAPH_RANK_FAULT=<fault>:<rank>:<seq>` plants a divergence for the supervisor's tests:
-`skip` (that rank leaves collective #seq out: its peers wait for it) or `shrink` (it reduces
-one element fewer: a size mismatch, as ranks padding a batch differently do).
+`skip` (that rank leaves collective #seq out, as a rank taking another path does: its peers
+wait for it) or `shrink` (it reduces one element fewer: a size mismatch, as ranks padding a
+batch differently do) or `stall` (it never reaches the collective, as a rank spinning in a
+kernel: its peers wait in it).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -36,7 +39,7 @@ FAULT_ENV = "EAGLEGRAPH_RANK_FAULT"
 
 @dataclass
 class PlantedFault:
-    kind: str  # skip | shrink
+    kind: str  # skip | shrink | stall
     rank: int
     seq: int
 
@@ -46,8 +49,8 @@ class PlantedFault:
         if not spec:
             return None
         kind, rank, seq = spec.split(":")
-        if kind not in ("skip", "shrink"):
-            raise ValueError(f"{FAULT_ENV}: unknown fault {kind!r} (skip, shrink)")
+        if kind not in ("skip", "shrink", "stall"):
+            raise ValueError(f"{FAULT_ENV}: unknown fault {kind!r} (skip, shrink, stall)")
         return cls(kind, int(rank), int(seq))
 
 
@@ -68,10 +71,12 @@ class RankTensorParallel(TensorParallel):
             and ledger is not None
             and ledger.seq == fault.seq
         )
+        if planted:
+            self.fault = None  # once
         if planted and fault is not None and fault.kind == "skip":
-            if ledger is not None:
-                ledger.seq += 1
-            return
+            return  # as a rank that took another path: its next collective takes this number
+        if planted and fault is not None and fault.kind == "stall":
+            time.sleep(3600)  # as a rank spinning in a kernel that never returns
         if planted:
             x = x.view(-1)[:-1]
         done = ledger.observe("all_reduce", x) if ledger is not None else None
