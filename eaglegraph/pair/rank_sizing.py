@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from eaglegraph.errors import BadInput
 from eaglegraph.known import parallel as known
+from eaglegraph.known.gpus import GpuSpec
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.geometry import DTYPE_BYTES, Geometry
 from eaglegraph.pair.layer_kinds import expert_count, text_config
@@ -22,7 +23,7 @@ from eaglegraph.pair.model import ModelSide, Pair
 from eaglegraph.pair.quantization import ATTENTION, EMBED, EXPERTS, MLP
 from eaglegraph.pair.sizing import kv_layer_counts
 from eaglegraph.results.findings import Finding, Severity
-from eaglegraph.results.inspect import MemoryEstimate, PlanFacts
+from eaglegraph.results.inspect import MemoryEstimate
 from eaglegraph.results.parallel import ParallelLayout
 from eaglegraph.results.ranks import CommBufferSizing, RankSide, RankSizing, ShardFact
 from eaglegraph.results.sizing import SizingFacts
@@ -284,20 +285,9 @@ def _mtp_modules(cfg: Config) -> int:
 
 @dataclass(frozen=True)
 class _Gpu:
-    name: str | None
-    memory_bytes: int | None
-    capability: tuple[int, int] | None
-
-
-def _gpu(plan_gpu: dict[str, object], memory: MemoryEstimate) -> _Gpu:
-    cap = plan_gpu.get("capability")
-    capability = None
-    if isinstance(cap, str) and "." in cap:
-        major, minor = cap.split(".", 1)
-        if major.isdigit() and minor.isdigit():
-            capability = (int(major), int(minor))
-    name = plan_gpu.get("name")
-    return _Gpu(str(name) if name is not None else None, memory.gpu_memory_bytes, capability)
+    name: str
+    memory_bytes: int | None  # the estimate's (the --gpu-memory override included)
+    capability: tuple[int, int]
 
 
 def _one_rank(
@@ -332,12 +322,14 @@ def size_ranks(
     layout: ParallelLayout,
     engine: str,
     memory: MemoryEstimate,
-    plan: PlanFacts,
+    gpu_spec: GpuSpec,
+    max_tokens: int,
     utilization: float,
 ) -> RankSizing:
-    """One rank of `layout` on the plan's GPU, and the smallest TP of its shape that fits."""
+    """One rank of `layout` on the plan's GPU (`max_tokens`: its max_num_batched_tokens), and
+    the smallest TP of its shape that fits."""
     sides = _sides(pair, engine, memory)
-    gpu = _gpu(plan.gpu, memory)
+    gpu = _Gpu(gpu_spec.name, memory.gpu_memory_bytes, gpu_spec.capability)
     weights, records, comm = _one_rank(sides, layout, engine, gpu)
     graphs = memory.graph_memory_bytes or 0
     per_token = sum(r.kv_bytes_per_token or 0 for r in records)
@@ -358,7 +350,7 @@ def size_ranks(
         comm_bytes=sum(c.bytes or 0 for c in comm),
         rules=_rules(pair, engine),
         notes=_notes(layout, engine),
-        plan_changes=_plan_changes(sides, layout, engine, gpu, memory, plan),
+        plan_changes=_plan_changes(sides, layout, engine, gpu, memory, max_tokens),
     )
     used = _used(weights, graphs, comm, memory)
     if gpu.memory_bytes is None or used is None:
@@ -422,7 +414,7 @@ def _plan_changes(
     engine: str,
     gpu: _Gpu,
     memory: MemoryEstimate,
-    plan: PlanFacts,
+    max_tokens: int,
 ) -> list[str]:
     if not sides:
         return []
@@ -434,7 +426,7 @@ def _plan_changes(
         gpu_memory_gib=gib,
         hidden=sides[0].g.hidden_size,
         dtype_bytes=DTYPE_BYTES.get(memory.dtype, 2),
-        max_tokens=plan.max_num_batched_tokens,
+        max_tokens=max_tokens,
     )
 
 

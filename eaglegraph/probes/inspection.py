@@ -95,7 +95,8 @@ class Inspection:
             self.request.layout,
             self.options.framework,
             report.memory,
-            report.plan,
+            self.options.gpu,
+            self.options.max_num_batched_tokens,
             GPU_MEMORY_UTILIZATION,
         )
         for finding in (fit_finding(report.ranks), context_finding(report.ranks)):

@@ -31,8 +31,15 @@ def _sized(
 ) -> RankSizing:
     inspection = InspectRequest(str(model), plan=PlanChoices(framework=engine, gpu=gpu)).resolve()
     report = inspection.run()
+    options = inspection.options
     return size_ranks(
-        inspection.pair, layout, engine, report.memory, report.plan, GPU_MEMORY_UTILIZATION
+        inspection.pair,
+        layout,
+        engine,
+        report.memory,
+        options.gpu,
+        options.max_num_batched_tokens,
+        GPU_MEMORY_UTILIZATION,
     )
 
 
