@@ -123,10 +123,15 @@ def _replicated_attention(side: _Side) -> int:
     return side.attention_layers * per_layer + side.extra_replicated
 
 
+def _attention_tp(layout: ParallelLayout, engine: str, tp: int) -> int:
+    """Ranks the heads are split over: SGLang's TP / DP under DP attention, else the side's TP."""
+    return layout.attention_tp if engine == known.SGLANG and tp == layout.tp else tp
+
+
 def _shares(side: _Side, layout: ParallelLayout, engine: str, tp: int) -> dict[str, float]:
     """The fraction of each weight group one rank holds (the fullest rank)."""
     g = side.g
-    attn_tp = layout.attention_tp if engine == known.SGLANG and tp == layout.tp else tp
+    attn_tp = _attention_tp(layout, engine, tp)
     shares: dict[str, float] = {}
     att = side.groups.get(ATTENTION, 0)
     if att:
@@ -193,7 +198,7 @@ def _side_on_rank(
     side: _Side, layout: ParallelLayout, engine: str, tp: int
 ) -> tuple[int | None, RankSide]:
     g = side.g
-    attn_tp = layout.attention_tp if engine == known.SGLANG and tp == layout.tp else tp
+    attn_tp = _attention_tp(layout, engine, tp)
     shares = _shares(side, layout, engine, tp)
     weight = None
     config_bytes = sum(side.group_bytes.values())
