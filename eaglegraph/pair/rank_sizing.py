@@ -10,7 +10,7 @@ Torch-free: `inspect` sizes a 671B pair at TP 8 from config.json alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from eaglegraph.errors import BadInput
 from eaglegraph.known import parallel as known
@@ -63,10 +63,14 @@ def layout_refusals(
     sides = [s for s in (pair.target, pair.draft) if s is not None]
     seen: list[str] = []
     for side in sides:
-        shaped = layout
+        shape, shaped = model_shape(side), layout
         if side is pair.draft and layout.draft_tensor_parallel != layout.tp:
             shaped = ParallelLayout(layout.draft_tensor_parallel, 1, 1, False)
-        for reason in known.model_layout_refusals(engine, shaped, model_shape(side), gpus):
+        elif side is pair.draft and shape.experts is None:
+            # a dense draft does not inherit EP (vllm/config/speculative.py::
+            # SpeculativeConfig.create_draft_parallel_config)
+            shaped = replace(layout, ep=1)
+        for reason in known.model_layout_refusals(engine, shaped, shape, gpus):
             line = reason if side is not pair.draft else f"draft: {reason}"
             if reason not in seen and line not in seen:
                 seen.append(line)

@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from eaglegraph.errors import BadInput
-from eaglegraph.pair.rank_sizing import check_layout, fit_finding, layout_refusals, size_ranks
+from eaglegraph.pair.rank_sizing import (
+    check_layout,
+    fit_finding,
+    layout_refusals,
+    model_shape,
+    size_ranks,
+)
 from eaglegraph.probes.inspection import InspectRequest
 from eaglegraph.results.parallel import ParallelLayout
 from eaglegraph.results.ranks import RankSizing
@@ -230,3 +236,22 @@ def test_a_kv_cache_shorter_than_one_request_is_a_warning_vllm_would_refuse() ->
     assert two.max_model_len_short is None and context_finding(two) is None
     sglang = _sized("llama3.1-8b-eagle3", ParallelLayout(), engine="sglang", gpu="L4")
     assert sglang.max_model_len_short is None  # the check modelled is vLLM's
+
+
+def test_a_dense_draft_does_not_inherit_expert_parallelism(tmp_path: Path) -> None:
+    """speculative.py::SpeculativeConfig.create_draft_parallel_config: EP only for MoE drafts,
+    so a dense EAGLE-3 draft beside a MoE target is no reason to refuse --enable-expert-parallel
+    (ModelConfig._verify_with_expert_parallelism refuses a dense *target*)."""
+    draft_config = PUBLIC.parent / "specforge-qwen3-30b-a3b-eagle3.1-draft.json"
+    for side, config in (
+        ("target", PUBLIC / "qwen3-30b-a3b" / "config.json"),
+        ("draft", draft_config),
+    ):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "config.json").write_text(config.read_text())
+    pair = InspectRequest(str(tmp_path)).resolve().pair
+    assert pair.draft is not None and model_shape(pair.draft).experts is None
+    assert layout_refusals(pair, ParallelLayout(tp=4, ep=4), "vllm") == []
+    dense = InspectRequest("llama3.1-8b-eagle3").resolve().pair
+    (refused,) = layout_refusals(dense, ParallelLayout(tp=4, ep=4), "vllm")
+    assert "needs a MoE model" in refused and not refused.startswith("draft")
