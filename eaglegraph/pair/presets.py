@@ -24,6 +24,7 @@ import numpy as np
 from eaglegraph.errors import BadInput, closest, unknown_choice
 from eaglegraph.pair import presets_mtp
 from eaglegraph.pair.kinds import DraftKind
+from eaglegraph.pair.weights_file import save_safetensors
 
 PRESET_FORMAT = 3  # bump when preset contents change, so caches are rebuilt
 
@@ -450,18 +451,6 @@ def _tiny_weights(preset: Preset) -> tuple[dict[str, np.ndarray], dict[str, np.n
     return target, draft
 
 
-def _save_safetensors(tensors: dict[str, np.ndarray], path: Path, dtype: str) -> None:
-    import torch
-    from safetensors.torch import save_file
-
-    torch_dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype, torch.float32)
-    out = {}
-    for name, array in tensors.items():
-        tensor = torch.from_numpy(np.ascontiguousarray(array))
-        out[name] = tensor.to(torch_dtype) if tensor.is_floating_point() else tensor
-    save_file(out, str(path), metadata={"format": "pt"})
-
-
 def write_preset(preset: Preset, dest: Path) -> None:
     """Write target/ and draft/ folders of a preset into `dest` (which must be empty)."""
     target_dir, draft_dir = dest / "target", dest / "draft"
@@ -474,9 +463,9 @@ def write_preset(preset: Preset, dest: Path) -> None:
     if preset.with_weights:
         target_w, draft_w = _tiny_weights(preset)
         dtype = preset.target.get("torch_dtype") or preset.target.get("dtype") or "float32"
-        _save_safetensors(target_w, target_dir / "model.safetensors", dtype)
+        save_safetensors(target_w, target_dir / "model.safetensors", dtype)
         if preset.draft is not None:
-            _save_safetensors(draft_w, draft_dir / "model.safetensors", dtype)
+            save_safetensors(draft_w, draft_dir / "model.safetensors", dtype)
     (dest / "PRESET").write_text(
         f"{preset.name}\n{preset.description}\nformat {PRESET_FORMAT}\n", encoding="utf-8"
     )

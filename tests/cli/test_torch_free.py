@@ -5,7 +5,8 @@ configs and headers alone.
 Checked in a fresh interpreter, since the test process itself has imported torch: each case runs
 the CLI there and reports what the interpreter imported. The cases cover every speculator style
 (EAGLE, WINDOW, BLOCK), the engine and runner rows (SGLang's EAGLE worker, MRV1's proposer
-with the plan's rejected-KV prediction), the MTP refusal, and config folders without weights.
+with the plan's rejected-KV prediction), SGLang's unused MTP modules, config folders without
+weights, and a cold preset cache (a tiny preset's first use writes its weights, torch-free).
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from eaglegraph.pair.presets import PRESETS, materialize
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLIC = ROOT / "tests" / "fixtures" / "configs" / "public"
@@ -43,13 +42,14 @@ print(json.dumps(results))
 """
 
 
-def fresh(lines: list[list[str]]) -> list[dict[str, object]]:
+def fresh(lines: list[list[str]], cache: Path) -> list[dict[str, object]]:
+    """Run `lines` in one fresh interpreter whose preset cache is `cache`."""
     proc = subprocess.run(
         [sys.executable, "-c", _PROBE, json.dumps(lines)],
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "EAGLEGRAPH_CACHE": str(cache)},
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
@@ -94,11 +94,9 @@ def test_config_only_inspect_never_imports_torch(tmp_path: Path) -> None:
         MTP / "specforge-qwen3-4b-dflash-draft.json",
     )
     cases = [*CASES, ([str(folder)], False)]  # a target/ + draft/ folder without weights
-    for args, _ in cases:  # a tiny preset's first use writes its weights (through torch): once,
-        if args[0] in PRESETS:  # before the check, which is about inspect itself
-            materialize(args[0])
     lines = [["inspect", *args, "--json", "--fail-on", "never"] for args, _ in cases]
-    results = fresh(lines)
+    results = fresh(lines, tmp_path / "cache")  # a cold cache: the tiny presets' weights are
+    # written on first use too, torch-free (`pair.weights_file`)
     assert len(results) == len(lines)
     reports = []
     for (args, decodes), got in zip(cases, results, strict=True):
