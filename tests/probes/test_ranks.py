@@ -1,0 +1,98 @@
+"""The multi-rank rig on CPU: one gloo process per rank, supervised (issue 25).
+
+Each test starts real rank processes; the planted faults (`EAGLEGRAPH_RANK_FAULT`) make one
+rank diverge the way rank-local choices do in the engines, and the supervisor must name both
+ranks within its deadline instead of hanging.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from eaglegraph.probes.ranks import RankRequest, check_layout, run_ranks
+from eaglegraph.probes.spec import resolve_run
+from eaglegraph.results.parallel import ParallelLayout
+from eaglegraph.rig.options import PlanChoices
+
+
+def _spec(preset: str = "tiny-llama-eagle3", k: int = 2):
+    return resolve_run(
+        preset,
+        plan=PlanChoices(max_num_seqs=2, num_speculative_tokens=k),
+        device="cpu",
+        random_weights=True,
+        max_model_len=128,
+    )
+
+
+def test_tp2_replay_equals_eager_and_tp1(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EAGLEGRAPH_RANK_FAULT", raising=False)
+    run = run_ranks(RankRequest(_spec(), ParallelLayout(tp=2), args={"replay": True, "waves": 1}))
+    assert [o.status for o in run.ranks] == ["ok", "ok"], [o.log_tail for o in run.ranks]
+    assert run.findings == []
+    r0, r1 = run.ranks
+    assert r0.graphs == r1.graphs and r0.graphs  # the same plan on every rank
+    # two all-reduces per decoder layer (attention, MLP), every rank the same number
+    assert r0.collectives_per_forward > 0 and r0.collectives == r1.collectives > 0
+    assert r0.replay_equals_eager is True and r1.replay_equals_eager is True
+    assert run.single_rank is not None and run.single_rank.tokens > 0
+    assert run.single_rank.equal == run.single_rank.tokens  # float32: every token
+
+
+def test_planted_stall_is_named_within_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EAGLEGRAPH_RANK_FAULT", "stall:1:20")
+    start = time.monotonic()
+    run = run_ranks(RankRequest(_spec(), ParallelLayout(tp=2), deadline_s=6))
+    assert time.monotonic() - start < 120
+    by_id = {f.id: f for f in run.findings}
+    stuck = by_id["ranks-stuck"]
+    assert "rank 0 waits in all_reduce #20" in stuck.message
+    assert "rank 1 is elsewhere (its last finished: all_reduce #19" in stuck.message
+    assert "rank 1 issued no collective #20" in by_id["collective-mismatch"].message
+    assert {o.status for o in run.ranks} <= {"stuck", "stopped"}
+
+
+def test_planted_size_mismatch_names_both_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EAGLEGRAPH_RANK_FAULT", "shrink:1:20")
+    run = run_ranks(RankRequest(_spec(), ParallelLayout(tp=2), deadline_s=20))
+    mismatch = next(f for f in run.findings if f.id == "collective-mismatch")
+    assert "collective #20" in mismatch.message
+    assert "rank 0: all_reduce #20" in mismatch.message
+    assert "rank 1: all_reduce #20" in mismatch.message
+    sizes = [int(s.split("(")[1].split(" ×")[0]) for s in mismatch.message.split("; ")[:2]]
+    assert sizes[0] == sizes[1] + 1
+    assert not run.ok
+    # the cause comes first; a peer's "connection reset" is labelled a consequence
+    failed = [f for f in run.findings if f.id.startswith("rank-failed")]
+    assert failed and failed[0].id == "rank-failed"
+
+
+def test_dp_attention_refused_before_any_rank() -> None:
+    with pytest.raises(Exception, match="DP attention"):
+        check_layout(RankRequest(_spec(), ParallelLayout(tp=2, dp=2, dp_attention=True)))
+
+
+def test_capture_cli_dp2_json(tmp_path) -> None:
+    out = tmp_path / "ranks.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "eaglegraph", "capture", "tiny-llama-eagle3", "--dp", "2",
+         "--random-weights", "--max-num-seqs", "2", "-K", "2", "--save", str(out), "--json"],
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == "eaglegraph.ranks/1"
+    assert doc["layout"]["dp"] == 2
+    assert [r["dp_rank"] for r in doc["ranks"]] == [0, 1]
+    assert all(r["status"] == "ok" for r in doc["ranks"])
+    report = subprocess.run(
+        [sys.executable, "-m", "eaglegraph", "report", str(out), "--no-color"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    assert "TP 1 · DP 2" in report.stdout
