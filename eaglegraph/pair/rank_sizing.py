@@ -304,7 +304,7 @@ def _one_rank(
 ) -> tuple[int | None, list[RankSide], list[CommBufferSizing]]:
     """Both sides' weights on one rank, their records, and the rank's comm buffers."""
     records: list[RankSide] = []
-    total: int | None = 0
+    total: int | None = 0 if sides else None  # nothing sized is no fit either way
     for side in sides:
         tp = layout.draft_tensor_parallel if side.role == "draft" else layout.tp
         weight, record = _side_on_rank(side, layout, engine, tp)
