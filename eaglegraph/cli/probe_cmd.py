@@ -17,6 +17,7 @@ from eaglegraph.cli.options import (
     warn_suspicious,
 )
 from eaglegraph.cli.outputs import Outputs, output_files
+from eaglegraph.cli.parallel_options import framework_of, layout_from_options, parallel_options
 from eaglegraph.cli.rig_options import pop_rig_kwargs, refuse_tree, rig_options
 from eaglegraph.results.probe import ProbeRun
 from eaglegraph.rig.options import PROBE_MAX_NUM_SEQS
@@ -32,6 +33,7 @@ from eaglegraph.rig.options import PROBE_MAX_NUM_SEQS
 )
 @plan_options_for(PROBE_MAX_NUM_SEQS, with_mode=False)
 @rig_options
+@parallel_options
 @pool_option("Graph pool policy for the captures (default: the behavior's).")
 @click.option(
     "--batches",
@@ -103,6 +105,9 @@ def command(
     if no_isolation:
         _warn_unused_with_no_isolation(ctx)
     plan = pop_plan_kwargs(kwargs)
+    layout = layout_from_options(
+        kwargs, framework_of(plan.framework, plan.behavior), plan.speculative_config
+    )
     refuse_tree(plan)
     check_choices(model_dir, None, None, plan)  # before torch is imported
     from eaglegraph.probes.schedules import load_schedule
@@ -126,6 +131,15 @@ def command(
     spec = request.spec
     live_schedules(spec, schedules, request.batches)  # checked before any work
     warn_suspicious(spec.open_pair(), spec.options, spec.max_model_len, force=outputs.force)
+    if not layout.single:
+        from eaglegraph.probes.ranks import RankRequest, run_ranks
+
+        args = {"modes": list(request.modes), "batches": list(request.batches or [])}
+        ranked = RankRequest(spec, layout, task="probe", args=args, command="probe")
+        with app.progress(f"probe at {layout.describe()}") as progress:
+            result = run_ranks(ranked, on_stage=lambda s: progress(s, milestone=s))
+        app.finish(ctx, result, outputs, 1 if reaches(result.findings, fail_on) else 0)
+        return
     with app.progress("probe", total=None) as progress:
         run = request.run(
             on_plan=lambda cases: progress(

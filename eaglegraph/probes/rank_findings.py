@@ -8,6 +8,8 @@ The order of the findings is the order a support engineer reads them in: the cau
 
 from __future__ import annotations
 
+import dataclasses
+
 from eaglegraph.probes.spec import RunSpec
 from eaglegraph.results.findings import Finding, Severity
 from eaglegraph.results.rank_runs import CollectiveCall, RankOutcome, SingleRankAgreement
@@ -179,6 +181,9 @@ def rank_findings(
                     "the same schedule eagerly",
                 )
             )
+    for o in outcomes:  # what each rank's own probe found, named by its rank
+        if o.probe is not None:
+            out += [dataclasses.replace(f, rank=o.rank) for f in o.probe.findings]
     if single is not None and single.fraction < _required(single):
         out.append(
             Finding(

@@ -65,8 +65,9 @@ def token_agreement(ours: list[TraceRow], single: list[TraceRow]) -> dict[str, A
 
 def rank_capture(rt: RankRuntime, spec: RunSpec, args: dict[str, Any]) -> dict[str, Any]:
     """Capture this rank's graphs; with `replay`, replay == eager (and rank 0: vs TP 1)."""
+    spec = dataclasses.replace(spec, layout=rt.layout, rank=rt.rank)
     pair = spec.open_pair()
-    config = dataclasses.replace(spec.rig_config(), layout=rt.layout, rank=rt.rank)
+    config = spec.rig_config()
     _stage(rt.rank, "building its shard of the rig")
     rig = Rig(pair, config)
     request = CaptureRequest.from_spec(spec, predict=False)
@@ -95,4 +96,27 @@ def rank_capture(rt: RankRuntime, spec: RunSpec, args: dict[str, Any]) -> dict[s
     return out
 
 
-RANK_TASKS = {"capture": rank_capture}
+def rank_probe(rt: RankRuntime, spec: RunSpec, args: dict[str, Any]) -> dict[str, Any]:
+    """The probe's cases on this rank's shard, in this process and in the same order on every
+    rank, so their collectives pair up (a case that fails on one rank only shows as the
+    ranks parting, with both named)."""
+    from eaglegraph.probes.probing import probe
+
+    spec = dataclasses.replace(spec, layout=rt.layout, rank=rt.rank)
+
+    def on_case(name: str, result: Any) -> None:
+        _stage(rt.rank, f"case {name}" + ("" if result is None else f": {result.status}"))
+
+    run = probe(
+        spec, modes=tuple(args.get("modes", ("all",))),
+        batches=tuple(args["batches"]) if args.get("batches") else None,
+        isolate=False, workers=1, on_case=on_case,
+    )  # fmt: skip
+    return {"probe": to_jsonable(run), "graphs": sorted({g for c in run.cases for g in _graphs(c)})}
+
+
+def _graphs(case: Any) -> list[str]:
+    return [f"{case.mode} {g.phase} {g.descriptor}" for g in getattr(case, "graphs", None) or []]
+
+
+RANK_TASKS = {"capture": rank_capture, "probe": rank_probe}

@@ -41,6 +41,7 @@ from eaglegraph.probes.spec import RunSpec
 from eaglegraph.results.capture import CaptureRun
 from eaglegraph.results.codec import decode
 from eaglegraph.results.parallel import ParallelLayout
+from eaglegraph.results.probe import ProbeRun
 from eaglegraph.results.rank_runs import (
     CollectiveCall,
     RankedRun,
@@ -97,8 +98,15 @@ def visible_gpus() -> int:
 
 
 def check_layout(request: RankRequest) -> None:
-    """What no rank could run, refused before any rank starts."""
+    """What no rank could run, refused before any rank starts: what the engine refuses for
+    this pair (heads, KV heads, vocabulary or experts not divisible, more ranks than GPUs,
+    `pair.rank_sizing`), and what the rank rig does not rebuild."""
+    from eaglegraph.pair.rank_sizing import check_layout as engine_refusals
+
     layout = request.layout
+    spec = request.spec
+    gpus = visible_gpus() if spec.device == "cuda" else None
+    engine_refusals(spec.open_pair(), layout, spec.options.framework, gpus)
     if layout.dp_attention:
         raise BadInput(
             "the rank rig runs tensor and plain data parallelism; SGLang's DP attention is "
@@ -314,6 +322,7 @@ def _outcome(
         if value.get("capture")
         else None
     )
+    probe = decode(ProbeRun, value["probe"], f"rank {r.rank} probe") if value.get("probe") else None
     if capture is not None and capture.failed is not None:  # the rank caught its own error
         status = "failed"
         error = f"capture of {capture.failed.phase} failed: {capture.failed.error}"
@@ -326,6 +335,7 @@ def _outcome(
         error=error,
         consequence=bool(error and _CONSEQUENCE.search(error)),
         capture=capture,
+        probe=probe,
         collectives=len(calls),
         last_collective=calls[-1] if calls else None,
         waiting_in=_call(open_entry, False) if open_entry is not None else None,

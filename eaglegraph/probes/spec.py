@@ -23,6 +23,7 @@ from eaglegraph.known.profiles import get_profile
 from eaglegraph.pair import Pair, load_pair
 from eaglegraph.pair.presets import resolve_model_arg
 from eaglegraph.probes.setup import as_choices, plan_options, resolve_device
+from eaglegraph.results.parallel import SINGLE_RANK, ParallelLayout
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.gpus import GpuSpec, get_gpu
 from eaglegraph.rig.modes import Mode
@@ -53,6 +54,10 @@ class RunSpec:
     compile_model: bool | None = None
     # set when a quick CPU plan replaced the default --max-num-seqs: the value it replaced
     full_max_num_seqs: int | None = None
+    # the deployment's parallel layout and the global rank this spec rebuilds (the rank
+    # runtime sets `rank` in each rank's process; 0 and a single rank everywhere else)
+    layout: ParallelLayout = SINGLE_RANK
+    rank: int = 0
 
     @property
     def backend(self) -> str:
@@ -90,6 +95,8 @@ class RunSpec:
             guard=guard,
             num_blocks=num_blocks,
             compile=self.compile_model,
+            layout=self.layout,
+            rank=self.rank,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -106,6 +113,7 @@ class RunSpec:
         )
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         data["options"] = options
+        data["layout"] = dataclasses.asdict(self.layout)
         return data
 
     @classmethod
@@ -120,8 +128,9 @@ class RunSpec:
             gpu=_gpu(o.get("gpu")),
             defaults=tuple(o.get("defaults", ())),
         )
-        fields = {k: v for k, v in data.items() if k != "options"}
-        return cls(options=options, **fields)
+        fields = {k: v for k, v in data.items() if k not in ("options", "layout")}
+        layout = ParallelLayout(**data["layout"]) if data.get("layout") else SINGLE_RANK
+        return cls(options=options, layout=layout, **fields)
 
 
 def _gpu(saved: Any) -> GpuSpec:

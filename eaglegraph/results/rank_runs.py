@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from eaglegraph.results.capture import CaptureRun
 from eaglegraph.results.findings import Finding
 from eaglegraph.results.parallel import ParallelLayout
+from eaglegraph.results.probe import ProbeRun
 
 RANKS_SCHEMA = "eaglegraph.ranks/1"
 
@@ -48,6 +49,7 @@ class RankOutcome:
     error: str | None = None  # the rank's first error line
     consequence: bool = False  # its error followed a peer's failure (peer closed, timeout)
     capture: CaptureRun | None = None
+    probe: ProbeRun | None = None
     collectives: int = 0  # ledger entries this rank issued
     last_collective: CollectiveCall | None = None
     waiting_in: CollectiveCall | None = None  # entered, never finished

@@ -8,8 +8,8 @@ in) and one after it (`exit`), and one pair around every graph replay that conta
 collectives. The file is flushed line by line: the supervisor, another process, reads the
 last `enter` without an `exit` of each rank and says "rank 0 waits in all_reduce #6 inside
 draft_decode FULL(16); rank 1 ran eager" — without the rank's cooperation, even while it is
-stuck in C++. (sglang#36802's engineer found wrapping `torch.distributed` alone misses the
-engines' own communicators; here every collective of the rig goes through one op.)
+stuck in C++. (Wrapping `torch.distributed` alone would miss the engines' own communicators,
+as an SGLang engineer found; here every collective of the rig goes through one op.)
 
 Cost per collective: two short writes to a line-buffered file, about 10 µs (the ledger
 benchmark measures it); nothing when no ledger is installed.

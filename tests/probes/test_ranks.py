@@ -96,3 +96,22 @@ def test_capture_cli_dp2_json(tmp_path) -> None:
     )  # fmt: skip
     assert report.returncode == 0, report.stderr
     assert "TP 1 · DP 2" in report.stdout
+
+
+def test_probe_tp2_is_clean_on_every_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EAGLEGRAPH_RANK_FAULT", raising=False)
+    request = RankRequest(
+        _spec(), ParallelLayout(tp=2), task="probe", args={"modes": ["FULL"], "batches": [1]},
+        command="probe",
+    )  # fmt: skip
+    run = run_ranks(request)
+    assert [o.status for o in run.ranks] == ["ok", "ok"], [o.log_tail for o in run.ranks]
+    probes = [o.probe for o in run.ranks]
+    assert all(p is not None and p.cases for p in probes)
+    assert [c.status for c in probes[0].cases] == [c.status for c in probes[1].cases]
+    assert run.findings == []
+
+
+def test_bad_layout_refused_before_any_rank() -> None:
+    with pytest.raises(Exception, match="TP 3 does not divide the 4 attention heads"):
+        check_layout(RankRequest(_spec(), ParallelLayout(tp=3)))
