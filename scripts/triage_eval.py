@@ -13,8 +13,8 @@ with `--run-commands`, every suggested `eaglegraph` command run as printed (the 
 `eaglegraph` is this interpreter's `-m eaglegraph`) and its exit code.
 
 `--fit` prints what `eaglegraph.known.triage_calibration` holds, counted on the given files: for
-each evidence kind (a rule naming the verdict's class), how often the verdicts it named were
-right; the same per tier; and how often the knowledge base's nearest reports (the report's own
+each evidence kind (a rule naming the verdict's class, or the nearest known reports all filed
+under it), how often the verdicts it named were right; the same per tier; and how often the knowledge base's nearest reports (the report's own
 URL left out) agreed with the verdict and were right then. That table is fitted on
 tests/triage/data/heldout-frozen.jsonl, reports no rule was written for.
 
@@ -39,13 +39,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from eaglegraph.known.triage_calibration import KB_VOTERS
 from eaglegraph.known.triage_commit import COMMIT
 from eaglegraph.results.similar import SimilarReport
 from eaglegraph.results.triage import TriageResult
 from eaglegraph.triage.diagnose import triage_text
 
 PARTS = ("tune", "calibration")
-KB_VOTERS = 3  # the nearest known reports whose categories vote (--fit)
 BINS = (0.3, 0.5, 0.6, 0.8, 1.01)
 COMMAND_TIMEOUT_S = 300.0
 
@@ -208,7 +208,7 @@ def fit(rows: list[Graded]) -> dict:
         tier = "named" if g.tier.startswith("named") else g.tier
         tiers[tier][0] += right
         tiers[tier][1] += 1
-        for k in g.kinds if tier == "named" else []:
+        for k in g.kinds:
             kinds[k][0] += right
             kinds[k][1] += 1
     agree = [g for g in rows if g.kb_vote is not None and g.kb_vote == g.category]

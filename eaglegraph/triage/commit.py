@@ -5,7 +5,8 @@ of the winner's rules that are not inferences must reach NAMED_WEIGHT and hold N
 all the weight in the report. Which of those rules it rests on is its *evidence kind*; the
 confidence it states is that kind's rate on reports no rule was written for
 (`known.triage_calibration`), and it commits only when the kind is proven there and its rate
-reaches COMMIT. Every other verdict states its tier's rate on the same reports, capped below
+reaches COMMIT. The knowledge base is one more kind: the nearest known reports all filed under
+the verdict's class (`kb-unanimous`), whatever the tier. Every other verdict states its tier's rate on the same reports, capped below
 WEAK, says "not enough evidence" and lists what to ask the customer for.
 """
 
@@ -13,7 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eaglegraph.known.triage_calibration import KINDS, TIER_RATES, KindRate
+from eaglegraph.known.triage_calibration import (
+    KB_UNANIMOUS,
+    KB_VOTERS,
+    KINDS,
+    TIER_RATES,
+    KindRate,
+)
 from eaglegraph.known.triage_commit import (
     ASK_FOR,
     COMMIT,
@@ -83,9 +90,20 @@ def _lacks(v: Verdict, cfg: TriageConfig, state: ScanState) -> list[str]:
     return out
 
 
-def commitment(v: Verdict, cfg: TriageConfig, state: ScanState) -> Commitment:
+def kb_unanimous(v: Verdict, neighbours: list[str]) -> bool:
+    """The KB_VOTERS nearest known reports (best first) are all filed under the verdict's class."""
+    near = neighbours[:KB_VOTERS]
+    return len(near) == KB_VOTERS and all(c == v.category for c in near)
+
+
+def commitment(
+    v: Verdict, cfg: TriageConfig, state: ScanState, neighbours: list[str] | None = None
+) -> Commitment:
+    """`neighbours`: the categories of the nearest known reports, best first."""
     tier = tier_of(v)
     kinds = evidence_kinds(v) if tier.startswith("named") else []
+    if kb_unanimous(v, neighbours or []):
+        kinds.append(KB_UNANIMOUS)
     kind = best_kind(kinds)
     if kind is not None:
         confidence = kind.rate

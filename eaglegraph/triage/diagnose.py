@@ -14,7 +14,7 @@ from io import BufferedReader
 from typing import BinaryIO
 
 from eaglegraph.known.hazards import Hazard
-from eaglegraph.known.triage_calibration import KINDS
+from eaglegraph.known.triage_calibration import KB_UNANIMOUS, KB_VOTERS, KINDS
 from eaglegraph.known.triage_rules import MISSING, WEAK
 from eaglegraph.known.versions import parse_version, version_text
 from eaglegraph.results.findings import Finding, Severity
@@ -35,7 +35,7 @@ from eaglegraph.triage.fixes import FixContext, applies, matching_fixes
 from eaglegraph.triage.locate import crash_frames
 from eaglegraph.triage.reader import _Chain, _Reader, open_log, sniff
 from eaglegraph.triage.scan import scan
-from eaglegraph.triage.similar import similar_for
+from eaglegraph.triage.similar import query_from, similar_reports
 from eaglegraph.triage.state import ScanState
 from eaglegraph.triage.ticket import TICKET_LIMIT, Ticket, read_ticket
 
@@ -224,6 +224,12 @@ def _kind_notes(kinds: list[str], kind: str | None) -> list[str]:
     out: list[str] = []
     for k in kinds:
         rate = KINDS.get(k)
+        if k == KB_UNANIMOUS and rate is not None:
+            out.append(
+                f"evidence {k}: the {KB_VOTERS} nearest known reports are all filed under this "
+                f"class; right on {rate.right} of {rate.n} unseen reports"
+            )
+            continue
         if rate is None:
             out.append(f"evidence {k}: not yet seen on unseen reports, so it cannot commit")
         elif not rate.proven:
@@ -246,7 +252,16 @@ def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> Tri
     if ticket is not None:
         _from_ticket(cfg, ticket, state.notes)
     verdict = rules.verdict(facts.read_log(state), ticket)
-    commit = commitment(verdict, cfg, state)
+    evidence = rules.evidence_of(verdict)
+    primary_ev = next((e for e in evidence if e.role == Role.PRIMARY), None)
+    if primary_ev is None and verdict.primary is not None:
+        h = verdict.primary
+        primary_ev = Evidence(h.line, h.text, h.signal, Role.PRIMARY)
+    secondary = [Evidence(h.line, h.text, h.signal, Role.SECONDARY) for h in verdict.secondary[:12]]
+    pasted = "\n".join(x for x in (ticket.title, ticket.log_text) if x) if ticket else None
+    found = [*([primary_ev] if primary_ev else []), *secondary, *evidence]
+    similar = similar_reports(query_from([e.text for e in found], cfg, pasted))
+    commit = commitment(verdict, cfg, state, [r.category for r in similar])
     confidence = commit.confidence
     ctx = FixContext(verdict, cfg, state, cfg.framework, parse_version(cfg.version))
     fixes = matching_fixes(ctx)
@@ -254,12 +269,6 @@ def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> Tri
     hazards = _known_issues(verdict, ctx, fixes, notes)
     command, also = recommend.reproduce(ctx, notes, hazards)
     checks = recommend.checks(ctx)
-    evidence = rules.evidence_of(verdict)
-    primary_ev = next((e for e in evidence if e.role == Role.PRIMARY), None)
-    if primary_ev is None and verdict.primary is not None:
-        h = verdict.primary
-        primary_ev = Evidence(h.line, h.text, h.signal, Role.PRIMARY)
-    secondary = [Evidence(h.line, h.text, h.signal, Role.SECONDARY) for h in verdict.secondary[:12]]
     if verdict.primary is None:
         notes.append(
             "no root error line in the log: the verdict rests on context (frames, phases, metrics)"
@@ -312,7 +321,6 @@ def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> Tri
         evidence_kinds=commit.kinds,
         evidence_kind=commit.kind,
         distributed=distributed(verdict, cfg, state),
+        similar=similar,
     )
-    pasted = "\n".join(x for x in (ticket.title, ticket.log_text) if x) if ticket else None
-    result.similar = similar_for(result, pasted)
     return result

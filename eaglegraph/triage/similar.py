@@ -97,13 +97,19 @@ class Query:
 def query_of(result: TriageResult, pasted: str | None = None) -> Query:
     """The query of a triage result: its error and evidence lines, plus, for a pasted report
     (`pasted`: the ticket's title and log text), the lines of it that look like a signature."""
-    lines = [ev.text for ev in ([result.primary_error] if result.primary_error else [])]
-    lines += [ev.text for ev in result.secondary_errors]
-    lines += [ev.text for ev in result.evidence]
+    primary = [result.primary_error] if result.primary_error else []
+    found = [*primary, *result.secondary_errors, *result.evidence]
+    return query_from([ev.text for ev in found], result.config, pasted)
+
+
+def query_from(lines: list[str], config: TriageConfig, pasted: str | None = None) -> Query:
+    """The query of a verdict's evidence lines, before its result is built (triage.diagnose
+    weighs the nearest reports in its commitment)."""
+    lines = list(lines)
     if pasted:
         picked = (ln for ln in pasted.splitlines() if _SIGNATURE_LINE.search(ln))
         lines += [ln[:_LINE_CHARS] for _, ln in zip(range(_QUERY_LINES), picked, strict=False)]
-    return Query(text="\n".join(lines), config=result.config)
+    return Query(text="\n".join(lines), config=config)
 
 
 def similar_reports(query: Query, k: int = kb.TOP_K) -> list[SimilarReport]:

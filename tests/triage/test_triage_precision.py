@@ -10,7 +10,7 @@ from io import StringIO
 
 from rich.console import Console
 
-from eaglegraph.known.triage_calibration import KINDS
+from eaglegraph.known.triage_calibration import KB_UNANIMOUS, KB_VOTERS, KINDS
 from eaglegraph.known.triage_commit import COMMIT
 from eaglegraph.reports.triage_view import render_triage
 from eaglegraph.triage.diagnose import triage_text
@@ -24,6 +24,7 @@ ENGINE = (
 )
 OOM = "torch.OutOfMemoryError: CUDA out of memory.\n"
 IMA = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+WIDTH = "RuntimeError: The size of tensor a (4096) must match the size of tensor b (12288)\n"
 
 
 def _view(text: str) -> str:
@@ -47,13 +48,23 @@ def test_a_vague_report_does_not_commit_and_says_what_to_ask_for() -> None:
 
 
 def test_a_named_error_line_of_an_unproven_kind_does_not_commit() -> None:
-    """An OOM line names the class, but OOM evidence has not yet been right often enough on
-    reports no rule was written for: the verdict names it and says why it does not commit."""
-    r = triage_text(ENGINE.format(v="0.23.0") + OOM)
-    assert r.category == "pool-memory/oom" and r.tier == "named-log"
+    """A width mismatch names the class, but that evidence has not yet been right often enough
+    on reports no rule was written for, and the nearest known reports disagree: the verdict
+    names it and says why it does not commit."""
+    r = triage_text(WIDTH)
+    assert r.category == "hidden-dim/config-mismatch" and r.tier == "named-log"
     assert not r.committed and r.confidence < COMMIT and r.ask_for
-    assert r.evidence_kinds and r.evidence_kind is None
-    assert any("unseen reports" in n for n in r.notes), r.notes
+    assert r.evidence_kinds == ["log-shape"] and r.evidence_kind is None
+    assert any("too few to commit on" in n for n in r.notes), r.notes
+
+
+def test_nearest_known_reports_all_of_the_class_commit() -> None:
+    """An OOM line alone is unproven, but the three nearest known reports are all memory
+    failures: that kind (`kb-unanimous`) was right on every unseen report it named."""
+    r = triage_text(ENGINE.format(v="0.23.0") + OOM)
+    assert r.category == "pool-memory/oom" and r.committed and r.ask_for == []
+    assert r.evidence_kind == KB_UNANIMOUS and r.confidence == KINDS[KB_UNANIMOUS].rate
+    assert all(s.category == "pool-memory/oom" for s in r.similar[:KB_VOTERS])
 
 
 def test_evidence_proven_on_unseen_reports_commits_at_its_rate() -> None:
