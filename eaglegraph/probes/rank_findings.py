@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from eaglegraph.known.custom_allreduce import DTYPE_BYTES, RULES, RegistrationRule
 from eaglegraph.probes.spec import RunSpec
 from eaglegraph.results.findings import Finding, Severity
 from eaglegraph.results.rank_runs import CollectiveCall, RankOutcome, SingleRankAgreement
@@ -142,15 +143,80 @@ def _stuck(outcomes: list[RankOutcome], deadline_s: float) -> Finding | None:
     )
 
 
+def registered(calls: list[CollectiveCall], rule: RegistrationRule) -> list[int]:
+    """Byte sizes of the all-reduces this rank captured that `rule` registers, in order."""
+    out = []
+    for c in calls:
+        captured = c.graph or c.scope.endswith(" capture")
+        nbytes = c.numel * DTYPE_BYTES.get(c.dtype, 0)
+        if c.op == "all_reduce" and captured and rule.registers(nbytes, c.dtype):
+            out.append(nbytes)
+    return out
+
+
+def _registrations(
+    outcomes: list[RankOutcome], calls: dict[int, list[CollectiveCall]], framework: str
+) -> list[Finding]:
+    """The custom all-reduce contract: every rank of a TP group registers as many captured
+    inputs, of the same sizes, in the same order, and no more than the engine holds."""
+    rule = RULES.get(framework)
+    tp = len({o.tp_rank for o in outcomes})
+    if rule is None or tp not in rule.world_sizes:
+        return []
+    lists = {o.rank: registered(calls[o.rank], rule) for o in outcomes}
+    for o in outcomes:
+        o.custom_ar_registrations = len(lists[o.rank])
+    out: list[Finding] = []
+    groups: dict[int, list[RankOutcome]] = {}
+    for o in outcomes:
+        groups.setdefault(o.dp_rank, []).append(o)
+    for members in groups.values():
+        first = members[0]
+        for other in members[1:]:
+            a, b = lists[first.rank], lists[other.rank]
+            if a == b:
+                continue
+            at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
+            where = (
+                f"input {at}: rank {first.rank} registers {a[at]} B, rank {other.rank} {b[at]} B"
+                if at is not None
+                else f"rank {first.rank} registers {len(a)} inputs, rank {other.rank} {len(b)}"
+            )
+            out.append(
+                Finding(
+                    id="custom-allreduce-pairing",
+                    severity=Severity.ERROR,
+                    rank=other.rank,
+                    message=f"{framework}'s custom all-reduce pairs the i-th captured input "
+                    f"across ranks, and these differ ({where}): a peer's kernel would read "
+                    "another buffer (illegal memory access or silent garbage)",
+                    evidence=rule.source,
+                )
+            )
+    most = max((len(v) for v in lists.values()), default=0)
+    if most > rule.capacity:
+        out.append(
+            Finding(
+                id="custom-allreduce-capacity",
+                severity=Severity.ERROR,
+                message=f"{most} graph-captured all-reduce inputs to register; {framework} "
+                f"holds {rule.capacity} per rank",
+                evidence=rule.source,
+            )
+        )
+    return out
+
+
 def rank_findings(
     outcomes: list[RankOutcome],
     calls: dict[int, list[CollectiveCall]],
     stuck: bool,
     deadline_s: float,
     single: SingleRankAgreement | None,
+    framework: str = "vllm",
 ) -> list[Finding]:
     """`calls`: each rank's whole ledger, in order."""
-    out: list[Finding] = []
+    out: list[Finding] = _registrations(outcomes, calls, framework)
     mismatch = _mismatch(outcomes, calls)
     if mismatch is not None:
         out.append(mismatch)

@@ -371,7 +371,9 @@ def _merge(
         device=request.spec.device,
         backend="nccl" if request.spec.device == "cuda" else "gloo",
         ranks=outcomes,
-        findings=rank_findings(outcomes, calls, stuck, request.deadline_s, single),
+        findings=rank_findings(
+            outcomes, calls, stuck, request.deadline_s, single, request.spec.options.framework
+        ),
         seconds=seconds,
         deadline_s=request.deadline_s,
         single_rank=single,

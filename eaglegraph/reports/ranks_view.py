@@ -24,7 +24,10 @@ def _where(o: RankOutcome) -> str:
         return f"waits: {o.waiting_in.describe()}"
     if o.status != "ok" and o.error:
         return ("after peer: " if o.consequence else "") + o.error
-    return f"{len(o.graphs)} graphs, {o.collectives} collectives"
+    registered = (
+        f", {o.custom_ar_registrations} registered" if o.custom_ar_registrations is not None else ""
+    )
+    return f"{len(o.graphs)} graphs, {o.collectives} collectives{registered}"
 
 
 def render_ranks(run: RankedRun, console: Console) -> None:

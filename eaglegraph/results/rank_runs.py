@@ -58,6 +58,8 @@ class RankOutcome:
     comm_bytes: int | None = None  # device memory the communicators took (CUDA)
     graph_pool_bytes: int | None = None
     graphs: list[str] = field(default_factory=list)  # phase + descriptor, in capture order
+    # graph-captured all-reduces the engine's custom all-reduce would register, in order
+    custom_ar_registrations: int | None = None
     log_tail: list[str] = field(default_factory=list)  # the rank's last progress/error lines
 
 

@@ -346,7 +346,8 @@ class PhaseRunner:
         issued = collectives_issued()
         try:
             if ctx.run_passes:
-                ctx.on_stream(lambda: self.routine(num_reqs, num_tokens))
+                with collective_scope(f"{self.phase} {desc.label()} warm-up"):
+                    ctx.on_stream(lambda: self.routine(num_reqs, num_tokens))
         finally:
             self.attention.skip = False
         warm = time.perf_counter()
