@@ -49,7 +49,7 @@ class CollectiveLedger(Protocol):
 
     def scoped(self, label: str) -> contextlib.AbstractContextManager[None]: ...
 
-    def around_replay(self, label: str, collectives: int) -> Callable[[], None]: ...
+    def around_replay(self, label: str, collectives: int) -> Callable[[], None] | None: ...
 
 
 @dataclass
@@ -105,17 +105,19 @@ def collectives_issued() -> int:
 
 
 @contextlib.contextmanager
-def replay_watch(label: str, collectives: int) -> Iterator[None]:
+def replay_watch(label: str, collectives: int) -> Iterator[bool]:
     """Around a replay that runs `collectives` captured collectives no Python sees: recorded
     as one ledger entry whose end is written once the replay finished (a stuck peer leaves
-    it open). A no-op when nothing is recorded or the graph holds no collective."""
+    it open). Yields whether to replay (False only where a test planted a skipped replay). A
+    no-op when nothing is recorded or the graph holds no collective."""
     ledger = _ledger()
     if ledger is None or not collectives:
-        yield
+        yield True
         return
     done = ledger.around_replay(label, collectives)
-    yield
-    done()
+    yield done is not None
+    if done is not None:
+        done()
 
 
 @torch.library.custom_op("eaglegraph::tp_all_reduce", mutates_args=("x",))

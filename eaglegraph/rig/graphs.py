@@ -280,16 +280,18 @@ class PhaseRunner:
         label = f"{self.phase} {desc.label()}"
         if desc.mode is Mode.FULL:
             if graph.full is not None:
-                with replay_watch(label, graph.collectives):
-                    graph.full.replay()
+                with replay_watch(label, graph.collectives) as run:
+                    if run:
+                        graph.full.replay()
             else:
                 self.attention.metadata = graph.metadata
                 self.routine(graph.num_reqs, graph.num_tokens)
             return
         self.attention.metadata = live
         if desc.mode is Mode.BREAKABLE and graph.segments is not None:
-            with replay_watch(label, graph.collectives):
-                graph.segments.replay(self.attention)
+            with replay_watch(label, graph.collectives) as run:
+                if run:
+                    graph.segments.replay(self.attention)
             return
         if desc.mode is Mode.PIECEWISE:
             ctx.piecewise_mode = "replay"

@@ -36,7 +36,10 @@ class Ledger:
         self.group = group
         self.seq = 0
         self.scopes: list[str] = []
-        self.sync_replays = False  # on CUDA: wait for each replay, so a stuck one shows
+        # on CUDA: wait for each replay and eager collective, so a stuck one stays open
+        self.sync_replays = False
+        self.replays = 0
+        self.skip_replay: int | None = None  # a planted fault: leave this replay out
         self._file: IO[str] = path.open("a", encoding="utf-8", buffering=1)
 
     def write(self, **entry: Any) -> None:
@@ -66,11 +69,22 @@ class Ledger:
             dtype=str(tensor.dtype).removeprefix("torch."), scope=self.scope,
             graph=captured,
         )  # fmt: skip
-        return lambda: self.write(ev="exit", seq=seq)
+        wait = self.sync_replays and tensor.is_cuda and not captured
 
-    def around_replay(self, label: str, collectives: int) -> Callable[[], None]:
+        def done() -> None:
+            if wait:  # NCCL returns at once: its end is when the stream passed it
+                torch.cuda.current_stream().synchronize()
+            self.write(ev="exit", seq=seq)
+
+        return done
+
+    def around_replay(self, label: str, collectives: int) -> Callable[[], None] | None:
         """Record a graph replay that runs `collectives` captured collectives; the returned
-        callable (after the replay) waits for the stream when asked and records the end."""
+        callable (after the replay) waits for the stream when asked and records the end.
+        None: a planted fault says this rank leaves the replay out (`rig.ranks`)."""
+        self.replays += 1
+        if self.skip_replay == self.replays - 1:
+            return None
         first = self.seq
         self.seq += collectives
         self.write(

@@ -14,7 +14,8 @@ plans) even when NCCL is wedged, as the engines keep their CPU groups.
 `skip` (that rank leaves collective #seq out, as a rank taking another path does: its peers
 wait for it) or `shrink` (it reduces one element fewer: a size mismatch, as ranks padding a
 batch differently do) or `stall` (it never reaches the collective, as a rank spinning in a
-kernel: its peers wait in it).
+kernel: its peers wait in it); `skip-replay` leaves its graph replay number `seq` out (counted
+from 0 over replays that hold collectives: a rank that ran eagerly where its peers replayed).
 """
 
 from __future__ import annotations
@@ -35,11 +36,12 @@ from eaglegraph.results.parallel import ParallelLayout
 from eaglegraph.rig.ledger import Ledger
 
 FAULT_ENV = "EAGLEGRAPH_RANK_FAULT"
+KINDS = ("skip", "shrink", "stall", "skip-replay")
 
 
 @dataclass
 class PlantedFault:
-    kind: str  # skip | shrink | stall
+    kind: str  # one of KINDS
     rank: int
     seq: int
 
@@ -49,8 +51,8 @@ class PlantedFault:
         if not spec:
             return None
         kind, rank, seq = spec.split(":")
-        if kind not in ("skip", "shrink", "stall"):
-            raise ValueError(f"{FAULT_ENV}: unknown fault {kind!r} (skip, shrink, stall)")
+        if kind not in KINDS:
+            raise ValueError(f"{FAULT_ENV}: unknown fault {kind!r} ({', '.join(KINDS)})")
         return cls(kind, int(rank), int(seq))
 
 
@@ -129,7 +131,12 @@ class RankRuntime:
         self._stack.callback(self.ledger.close)
         self.ledger.sync_replays = self.device.type == "cuda"
         tp = RankTensorParallel(layout.tp_rank(self.rank), layout.tp, self.tp_group, self.ledger)
-        tp.fault, tp.global_rank = PlantedFault.from_env(), self.rank
+        fault = PlantedFault.from_env()
+        if fault is not None and fault.kind == "skip-replay":
+            if fault.rank == self.rank:
+                self.ledger.skip_replay = fault.seq
+            fault = None
+        tp.fault, tp.global_rank = fault, self.rank
         self._stack.enter_context(tensor_parallel(tp))
         self._warm_up()
         if free_before is not None:
