@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU checks, run on the H100/H200 machine from the repository root (nothing installs there:
 # the package runs from the tree). Usage: scripts/gpu-check.sh [tests|cuda-rig|cuda-probes|capture|memdiff|memdiff3|probe|bench|memory|memory-tables|memory-tests|memory-8b|memory-compiled|memory-refusal|memdiff-mtp|bench-capture|mtp|mtp-probes|sanitizer|badinput|views|engines|seams|mrv1|sglang-extend|all]...
-# (probe-profiles, seams, mrv1 and sglang-extend run only when named)
+# (probe-profiles, seams, mrv1, sglang-extend, ranks2, ranks4 and ranks-bench run only when named;
+#  ranks2 needs 2 GPUs, ranks4 needs 4)
 # Every stage logs to $OUT (default /tmp/eaglegraph-gpu) and the script keeps going after a
 # failing stage, so one run reports everything.
 set -u
@@ -56,6 +57,33 @@ if want views; then
   TAIL=8 run views-memdiff-tiny $EG memdiff tiny-llama-eagle3 --max-num-seqs 16 --no-color \
     --save "$OUT/views-memdiff-tiny.json" --force
   TAIL=20 run views-80 python3 scripts/check_views.py "$OUT"/*.json
+fi
+if named ranks2 || named ranks4; then
+  # issue 25: one NCCL process per GPU; the all-reduces inside the captured graphs; replay ==
+  # eager on every rank; rank 0 against TP 1 (float32: every token); the probe on every rank;
+  # a rank that runs eagerly where its peer replays, named by the hang detector; DeepSeek MTP
+  # (MLA + MoE) with expert parallelism; per-rank pools and communicator memory
+  N=2; named ranks4 && N=4
+  TAIL=12 run ranks-topology bash -c "nvidia-smi topo -m; python3 -c \"import torch
+n = torch.cuda.device_count()
+print('peer access', [[int(torch.cuda.can_device_access_peer(i, j)) for j in range(n)] for i in range(n)])\""
+  TAIL=16 run ranks-tp$N-llama-fp32 $EG capture tiny-llama-eagle3 --tp $N --device cuda --dtype float32 \
+    --max-num-seqs 8 --replay --no-color --save "$OUT/ranks-tp$N-llama-fp32.json" --force
+  TAIL=14 run ranks-tp$N-llama-bf16 $EG capture tiny-llama-eagle3 --tp $N --device cuda --max-num-seqs 8 \
+    --replay --no-color
+  TAIL=16 run ranks-tp$N-probe $EG probe tiny-llama-eagle3 --tp $N --device cuda --mode FULL_AND_PIECEWISE \
+    --no-color
+  TAIL=22 run ranks-tp$N-hang env EAGLEGRAPH_RANK_FAULT=skip-replay:1:3 $EG capture tiny-llama-eagle3 \
+    --tp $N --device cuda --max-num-seqs 8 --replay --rank-deadline 20 --no-color
+  TAIL=16 run ranks-dp2-llama $EG capture tiny-llama-eagle3 --dp 2 --device cuda --max-num-seqs 8 --no-color
+  if [ $N = 2 ]; then
+    TAIL=16 run ranks-tp2-deepseek-ep $EG capture deepseek-v3-mtp-4l --tp 2 --enable-expert-parallel \
+      --device cuda --random-weights -K 1 --max-num-seqs 8 --replay --no-compare-tp1 --no-color \
+      --save "$OUT/ranks-tp2-deepseek-ep.json" --force
+  fi
+fi
+if named ranks-bench; then
+  TAIL=30 run ranks-bench python3 benchmarks/bench_ranks.py --device cuda
 fi
 if want probe; then
   # issue 13: under 1 minute on the GPU, no findings under vllm-current / sglang-current

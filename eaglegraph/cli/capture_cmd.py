@@ -41,6 +41,13 @@ _CPU_NOTE = (
     "eagerly, on every rank, and unsharded on rank 0).",
 )
 @click.option(
+    "--compare-tp1/--no-compare-tp1",
+    default=True,
+    show_default=True,
+    help="TP > 1 with --replay: rank 0 also rebuilds the pair unsharded and runs the same "
+    "schedule (needs the whole model's memory on rank 0's device).",
+)
+@click.option(
     "--rank-deadline",
     type=click.FloatRange(min=1.0),
     default=60.0,
@@ -66,6 +73,7 @@ def command(
     replay: bool,
     predict: bool,
     full_plan: bool,
+    compare_tp1: bool,
     rank_deadline: float,
     outputs: Outputs,
     json_output: bool,
@@ -103,7 +111,12 @@ def command(
     if not layout.single:
         from eaglegraph.probes.ranks import RankRequest, run_ranks
 
-        ranked = RankRequest(spec, layout, args={"replay": replay}, deadline_s=rank_deadline)
+        ranked = RankRequest(
+            spec,
+            layout,
+            args={"replay": replay, "compare_single": compare_tp1},
+            deadline_s=rank_deadline,
+        )
         with app.progress(f"capture at {layout.describe()}") as progress:
             result = run_ranks(ranked, on_stage=lambda s: progress(s, milestone=s))
         app.finish(ctx, result, outputs, 0 if result.ok and not result.findings else 1)

@@ -50,6 +50,9 @@ from eaglegraph.results.rank_runs import (
 )
 from eaglegraph.rig.ledger import read_ledger
 
+# NVLink multicast stays off in every rank, whatever the caller's environment: a program that
+# uses it can take a shared host's GPUs out of service (the lent machines set these too)
+NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}
 GRACE_S = 5.0  # how long peers of a failed rank may take to fail on their own
 _CONSEQUENCE = re.compile(
     "|".join(s.regex for s in SIGNALS if s.id in ("secondary.peer-lost", "hang.stall"))
@@ -164,7 +167,7 @@ def run_ranks(request: RankRequest, on_stage: Callable[[str], None] | None = Non
 
 
 def _start(rank: int, folder: Path, job: dict[str, Any]) -> _Rank:
-    env = {**os.environ, RANK_ENV: str(rank), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, RANK_ENV: str(rank), "PYTHONUNBUFFERED": "1", **NO_MULTICAST}
     stderr_path = folder / f"rank{rank}.stderr"
     stderr = stderr_path.open("wb")
     proc = subprocess.Popen(
