@@ -119,7 +119,7 @@ def command(
         )
         with app.progress(f"capture at {layout.describe()}") as progress:
             result = run_ranks(ranked, on_stage=lambda s: progress(s, milestone=s))
-        app.finish(ctx, result, outputs, 0 if result.ok and not result.findings else 1)
+        app.finish(ctx, result, outputs, result.exit_code)
         return
     request = CaptureRequest.from_spec(
         spec,

@@ -138,7 +138,8 @@ def command(
         ranked = RankRequest(spec, layout, task="probe", args=args, command="probe")
         with app.progress(f"probe at {layout.describe()}") as progress:
             result = run_ranks(ranked, on_stage=lambda s: progress(s, milestone=s))
-        app.finish(ctx, result, outputs, 1 if reaches(result.findings, fail_on) else 0)
+        code = 1 if reaches(result.findings, fail_on) else 0
+        app.finish(ctx, result, outputs, result.exit_code if result.interrupted else code)
         return
     with app.progress("probe", total=None) as progress:
         run = request.run(

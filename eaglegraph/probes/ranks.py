@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from eaglegraph.errors import BadInput, MissingEnvironment
+from eaglegraph.errors import BadInput, MissingEnvironment, Terminated
 from eaglegraph.known.triage_signals import SIGNALS
 from eaglegraph.probes.rank_findings import rank_findings, single_tolerance
 from eaglegraph.probes.rank_worker import RANK_ENV
@@ -149,12 +149,20 @@ def run_ranks(request: RankRequest, on_stage: Callable[[str], None] | None = Non
     }
     start = time.perf_counter()
     ranks: list[_Rank] = []
+    interrupted: str | None = None
+    stuck = False
     try:
         stage(f"starting {layout.world_size} ranks ({layout.describe()})")
-        with _terminate_on_sigterm():
-            for rank in range(layout.world_size):
-                ranks.append(_start(rank, folder, job))
-            stuck = _supervise(ranks, request, stage)
+        try:
+            with _terminate_on_sigterm():
+                for rank in range(layout.world_size):
+                    ranks.append(_start(rank, folder, job))
+                stuck = _supervise(ranks, request, stage)
+        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: end every rank, keep the rest
+            interrupted = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
+            stage(f"{interrupted}: ending every rank; what they measured is kept")
+            for r in ranks:
+                _end(r)
         read = [_outcome(r, layout) for r in ranks]
     finally:
         for r in ranks:
@@ -163,7 +171,9 @@ def run_ranks(request: RankRequest, on_stage: Callable[[str], None] | None = Non
     outcomes = [o for o, _, _ in read]
     calls = {o.rank: c for o, _, c in read}
     single = read[0][1].get("single_rank") if read else None
-    return _merge(request, outcomes, calls, single, stuck, time.perf_counter() - start)
+    run = _merge(request, outcomes, calls, single, stuck, time.perf_counter() - start)
+    run.interrupted = interrupted
+    return run
 
 
 def _start(rank: int, folder: Path, job: dict[str, Any]) -> _Rank:
@@ -236,7 +246,6 @@ def _supervise(ranks: list[_Rank], request: RankRequest, stage: Callable[[str], 
 @contextlib.contextmanager
 def _terminate_on_sigterm() -> Iterator[None]:
     """SIGTERM while supervising raises `Terminated`, so `finally` ends every rank."""
-    from eaglegraph.errors import Terminated
 
     def raise_terminated(signum: int, frame: Any) -> None:
         raise Terminated()

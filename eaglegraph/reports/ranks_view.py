@@ -37,6 +37,10 @@ def render_ranks(run: RankedRun, console: Console) -> None:
             f" · {len(run.ranks)} ranks on {run.device} ({run.backend}) · {run.seconds:.1f} s",
         )
     )
+    if run.interrupted:
+        console.print(
+            Text(f"{run.interrupted}: every rank was ended; what they measured is shown", "bold")
+        )
     table = Table(box=None, pad_edge=False, show_edge=False)
     for name, kw in (
         ("rank", {"no_wrap": True}),

@@ -90,7 +90,15 @@ class RankedRun:
     single_rank: SingleRankAgreement | None = None
     pool_spread_bytes: int | None = None  # max − min graph-pool bytes across ranks
     comm_spread_bytes: int | None = None
+    interrupted: str | None = None  # "SIGINT" / "SIGTERM": the ranks were ended early
 
     @property
     def ok(self) -> bool:
-        return all(r.status == "ok" for r in self.ranks)
+        return self.interrupted is None and all(r.status == "ok" for r in self.ranks)
+
+    @property
+    def exit_code(self) -> int:
+        """130 / 143 after Ctrl-C / SIGTERM (what was measured is kept), else 0 or 1."""
+        if self.interrupted is not None:
+            return 143 if self.interrupted == "SIGTERM" else 130
+        return 0 if self.ok and not self.findings else 1

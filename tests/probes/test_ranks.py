@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -115,3 +116,48 @@ def test_probe_tp2_is_clean_on_every_rank(monkeypatch: pytest.MonkeyPatch) -> No
 def test_bad_layout_refused_before_any_rank() -> None:
     with pytest.raises(Exception, match="TP 3 does not divide the 4 attention heads"):
         check_layout(RankRequest(_spec(), ParallelLayout(tp=3)))
+
+
+def test_sigterm_ends_every_rank_and_keeps_the_run(tmp_path) -> None:
+    out = tmp_path / "ranks.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "eaglegraph", "capture", "tiny-llama-eagle3", "--tp", "2",
+         "--random-weights", "--max-num-seqs", "2", "-K", "2", "--replay", "--save", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not _rank_workers(proc.pid):
+        time.sleep(0.5)
+    workers = _rank_workers(proc.pid)
+    assert len(workers) == 2
+    time.sleep(2)
+    proc.terminate()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err[-2000:]
+    for pid in workers:  # no rank outlives the command
+        assert not Path(f"/proc/{pid}").exists() or "Z" in _state(pid)
+    doc = json.loads(out.read_text())
+    assert doc["interrupted"] == "SIGTERM"
+    assert len(doc["ranks"]) == 2
+
+
+def _rank_workers(parent: int) -> list[int]:
+    out = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+            cmdline = (status.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = next((ln.split()[1] for ln in text.splitlines() if ln.startswith("PPid:")), "")
+        if ppid == str(parent) and b"eaglegraph.probes.rank_worker" in cmdline:
+            out.append(int(status.parent.name))
+    return out
+
+
+def _state(pid: int) -> str:
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return "Z"
+    return next((ln for ln in text.splitlines() if ln.startswith("State:")), "")
