@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from eaglegraph.kernels._triton import check_device, interpreting, tl, triton
+from eaglegraph.kernels._triton import by_backend, check_device, tl, triton
 
 EQ, RANGE, REL_EQ, REL_IN = 0, 1, 2, 3
 FIELDS = 7
@@ -128,6 +128,6 @@ def run_checks(checks: list[Check], device: torch.device) -> list[Outcome]:
     exp = torch.tensor(expected or [0], dtype=torch.int64, device=device)
     out = torch.zeros((len(checks), 3), dtype=torch.int64, device=device)
     check_device(table, exp, out)
-    block = _BLOCK_CPU if interpreting() else _BLOCK_GPU
+    block = by_backend(_BLOCK_GPU, _BLOCK_CPU)
     _invariants_kernel[(len(checks),)](table, exp, out, BLOCK=block)
     return [Outcome(int(a), int(b), int(c)) for a, b, c in out.cpu().tolist()]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from eaglegraph.kernels._triton import check_device, interpreting, tl, triton
+from eaglegraph.kernels._triton import by_backend, check_device, tl, triton
 
 FIELDS = 5
 _BLOCK_GPU = 1024
@@ -116,7 +116,7 @@ def poison(table: torch.Tensor) -> None:
     check_device(table)
     n = table.shape[0]
     if n:
-        _poison_kernel[(n,)](table, BLOCK=_BLOCK_CPU if interpreting() else _BLOCK_GPU)
+        _poison_kernel[(n,)](table, BLOCK=by_backend(_BLOCK_GPU, _BLOCK_CPU))
 
 
 def scan(table: torch.Tensor) -> torch.Tensor:
@@ -125,7 +125,7 @@ def scan(table: torch.Tensor) -> torch.Tensor:
     n = table.shape[0]
     out = torch.zeros(n, dtype=torch.int64, device=table.device)
     if n:
-        _scan_kernel[(n,)](table, out, BLOCK=_BLOCK_CPU if interpreting() else _BLOCK_GPU)
+        _scan_kernel[(n,)](table, out, BLOCK=by_backend(_BLOCK_GPU, _BLOCK_CPU))
     return out
 
 
