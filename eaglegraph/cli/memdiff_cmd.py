@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from eaglegraph.cli.app import make_app, output_options
+from eaglegraph.cli.app import App, make_app, output_options
 from eaglegraph.cli.options import (
     check_choices,
     plan_options,
@@ -17,8 +17,15 @@ from eaglegraph.cli.options import (
     warn_suspicious,
 )
 from eaglegraph.cli.outputs import Outputs, output_files
+from eaglegraph.cli.parallel_options import framework_of, layout_from_options, parallel_options
 from eaglegraph.cli.rig_options import build_spec, rig_options
+from eaglegraph.errors import BadInput
 from eaglegraph.results.memdiff import MemdiffRun
+from eaglegraph.results.memdiff_ranks import MemdiffRanksRun
+from eaglegraph.results.parallel import ParallelLayout
+
+if TYPE_CHECKING:
+    from eaglegraph.probes.spec import RunSpec
 
 
 @click.command("memdiff")
@@ -27,9 +34,18 @@ from eaglegraph.results.memdiff import MemdiffRun
 @pool_option("Pool policy to compare with (must differ from --pool).", "dedicated", "--against")
 @plan_options
 @rig_options
+@parallel_options
+@click.option(
+    "--rank-deadline",
+    type=click.FloatRange(min=1.0),
+    default=60.0,
+    show_default=True,
+    help="TP/DP > 1: seconds without progress while a rank waits in a collective before the "
+    "ranks are ended as stuck.",
+)
 @timeout_option(1800.0, "Seconds per capture.")
 @predict_option("Each capture predicts its pools on the CPU first and stops if they will not fit.")
-@output_files(MemdiffRun, refusals=True)
+@output_files(MemdiffRun, MemdiffRanksRun, refusals=True)
 @output_options
 @click.pass_context
 def command(
@@ -39,16 +55,31 @@ def command(
     against: str,
     timeout: float,
     predict: bool,
+    rank_deadline: float,
     outputs: Outputs,
     json_output: bool,
     no_color: bool,
     **kwargs: Any,
 ) -> None:
     """Capture under --pool and --against (each in a fresh process) and diff pool memory per
-    pool, per phase and per graph; check both produce identical draft tokens. Needs CUDA."""
+    pool, per phase and per graph; check both produce identical draft tokens. Needs CUDA.
+
+    At --tp/--dp > 1 each policy captures every rank (one process per rank, each policy its
+    own set): per rank both pools, what lives outside the caching allocator (the capture's,
+    the communicators'), and max − min across ranks. On CPU the ranks run as gloo processes
+    and memory reads N/A."""
     app = make_app(ctx, json_output, no_color)
     plan = pop_plan_kwargs(kwargs)
+    layout = layout_from_options(
+        kwargs, framework_of(plan.framework, plan.behavior), plan.speculative_config
+    )
     check_choices(model_dir, None, None, plan)  # before torch is imported
+    if not layout.single:
+        _refuse_single_rank_outputs(outputs)
+        spec = build_spec(model_dir, kwargs, pool=pool, plan=plan)
+        warn_suspicious(spec.open_pair(), spec.options, spec.max_model_len, force=outputs.force)
+        _ranked(ctx, app, spec, layout, against, rank_deadline, timeout, outputs)
+        return
     from eaglegraph.probes.memdiff import memdiff
 
     spec = build_spec(model_dir, kwargs, pool=pool, plan=plan)
@@ -58,3 +89,37 @@ def command(
             spec, against, timeout, on_stage=lambda s: progress(s, milestone=s), predict=predict
         )
     app.finish(ctx, run, outputs)
+
+
+def _refuse_single_rank_outputs(outputs: Outputs) -> None:
+    """Formats that draw one capture's timeline have no multi-rank view: refused before work."""
+    for option, (exporter, _) in outputs.chosen.items():
+        if MemdiffRanksRun not in exporter.kinds:
+            raise BadInput(
+                f"{option} shows a single-rank memdiff; at TP/DP > 1 use --save or --json",
+                "or run memdiff without --tp/--dp",
+            )
+
+
+def _ranked(
+    ctx: click.Context,
+    app: App,
+    spec: RunSpec,
+    layout: ParallelLayout,
+    against: str,
+    deadline: float,
+    timeout: float,
+    outputs: Outputs,
+) -> None:
+    from eaglegraph.probes.memdiff_ranks import memdiff_ranks
+
+    with app.progress(f"memdiff at {layout.describe()}") as progress:
+        run = memdiff_ranks(
+            spec,
+            layout,
+            against,
+            deadline_s=deadline,
+            timeout=timeout,
+            on_stage=lambda s: progress(s, milestone=s),
+        )
+    app.finish(ctx, run, outputs, run.exit_code)

@@ -18,6 +18,7 @@ from eaglegraph.results.capture import CaptureRun
 from eaglegraph.results.env import EnvReport
 from eaglegraph.results.inspect import InspectReport
 from eaglegraph.results.memdiff import MemdiffRun
+from eaglegraph.results.memdiff_ranks import MemdiffRanksRun
 from eaglegraph.results.probe import ProbeRun
 from eaglegraph.results.rank_runs import RankedRun
 from eaglegraph.results.registry import document
@@ -38,6 +39,7 @@ _VIEWS: dict[type, str] = {
     ScaffoldResult: "scaffold_view:render_scaffold",
     PresetList: "scaffold_view:render_presets",
     RankedRun: "ranks_view:render_ranks",
+    MemdiffRanksRun: "memdiff_ranks_view:render_memdiff_ranks",
 }
 
 # every result kind `report` reads back: what each command prints with --json or --save

@@ -16,6 +16,7 @@ from eaglegraph.results.codec import decode, json_type
 from eaglegraph.results.env import ENV_SCHEMA, EnvReport
 from eaglegraph.results.inspect import INSPECT_SCHEMA, InspectReport
 from eaglegraph.results.memdiff import MEMDIFF_SCHEMA, MemdiffRun
+from eaglegraph.results.memdiff_ranks import MEMDIFF_RANKS_SCHEMA, MemdiffRanksRun
 from eaglegraph.results.probe import PROBE_SCHEMA, ProbeRun
 from eaglegraph.results.rank_runs import RANKS_SCHEMA, RankedRun
 from eaglegraph.results.scaffold import (
@@ -41,6 +42,7 @@ Run = Union[  # noqa: UP007
     ScaffoldResult,
     PresetList,
     RankedRun,
+    MemdiffRanksRun,
 ]
 
 SCHEMAS: dict[str, type] = {
@@ -54,6 +56,7 @@ SCHEMAS: dict[str, type] = {
     SCAFFOLD_SCHEMA: ScaffoldResult,
     PRESETS_SCHEMA: PresetList,
     RANKS_SCHEMA: RankedRun,
+    MEMDIFF_RANKS_SCHEMA: MemdiffRanksRun,
 }
 _BY_TYPE = {cls: name for name, cls in SCHEMAS.items()}
 
