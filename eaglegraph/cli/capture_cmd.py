@@ -48,6 +48,14 @@ _CPU_NOTE = (
     "schedule (needs the whole model's memory on rank 0's device).",
 )
 @click.option(
+    "--rank-timeout",
+    type=click.FloatRange(min=1.0),
+    default=3600.0,
+    show_default=True,
+    help="TP/DP > 1: seconds the whole multi-rank run may take; then every rank is ended and "
+    "what was measured is shown.",
+)
+@click.option(
     "--rank-deadline",
     type=click.FloatRange(min=1.0),
     default=60.0,
@@ -75,6 +83,7 @@ def command(
     full_plan: bool,
     compare_tp1: bool,
     rank_deadline: float,
+    rank_timeout: float,
     outputs: Outputs,
     json_output: bool,
     no_color: bool,
@@ -116,6 +125,7 @@ def command(
             layout,
             args={"replay": replay, "compare_single": compare_tp1},
             deadline_s=rank_deadline,
+            timeout_s=rank_timeout,
         )
         with app.progress(f"capture at {layout.describe()}") as progress:
             result = run_ranks(ranked, on_stage=lambda s: progress(s, milestone=s))

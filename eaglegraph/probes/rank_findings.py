@@ -64,7 +64,7 @@ def _failures(outcomes: list[RankOutcome]) -> list[Finding]:
 
 
 def _mismatch(
-    outcomes: list[RankOutcome], calls: dict[int, list[CollectiveCall]]
+    outcomes: list[RankOutcome], calls: dict[int, list[CollectiveCall]], complete: bool = True
 ) -> Finding | None:
     """The first collective (by sequence number) where the ranks of one TP group differ in
     op, size or the phase and graph it runs in: ranks in lockstep agree on all three."""
@@ -75,7 +75,12 @@ def _mismatch(
         if len(members) < 2:
             continue
         by_seq = {o.rank: {c.seq: c for c in calls[o.rank]} for o in members}
-        for seq in sorted(set().union(*by_seq.values())):
+        seqs = (
+            set().union(*by_seq.values())
+            if complete
+            else set.intersection(*(set(t) for t in by_seq.values()))
+        )
+        for seq in sorted(seqs):
             seen = {rank: table.get(seq) for rank, table in by_seq.items()}
             keys = {(c.op, c.numel, c.scope) if c else None for c in seen.values()}
             if len(keys) == 1:
@@ -122,10 +127,31 @@ def _first_uneven_scope(members: list[RankOutcome], calls: dict[int, list[Collec
     return ""
 
 
+def _out_of_time(outcomes: list[RankOutcome]) -> Finding:
+    where = "; ".join(
+        f"rank {o.rank}: {o.log_tail[-1] if o.log_tail else 'no progress line'}" for o in outcomes
+    )
+    return Finding(
+        id="ranks-out-of-time",
+        severity=Severity.ERROR,
+        message=f"the ranks were ended at the run's time limit; where each was: {where}",
+        fix="raise --rank-timeout, or read each rank's log tail in --json",
+    )
+
+
 def _stuck(outcomes: list[RankOutcome], deadline_s: float) -> Finding | None:
     waiting = [o for o in outcomes if o.waiting_in is not None]
-    if not waiting:
-        return None
+    if not waiting:  # out of time with no rank in a collective: say where each one was
+        where = "; ".join(
+            f"rank {o.rank}: {o.log_tail[-1] if o.log_tail else 'no progress line'}"
+            for o in outcomes
+        )
+        return Finding(
+            id="ranks-out-of-time",
+            severity=Severity.ERROR,
+            message=f"the ranks were ended before finishing, none waiting in a collective: {where}",
+            fix="raise the run's time limit, or look at each rank's log tail in --json",
+        )
     parts = [f"rank {o.rank} waits in {o.waiting_in.describe()}" for o in waiting if o.waiting_in]
     for o in outcomes:
         if o.waiting_in is None:
@@ -210,17 +236,20 @@ def _registrations(
 def rank_findings(
     outcomes: list[RankOutcome],
     calls: dict[int, list[CollectiveCall]],
-    stuck: bool,
+    stuck: str | None,
     deadline_s: float,
     single: SingleRankAgreement | None,
     framework: str = "vllm",
 ) -> list[Finding]:
     """`calls`: each rank's whole ledger, in order."""
     out: list[Finding] = _registrations(outcomes, calls, framework)
-    mismatch = _mismatch(outcomes, calls)
+    # out of time, a rank behind its peers is not a divergence: compare what all issued
+    mismatch = _mismatch(outcomes, calls, complete=stuck != "out of time")
     if mismatch is not None:
         out.append(mismatch)
-    if stuck:
+    if stuck == "out of time":
+        out.append(_out_of_time(outcomes))
+    elif stuck:
         hang = _stuck(outcomes, deadline_s)
         if hang is not None:
             out.append(hang)

@@ -72,7 +72,10 @@ def rank_capture(rt: RankRuntime, spec: RunSpec, args: dict[str, Any]) -> dict[s
     rig = Rig(pair, config)
     request = CaptureRequest.from_spec(spec, predict=False)
     request.config = config
-    run = run_capture(pair, request, on_stage=lambda s: _stage(rt.rank, s), rig=rig)
+    run = run_capture(
+        pair, request, rig=rig, on_stage=lambda s: _stage(rt.rank, s),
+        on_event=lambda e: _stage(rt.rank, f"captured {e.phase} {e.descriptor}"),
+    )  # fmt: skip
     out: dict[str, Any] = {
         "capture": to_jsonable(run),
         "collectives_per_forward": rig.collectives_per_forward,

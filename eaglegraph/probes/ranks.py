@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from eaglegraph.errors import BadInput, MissingEnvironment, Terminated
+from eaglegraph.errors import BadInput, Terminated
 from eaglegraph.known.triage_signals import SIGNALS
 from eaglegraph.probes.rank_findings import rank_findings, single_tolerance
 from eaglegraph.probes.rank_worker import RANK_ENV
@@ -150,7 +150,7 @@ def run_ranks(request: RankRequest, on_stage: Callable[[str], None] | None = Non
     start = time.perf_counter()
     ranks: list[_Rank] = []
     interrupted: str | None = None
-    stuck = False
+    stuck: str | None = None
     try:
         stage(f"starting {layout.world_size} ranks ({layout.describe()})")
         try:
@@ -207,15 +207,17 @@ def _end(r: _Rank) -> None:
     r.stderr.close()
 
 
-def _supervise(ranks: list[_Rank], request: RankRequest, stage: Callable[[str], None]) -> bool:
-    """Wait for every rank to end; True when they were ended as stuck."""
+def _supervise(
+    ranks: list[_Rank], request: RankRequest, stage: Callable[[str], None]
+) -> str | None:
+    """Wait for every rank to end; why they were ended: "stuck", "out of time" (or None)."""
     last_progress = time.monotonic()
     first_failure: float | None = None
     begin = time.monotonic()
     while True:
         codes = [r.proc.poll() for r in ranks]
         if all(c is not None for c in codes):
-            return False
+            return None
         now = time.monotonic()
         if any([r.progress() for r in ranks]):  # every rank's sizes, not the first that grew
             last_progress = now
@@ -229,17 +231,18 @@ def _supervise(ranks: list[_Rank], request: RankRequest, stage: Callable[[str], 
         if first_failure is not None and now - first_failure > GRACE_S:
             for r in ranks:
                 _end(r)
-            return False
+            return None
         waiting = any(_open_entry(read_ledger(r.ledger_path)) for r in ranks)
         if waiting and now - last_progress > request.deadline_s:
             stage(f"no progress for {request.deadline_s:.0f} s: ending the ranks as stuck")
             for r in ranks:
                 _end(r)
-            return True
+            return "stuck"
         if now - begin > request.timeout_s:
+            stage(f"the ranks did not finish in {request.timeout_s:.0f} s: ending them")
             for r in ranks:
                 _end(r)
-            raise MissingEnvironment(f"the ranks did not finish in {request.timeout_s:.0f} s")
+            return "out of time"
         time.sleep(0.2)
 
 
@@ -366,7 +369,7 @@ def _merge(
     outcomes: list[RankOutcome],
     calls: dict[int, list[CollectiveCall]],
     single_reply: dict[str, Any] | None,
-    stuck: bool,
+    stuck: str | None,
     seconds: float,
 ) -> RankedRun:
     pools = [o.graph_pool_bytes for o in outcomes if o.graph_pool_bytes is not None]

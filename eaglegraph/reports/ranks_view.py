@@ -75,4 +75,9 @@ def render_ranks(run: RankedRun, console: Console) -> None:
             f"(tolerance: {s.tolerance})"
             + (f"; first difference: {s.first_difference}" if s.first_difference else "")
         )
+    for o in run.ranks:  # where a rank that did not finish was, in its own words
+        if o.status != "ok" and o.log_tail:
+            console.print(Text(f"rank {o.rank}, last lines:", "bold"))
+            for line in o.log_tail[-4:]:
+                console.print(Text("  " + line[:300]), overflow="fold")
     render_findings(run.findings, console)

@@ -27,7 +27,7 @@ def test_registration_rule_follows_vllm_should_custom_ar() -> None:
 def test_unpaired_registration_is_an_error_naming_the_input() -> None:
     outcomes = _ranks()
     calls = {0: [_call(0, 512), _call(1, 512)], 1: [_call(0, 512), _call(1, 320)]}
-    findings = rank_findings(outcomes, calls, False, 60.0, None, "vllm")
+    findings = rank_findings(outcomes, calls, None, 60.0, None, "vllm")
     ids = [f.id for f in findings]
     assert "custom-allreduce-pairing" in ids and "collective-mismatch" in ids
     pairing = next(f for f in findings if f.id == "custom-allreduce-pairing")
@@ -41,7 +41,7 @@ def test_a_missing_collective_is_named_with_the_uneven_scope() -> None:
     b = [_call(0, 64, "s1"), _call(1, 64, "s2")]
     outcomes[0].waiting_in = a[-1]
     outcomes[1].last_collective = b[-1]
-    findings = rank_findings(outcomes, {0: a, 1: b}, True, 30.0, None, "vllm")
+    findings = rank_findings(outcomes, {0: a, 1: b}, "stuck", 30.0, None, "vllm")
     mismatch = next(f for f in findings if f.id == "collective-mismatch")
     assert "part at collective #1" in mismatch.message
     assert "First uneven: s1 (rank 0 2, rank 1 1 collectives)" in mismatch.message
@@ -52,4 +52,4 @@ def test_a_missing_collective_is_named_with_the_uneven_scope() -> None:
 
 def test_agreeing_ranks_have_no_findings() -> None:
     calls = {r: [_call(0, 512), _call(1, 512)] for r in range(2)}
-    assert rank_findings(_ranks(), calls, False, 60.0, None, "sglang") == []
+    assert rank_findings(_ranks(), calls, None, 60.0, None, "sglang") == []
