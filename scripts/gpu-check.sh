@@ -62,23 +62,26 @@ if named ranks2 || named ranks4; then
   # issue 25: one NCCL process per GPU; the all-reduces inside the captured graphs; replay ==
   # eager on every rank; rank 0 against TP 1 (float32: every token); the probe on every rank;
   # a rank that runs eagerly where its peer replays, named by the hang detector; DeepSeek MTP
-  # (MLA + MoE) with expert parallelism; per-rank pools and communicator memory
+  # (MLA + MoE) with expert parallelism; per-rank pools and communicator memory. Uncompiled
+  # (Inductor adds minutes per rank and per rebuilt rig, and no collective); every command
+  # bounded, with progress lines in its log.
   N=2; named ranks4 && N=4
-  TAIL=12 run ranks-topology bash -c "nvidia-smi topo -m; python3 -c \"import torch
+  R="env EAGLEGRAPH_NO_PROGRESS= $EG"
+  TAIL=6 run ranks-topology bash -c "nvidia-smi topo -m | head -4; python3 -c \"import torch
 n = torch.cuda.device_count()
 print('peer access', [[int(torch.cuda.can_device_access_peer(i, j)) for j in range(n)] for i in range(n)])\""
-  TAIL=16 run ranks-tp$N-llama-fp32 $EG capture tiny-llama-eagle3 --tp $N --device cuda --dtype float32 \
-    --max-num-seqs 8 --replay --no-color --save "$OUT/ranks-tp$N-llama-fp32.json" --force
-  TAIL=14 run ranks-tp$N-llama-bf16 $EG capture tiny-llama-eagle3 --tp $N --device cuda --max-num-seqs 8 \
-    --replay --no-color
-  TAIL=16 run ranks-tp$N-probe $EG probe tiny-llama-eagle3 --tp $N --device cuda --mode FULL_AND_PIECEWISE \
-    --no-color
-  TAIL=22 run ranks-tp$N-hang env EAGLEGRAPH_RANK_FAULT=skip-replay:1:3 $EG capture tiny-llama-eagle3 \
-    --tp $N --device cuda --max-num-seqs 8 --replay --rank-deadline 20 --no-color
-  TAIL=16 run ranks-dp2-llama $EG capture tiny-llama-eagle3 --dp 2 --device cuda --max-num-seqs 8 --no-color
+  TAIL=24 run ranks-tp$N-llama-fp32 timeout 210 $R capture tiny-llama-eagle3 --tp $N --device cuda \
+    --dtype float32 --max-num-seqs 4 -K 2 --replay --no-compile --rank-timeout 200 --no-color \
+    --save "$OUT/ranks-tp$N-llama-fp32.json" --force
+  TAIL=20 run ranks-tp$N-hang timeout 100 env EAGLEGRAPH_RANK_FAULT=skip-replay:1:3 $R capture \
+    tiny-llama-eagle3 --tp $N --device cuda --max-num-seqs 4 -K 2 --replay --no-compare-tp1 \
+    --no-compile --rank-deadline 15 --rank-timeout 90 --no-color
+  TAIL=20 run ranks-tp$N-probe timeout 100 $R probe tiny-llama-eagle3 --tp $N --device cuda \
+    --mode FULL --batches 1 --no-compile --no-color
   if [ $N = 2 ]; then
-    TAIL=16 run ranks-tp2-deepseek-ep $EG capture deepseek-v3-mtp-4l --tp 2 --enable-expert-parallel \
-      --device cuda --random-weights -K 1 --max-num-seqs 8 --replay --no-compare-tp1 --no-color \
+    TAIL=24 run ranks-tp2-deepseek-ep timeout 170 $R capture deepseek-v3-mtp-4l --tp 2 \
+      --enable-expert-parallel --device cuda --random-weights -K 1 --max-num-seqs 2 --replay \
+      --no-compare-tp1 --no-compile --rank-timeout 160 --no-color \
       --save "$OUT/ranks-tp2-deepseek-ep.json" --force
   fi
 fi
