@@ -327,7 +327,7 @@ fi
 # of the 8B preset (fresh rig each), pairs added for ~150 s; prints the mean overhead with its
 # 95 % CI and the per-graph medians. Run only when named: scripts/gpu-check.sh overhead
 if named overhead; then
-  TAIL=18 run overhead python3 benchmarks/bench_capture.py --budget-s 300 --pairs 60 --max-num-seqs 16 --no-latency
+  TAIL=18 run overhead python3 benchmarks/bench_capture.py --budget-s 140 --pairs 60 --max-num-seqs 16 --no-latency
 fi
 # issue 27: the probe under live-server schedules (a `live` case per mode: slots permuted each
 # step, chunked prefill, preemption) on every preset on CUDA — expect 0 findings each — and
