@@ -46,16 +46,27 @@ def main() -> None:
             reply = {"value": RANK_TASKS[job["task"]](runtime, spec, job["args"])}
             # every collective of the task is behind it: the rank may leave on its own
             result_path.write_text(json.dumps(reply), encoding="utf-8")
+            _leave(0)
     except EagleGraphError as exc:
         result_path.write_text(json.dumps({"error": str(exc), "exit_code": exc.exit_code}))
-        sys.exit(exc.exit_code)
+        _leave(exc.exit_code)
     except Exception as exc:  # a rank's crash is a finding: its first line goes to the parent
         first = (
             f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
         )
         result_path.write_text(json.dumps({"error": first, "exit_code": 1}))
         traceback.print_exc()
-        sys.exit(1)
+        _leave(1)
+
+
+def _leave(code: int) -> None:
+    """Exit without tearing the process group down: destroying an NCCL communicator whose
+    collectives are captured in live CUDA graphs blocks until the graphs are gone (vLLM aborts
+    it from a thread with a timeout for this reason; seen here on 2 H100s: both ranks wrote
+    their results and then hung in the teardown). The process's end frees all of it."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -328,6 +328,8 @@ def _outcome(
     error = reply.get("error") or (None if code == 0 else _first_error(stderr))
     if code == 0 and "value" in reply:
         status = "ok"
+    elif "value" in reply and r.ended_by_us:  # its result is in; it hung on the way out
+        status, error = "ok", "ended after writing its result (it did not exit)"
     elif r.ended_by_us and code is not None and code < 0 and not reply:
         status = "stuck" if open_entry is not None else "stopped"
     else:
