@@ -12,7 +12,7 @@ replay the same graph at the same padded count or all run eager; the same draft-
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from eaglegraph.known.dp_batch import IDLE, DpSetup, RankBatch
 from eaglegraph.known.dp_rules import CONSEQUENCES, DpRule, dp_rule
@@ -130,6 +130,13 @@ def compare_ranks(
     return tuple(found)
 
 
+StepRunner = Callable[
+    [Sequence[RankBatch], Profile, DpSetup, ModelRunner | None], tuple[RankStep, ...]
+]
+"""Every rank's `RankStep` for one step's batches: `simulate` (all ranks in this process), or
+a rank process's `rank_step` over a real all_gather, its peers' steps gathered after it."""
+
+
 def _run(
     steps: Sequence[Sequence[RankBatch]],
     profile: Profile,
@@ -137,10 +144,11 @@ def _run(
     setup: DpSetup,
     runner: ModelRunner | None,
     hazard: Hazard | None,
+    step_runner: StepRunner = simulate,
 ) -> tuple[DpStep, ...]:
     out = []
     for i, batches in enumerate(steps):
-        ranks = simulate(batches, profile, setup, runner)
+        ranks = step_runner(batches, profile, setup, runner)
         out.append(DpStep(i, ranks, compare_ranks(i, ranks, hazard)))
     return tuple(out)
 
@@ -160,16 +168,21 @@ def _dp_run(profile: Profile, rule: DpRule, steps: tuple[DpStep, ...], **extra: 
     )
 
 
-def run_scenario(scenario: DpScenario, profile: str | Profile | None = None) -> DpRun:
+def run_scenario(
+    scenario: DpScenario,
+    profile: str | Profile | None = None,
+    step_runner: StepRunner = simulate,
+) -> DpRun:
     """Replay `scenario` under `profile` (a name or a Profile; default: the engine's newest)
-    and compare the ranks' choices at every step."""
+    and compare the ranks' choices at every step (`step_runner`: where the ranks run)."""
     prof = profile if isinstance(profile, Profile) else get_profile(profile, scenario.engine)
     if prof.engine != scenario.engine:
         raise ValueError(f"{scenario.name} is a {scenario.engine} scenario, not {prof.engine}")
     rule = dp_rule(prof, scenario.runner)
     steps = _run(
-        scenario.steps, prof, rule, scenario.setup, scenario.runner, HAZARDS[scenario.hazard]
-    )
+        scenario.steps, prof, rule, scenario.setup, scenario.runner, HAZARDS[scenario.hazard],
+        step_runner,
+    )  # fmt: skip
     return _dp_run(
         prof,
         rule,
@@ -220,6 +233,7 @@ def explore(
     setup: DpSetup | None = None,
     runner: ModelRunner | None = None,
     engine: str = "vllm",
+    step_runner: StepRunner = simulate,
 ) -> DpRun:
     """A seeded random schedule under `profile`: the same agreement and checks as a scenario.
     Findings name a hazard when the profile lacks exactly one fix its rule can show."""
@@ -228,5 +242,5 @@ def explore(
     rule = dp_rule(prof, runner)
     hazard = HAZARDS[rule.hazards[0]] if len(rule.hazards) == 1 else None
     schedule = random_schedule(seed, dp_size, steps)
-    result = _run(schedule, prof, rule, setup, runner, hazard)
+    result = _run(schedule, prof, rule, setup, runner, hazard, step_runner)
     return _dp_run(prof, rule, result, seed=seed, summary=f"random per-rank batches, seed {seed}")

@@ -115,7 +115,49 @@ def rank_probe(rt: RankRuntime, spec: RunSpec, args: dict[str, Any]) -> dict[str
         batches=tuple(args["batches"]) if args.get("batches") else None,
         isolate=False, workers=1, on_case=on_case,
     )  # fmt: skip
-    return {"probe": to_jsonable(run), "graphs": sorted({g for c in run.cases for g in _graphs(c)})}
+    out: dict[str, Any] = {
+        "probe": to_jsonable(run),
+        "graphs": sorted({g for c in run.cases for g in _graphs(c)}),
+    }
+    if rt.layout.dp > 1:
+        runs = dp_agreement(rt, spec, seeds=int(args.get("dp_seeds", 3)))
+        out["dp_agreement"] = [to_jsonable(r) for r in runs]
+    return out
+
+
+def dp_agreement(rt: RankRuntime, spec: RunSpec, seeds: int = 3) -> list[Any]:
+    """The DP agreement of the spec's profile across the real replicas: the named scenarios
+    for this many replicas, then `seeds` seeded explorations. Each replica runs its own batch
+    through the release's rule (`rig.dp_agreement.rank_step`), its vote rows exchanged by a
+    gloo all_gather as the engines exchange them on their CPU groups; the replicas' steps are
+    gathered and compared (`probes.dp_scenarios.compare_ranks`)."""
+    from eaglegraph.known.dp_batch import BatchKind
+    from eaglegraph.known.dp_scenarios import SCENARIOS
+    from eaglegraph.probes.dp_scenarios import explore, run_scenario
+    from eaglegraph.results.dp import RankStep
+    from eaglegraph.rig.dp_agreement import rank_step
+
+    replica = rt.layout.dp_rank(rt.rank)
+    profile = spec.options.behavior
+
+    def step_runner(batches: Any, prof: Any, setup: Any, runner: Any) -> tuple[RankStep, ...]:
+        if prof.engine == "vllm" and all(b.kind is BatchKind.IDLE for b in batches):
+            # vLLM's DP coordinator does not step the engines when every rank is idle
+            return tuple(RankStep(r, b.label(), (), (), 0) for r, b in enumerate(batches))
+        mine = rank_step(replica, batches[replica], prof, rt.dp_gather, setup, runner)
+        return tuple(rt.dp_gather(mine))
+
+    _stage(rt.rank, "DP agreement: named scenarios and explorations over gloo")
+    runs = [
+        run_scenario(s, profile, step_runner)
+        for s in SCENARIOS.values()
+        if s.engine == profile.engine and s.dp_size == rt.layout.dp
+    ]
+    runs += [
+        explore(profile, seed, dp_size=rt.layout.dp, engine=profile.engine, step_runner=step_runner)
+        for seed in range(seeds)
+    ]
+    return runs
 
 
 def _graphs(case: Any) -> list[str]:

@@ -40,6 +40,7 @@ from eaglegraph.probes.rank_worker import RANK_ENV
 from eaglegraph.probes.spec import RunSpec
 from eaglegraph.results.capture import CaptureRun
 from eaglegraph.results.codec import decode
+from eaglegraph.results.dp import DpRun
 from eaglegraph.results.parallel import ParallelLayout
 from eaglegraph.results.probe import ProbeRun
 from eaglegraph.results.rank_runs import (
@@ -173,6 +174,10 @@ def run_ranks(request: RankRequest, on_stage: Callable[[str], None] | None = Non
     single = read[0][1].get("single_rank") if read else None
     run = _merge(request, outcomes, calls, single, stuck, time.perf_counter() - start)
     run.interrupted = interrupted
+    agreement = read[0][1].get("dp_agreement") if read else None
+    if agreement:
+        run.dp_agreement = [decode(DpRun, d, "rank 0 DP agreement") for d in agreement]
+        run.findings += [f for d in run.dp_agreement for f in d.findings]
     return run
 
 

@@ -75,6 +75,17 @@ def render_ranks(run: RankedRun, console: Console) -> None:
             f"(tolerance: {s.tolerance})"
             + (f"; first difference: {s.first_difference}" if s.first_difference else "")
         )
+    if run.dp_agreement:
+        console.print(Text("DP agreement across the replicas (gloo)", "bold"))
+        for d in run.dp_agreement:
+            name = d.scenario or f"exploration, seed {d.seed}"
+            style = "bold red" if d.verdict == "diverges" else "green"
+            line = Text(f"  {name}: ")
+            line.append(d.verdict, style)
+            line.append(f" under {d.profile} ({d.rule}, {len(d.steps)} steps)")
+            if d.as_expected is False:
+                line.append(f"; its data says {d.expect}", "bold yellow")
+            console.print(line, overflow="fold")
     for o in run.ranks:  # where a rank that did not finish was, in its own words
         if o.status != "ok" and o.log_tail:
             console.print(Text(f"rank {o.rank}, last lines:", "bold"))

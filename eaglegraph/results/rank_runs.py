@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from eaglegraph.results.capture import CaptureRun
+from eaglegraph.results.dp import DpRun
 from eaglegraph.results.findings import Finding
 from eaglegraph.results.parallel import ParallelLayout
 from eaglegraph.results.probe import ProbeRun
@@ -91,6 +92,9 @@ class RankedRun:
     pool_spread_bytes: int | None = None  # max − min graph-pool bytes across ranks
     comm_spread_bytes: int | None = None
     interrupted: str | None = None  # "SIGINT" / "SIGTERM": the ranks were ended early
+    # the DP agreement across the real replicas (probe at DP > 1): rank 0's record; every
+    # replica computes the same from the gathered rows
+    dp_agreement: list[DpRun] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

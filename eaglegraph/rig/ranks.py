@@ -99,6 +99,7 @@ class RankRuntime:
     timeout_s: float = 60.0
     control_timeout_s: float = 3600.0  # results and plans: a peer may still be computing
     tp_group: Any = None
+    dp_group: Any = None  # gloo: this rank and its peers of the same TP index in every replica
     control_group: Any = None
     ledger: Ledger | None = None
     comm_bytes: int | None = None  # device memory the communicators took (outside torch)
@@ -124,6 +125,11 @@ class RankRuntime:
             group = dist.new_group(ranks, timeout=timeout)
             if self.rank in ranks:
                 self.tp_group = group
+        for index in range(layout.tp):  # the DP agreement runs on CPU groups, as the engines'
+            ranks = [index + replica * layout.tp for replica in range(replicas)]
+            group = dist.new_group(ranks, timeout=timeout, backend="gloo")
+            if self.rank in ranks:
+                self.dp_group = group
         self.control_group = dist.new_group(
             backend="gloo", timeout=datetime.timedelta(seconds=self.control_timeout_s)
         )
@@ -170,6 +176,14 @@ class RankRuntime:
         import torch.distributed as dist
 
         dist.barrier(group=self.control_group)
+
+    def dp_gather(self, value: Any) -> list[Any]:
+        """`value` of every DP replica (this TP index), in replica order, over gloo."""
+        import torch.distributed as dist
+
+        out: list[Any] = [None] * (self.layout.world_size // self.layout.tp)
+        dist.all_gather_object(out, value, group=self.dp_group)
+        return out
 
     def gather(self, value: Any) -> list[Any]:
         """`value` of every rank, on every rank, over the control (gloo) group."""

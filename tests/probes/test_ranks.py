@@ -161,3 +161,30 @@ def _state(pid: int) -> str:
     except OSError:
         return "Z"
     return next((ln for ln in text.splitlines() if ln.startswith("State:")), "")
+
+
+@pytest.mark.parametrize(
+    ("behavior", "diverges"), [("vllm-v1-0.11-dp", True), ("vllm-current", False)]
+)
+def test_probe_dp2_runs_the_agreement_over_gloo(behavior: str, diverges: bool) -> None:
+    spec = resolve_run(
+        "tiny-llama-eagle3",
+        plan=PlanChoices(max_num_seqs=2, num_speculative_tokens=2, behavior=behavior),
+        device="cpu",
+        random_weights=True,
+        max_model_len=128,
+    )
+    request = RankRequest(
+        spec, ParallelLayout(dp=2), task="probe",
+        args={"modes": ["FULL"], "batches": [1], "dp_seeds": 1}, command="probe",
+    )  # fmt: skip
+    run = run_ranks(request)
+    assert [o.status for o in run.ranks] == ["ok", "ok"], [o.log_tail for o in run.ranks]
+    named = [d for d in run.dp_agreement if d.scenario]
+    assert named and all(d.profile == behavior for d in run.dp_agreement)
+    # each named scenario's data says what this profile must do; the real replicas agree
+    assert all(d.as_expected is not False for d in named)
+    found = [f for f in run.findings if f.id.startswith("dp.")]
+    assert bool(found) is diverges
+    if diverges:
+        assert any("rank 0" in f.message and "rank 1" in f.message for f in found)
