@@ -60,6 +60,9 @@ def token_agreement(ours: list[TraceRow], single: list[TraceRow]) -> dict[str, A
                     first = f"step {step}, request {row}, draft token {k}: {a} vs {b} at TP 1"
         if accepted != accepted1 and first is None:
             first = f"step {step}: accepted {list(accepted)} vs {list(accepted1)} at TP 1"
+    if len(ours) != len(single):  # a schedule that ran a different number of steps
+        tokens += abs(len(ours) - len(single))  # each missing step counts as one difference
+        first = first or f"{len(ours)} steps vs {len(single)} at TP 1"
     return {"tokens": tokens, "equal": equal, "first_difference": first}
 
 

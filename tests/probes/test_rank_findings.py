@@ -53,3 +53,15 @@ def test_a_missing_collective_is_named_with_the_uneven_scope() -> None:
 def test_agreeing_ranks_have_no_findings() -> None:
     calls = {r: [_call(0, 512), _call(1, 512)] for r in range(2)}
     assert rank_findings(_ranks(), calls, None, 60.0, None, "sglang") == []
+
+
+def test_token_agreement_counts_drafts_and_missing_steps() -> None:
+    from eaglegraph.probes.rank_tasks import token_agreement
+
+    ours = [(0, (1,), ((5, 6),)), (1, (2,), ((7, 8),))]
+    same = token_agreement(ours, list(ours))
+    assert same == {"tokens": 4, "equal": 4, "first_difference": None}
+    other = [(0, (1,), ((5, 9),))]
+    got = token_agreement(ours, other)
+    assert got["tokens"] == 3 and got["equal"] == 1
+    assert got["first_difference"] == "step 0, request 0, draft token 1: 6 vs 9 at TP 1"
