@@ -91,11 +91,14 @@ def _ledger() -> CollectiveLedger | None:
     return _INSTALLED[-1].ledger if _INSTALLED else None
 
 
-def collective_scope(label: str) -> contextlib.AbstractContextManager[None]:
-    """Collectives issued inside are recorded as running in `label` (a phase and its graph);
-    a no-op without an installed ledger (single-rank runs pay one list test)."""
+def collective_scope(label: str | Callable[[], str]) -> contextlib.AbstractContextManager[None]:
+    """Collectives issued inside are recorded as running in `label` (a phase and its graph,
+    or a callable making it, called only when a ledger records); a no-op without an installed
+    ledger (single-rank runs pay one list test)."""
     ledger = _ledger()
-    return ledger.scoped(label) if ledger is not None else contextlib.nullcontext()
+    if ledger is None:
+        return contextlib.nullcontext()
+    return ledger.scoped(label if isinstance(label, str) else label())
 
 
 def collectives_issued() -> int:

@@ -266,7 +266,7 @@ class PhaseRunner:
     def run(self, batch: PaddedBatch, live: Metadata | None) -> None:
         """Replay the graph of `batch`'s descriptor over `live` metadata, or run the routine
         eagerly at the padded shape where none was captured."""
-        with collective_scope(f"{self.phase} {batch.desc.label()}"):
+        with collective_scope(lambda: f"{self.phase} {batch.desc.label()}"):
             self._run(batch, live)
 
     def _run(self, batch: PaddedBatch, live: Metadata | None) -> None:
@@ -277,7 +277,7 @@ class PhaseRunner:
             self.attention.metadata = live
             self.routine(num_reqs, num_tokens)
             return
-        label = f"{self.phase} {desc.label()}"
+        label = f"{self.phase} {desc.label()}" if graph.collectives else ""
         if desc.mode is Mode.FULL:
             if graph.full is not None:
                 with replay_watch(label, graph.collectives) as run:
@@ -322,7 +322,7 @@ class PhaseRunner:
         assignment = ctx.pools.assign(self.phase, desc.mode)
         mem = _MemoryProbe(ctx.backend == "cuda" and instrument)
         ctx.capturing_phase = self.phase
-        with collective_scope(f"{self.phase} {desc.label()} capture"):
+        with collective_scope(lambda: f"{self.phase} {desc.label()} capture"):
             return self._capture(desc, dummy, num_reqs, num_tokens, index, t0, mem, assignment)
 
     def _capture(
@@ -348,7 +348,7 @@ class PhaseRunner:
         issued = collectives_issued()
         try:
             if ctx.run_passes:
-                with collective_scope(f"{self.phase} {desc.label()} warm-up"):
+                with collective_scope(lambda: f"{self.phase} {desc.label()} warm-up"):
                     ctx.on_stream(lambda: self.routine(num_reqs, num_tokens))
         finally:
             self.attention.skip = False
