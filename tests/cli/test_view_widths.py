@@ -222,7 +222,9 @@ def split_tokens(text: str, wide: str) -> list[str]:
         tail, head = _TAIL.search(above), _HEAD.match(below)
         if tail is None or head is None or tail[0][-1] in "._":
             continue
-        if tail[0] + head[1] in whole:
+        # a break at a space the wide view also has ("cuda graph") is no split, even where
+        # the joined word occurs elsewhere ("cudagraph mode")
+        if tail[0] + head[1] in whole and f"{tail[0]} {head[1]}" not in wide:
             out.append(f"{tail[0]}|{head[1]}")
         if _PARTED.search(above) and _UNIT.match(below):
             out.append(f"{tail[0]}|{below.strip()[:4]} (number parted from its unit)")
