@@ -6,7 +6,8 @@ vLLM spells its backends as `AttentionBackendEnum` members (`--attention-backend
 three metadata and graph-support families: FlashAttention (query_start_loc, seq_lens, block
 table), FlashInfer (CSR kv_indptr) and Triton. An MLA backend (`FLASH_ATTN_MLA`,
 `FLASHINFER_MLA`, `CUTLASS_MLA`, ...) reports its own graph support, which the rig does not
-model yet: it is recognised and refused in one line rather than planned as a dense backend.
+model: a named one is refused in one line that gives its graph support and the default per
+GPU; an unnamed default is planned as flash_attn with its name and support in the plan.
 """
 
 from __future__ import annotations
@@ -34,6 +35,26 @@ BACKEND_SPELLINGS: dict[str, str] = {
 # vLLM's MLA backends (registry.py): recognised, not modelled
 MLA_BACKENDS = ("flash_attn_mla", "flashinfer_mla", "cutlass_mla", "flashmla", "triton_mla")
 
+# each MLA backend's `_cudagraph_support` on CUDA (vllm 0.33, v1/attention/backends/mla/<file>
+# ::<Builder>). None equals a modelled family's on every GPU (FlashAttention: ALWAYS on SM90/
+# SM10x, UNIFORM_BATCH below; FlashInfer: by GPU and TRT-LLM kernels; Triton: ALWAYS), and their
+# metadata (latent KV, decode/prefill split) is not the rig's, so a named MLA backend is refused.
+MLA_CG_SUPPORT: dict[str, tuple[str, str]] = {
+    "FLASH_ATTN_MLA": ("UNIFORM_BATCH", "flashattn_mla.py::FlashAttnMLAMetadataBuilder"),
+    "FLASHINFER_MLA": ("ALWAYS", "flashinfer_mla.py::FlashInferMLAMetadataBuilder"),
+    "CUTLASS_MLA": ("UNIFORM_SINGLE_TOKEN_DECODE", "cutlass_mla.py::CutlassMLAMetadataBuilder"),
+    "FLASHMLA": ("UNIFORM_BATCH", "flashmla.py::FlashMLAMetadataBuilder"),
+    "TRITON_MLA": ("UNIFORM_BATCH", "triton_mla.py::TritonMLAMetadataBuilder"),
+}
+
+
+def _mla_defaults_line() -> str:
+    per_sm = ", ".join(
+        f"{'SM' + str(sm) + 'x' if sm else 'other GPUs'}: {name}"
+        for sm, name in MLA_PRIORITIES.items()
+    )
+    return f"vLLM's MLA default ({PRIORITIES_SOURCE}): {per_sm}"
+
 
 def engine_backend(name: str) -> str:
     """The rig backend an engine's spelling (any case) runs as; one line for any other name,
@@ -42,10 +63,12 @@ def engine_backend(name: str) -> str:
     if key in BACKEND_SPELLINGS:
         return BACKEND_SPELLINGS[key]
     if key in MLA_BACKENDS:
+        level, builder = MLA_CG_SUPPORT[key.upper()]
         raise BadInput(
-            f"--attention-backend {name!r} is an MLA backend; eaglegraph does not model the "
-            "graph support of MLA backends yet",
-            f"plan with one of {', '.join(RIG_BACKENDS)} for the nearest dense semantics",
+            f"--attention-backend {name!r} is an MLA backend ({builder}: {level}, vllm 0.33); "
+            f"the rig does not model MLA metadata or graph support; {_mla_defaults_line()}",
+            "leave --attention-backend out to plan the default, or pick one of "
+            f"{', '.join(RIG_BACKENDS)}",
         )
     raise unknown_choice(
         "--attention-backend",
@@ -88,11 +111,12 @@ def vllm_default_backend(
     gpu = f"SM{capability_major}x"
     if mla:
         name = MLA_PRIORITIES.get(capability_major, MLA_PRIORITIES[0])
+        level, builder = MLA_CG_SUPPORT[name]
         return DefaultBackend(
             name,
             "flash_attn",
-            f"vLLM's MLA default on {gpu} is {name}; its graph support is not modelled, planned "
-            "as flash_attn",
+            f"vLLM's MLA default on {gpu} is {name} ({builder}: {level}); MLA is not modelled, "
+            "planned as flash_attn",
         )
     order = DENSE_PRIORITIES.get(capability_major, DENSE_PRIORITIES[0])
     for name in order:

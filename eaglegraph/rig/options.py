@@ -19,6 +19,7 @@ from eaglegraph.known.choose import profile_release, resolve_profile
 from eaglegraph.known.profiles import Profile
 from eaglegraph.known.runner_rules import TargetFacts, runner_for
 from eaglegraph.known.runners import ModelRunner
+from eaglegraph.known.sglang_backends import sglang_default_backend
 from eaglegraph.known.versions import parse_version
 from eaglegraph.pair.kinds import all_specs, kind_for_method
 from eaglegraph.rig.gpus import GpuSpec, get_gpu
@@ -167,6 +168,31 @@ def _vllm_backend_defaults(
     return backend, trtllm
 
 
+def _sglang_backend_default(
+    c: PlanChoices,
+    beh: Profile,
+    gpu: GpuSpec,
+    target: TargetFacts | None,
+    architecture: str | None,
+    method: str | None,
+    defaults: list[str],
+) -> str:
+    """The backend an SGLang server of this release picks when the launch line is silent, as
+    the rig family it runs as (flash_attn where the rig does not model it, said so)."""
+    chosen = sglang_default_backend(
+        parse_version(c.engine_version) or profile_release(beh),
+        gpu.capability[0],
+        mla=bool(target and target.mla),
+        architecture=architecture,
+        speculative_algorithm=method,
+        eagle_topk=c.eagle_topk,
+    )
+    planned = chosen.rig_backend or "flash_attn"
+    note = "" if chosen.rig_backend else f"; not modelled, planned as {planned}"
+    defaults.append(f"attention backend {chosen.engine_name} ({chosen.why}; {chosen.source}{note})")
+    return planned
+
+
 def _tree(fw: str, c: PlanChoices, k: int) -> tuple[int, int | None]:
     """SGLang's EAGLE topk and draft-token count (`speculative_hook._handle_eagle_family`):
     topk 1 is a chain of K+1 tokens; a tree needs its token count, which vLLM has no notion of."""
@@ -265,7 +291,8 @@ def resolve_plan_options(
     if max_size is not None:
         max_size = _positive(max_size, "max_cudagraph_capture_size")
 
-    runner, runner_why = _runner(fw, beh, c, target, str(method) if method else draft_method)
+    method_name = str(method) if method else draft_method
+    runner, runner_why = _runner(fw, beh, c, target, method_name)
     target_gpu = get_gpu(c.gpu, c.gpu_memory_gib, c.gpu_capability)
     defaults: list[str] = []
     backend = engine_backend(c.attention_backend) if c.attention_backend else "flash_attn"
@@ -273,6 +300,10 @@ def resolve_plan_options(
     if engine_batch_defaults and fw == "vllm":
         backend, trtllm = _vllm_backend_defaults(
             c, beh, target_gpu, target, head_dim, backend, trtllm, defaults
+        )
+    elif engine_batch_defaults and c.attention_backend is None:
+        backend = _sglang_backend_default(
+            c, beh, target_gpu, target, architecture, method_name, defaults
         )
     seqs_default, tokens_default = DEFAULT_MAX_NUM_SEQS[fw], DEFAULT_MAX_NUM_BATCHED_TOKENS
     if engine_batch_defaults and fw == "vllm":
