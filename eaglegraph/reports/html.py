@@ -17,6 +17,7 @@ from rich.console import Console
 from eaglegraph.reports.exporters import Exporter
 from eaglegraph.reports.runfile import SAVED_RUNS, render_run
 from eaglegraph.results.capture import CaptureRun
+from eaglegraph.results.rank_runs import RankedRun
 from eaglegraph.results.registry import Run, schema_of
 from eaglegraph.serial import atomic_write
 
@@ -71,6 +72,10 @@ def render_html(
         return console.export_html(inline_styles=True, code_format=page)
     from eaglegraph.reports.explore_html import render_explorer_html
 
+    if isinstance(source, RankedRun):  # no explorer model for ranks: a section per rank
+        from eaglegraph.reports.html_ranks import render_ranked_html
+
+        return render_ranked_html(source, title=title, width=width)
     render_run(source, console)
     report = console.export_html(inline_styles=True, code_format=_REPORT)
     if isinstance(source, CaptureRun):  # the pools over time, drawn above the text
