@@ -19,6 +19,7 @@ from eaglegraph.reports.exporters import Exporter
 from eaglegraph.reports.timeline_view import phase_order, timeline_rows
 from eaglegraph.results.capture import CaptureEvent, CaptureRun
 from eaglegraph.results.memdiff import MemdiffRun
+from eaglegraph.results.rank_runs import RankedRun
 from eaglegraph.results.registry import schema_of
 from eaglegraph.serial import atomic_write, to_jsonable
 
@@ -26,10 +27,14 @@ COUNTER = "pool bytes"
 ALLOCATOR_COUNTER = "allocator bytes"
 
 
-def trace_document(run: CaptureRun | MemdiffRun) -> dict[str, Any]:
+def trace_document(run: CaptureRun | MemdiffRun | RankedRun) -> dict[str, Any]:
     """The Chrome trace (JSON object form) of a capture run, or of both runs of a memdiff."""
     if isinstance(run, MemdiffRun):
         sides = [(1, f"a: {run.a.pool_policy}", run.a), (2, f"b: {run.b.pool_policy}", run.b)]
+    elif isinstance(run, RankedRun):  # one process per rank, pid = rank, one time axis
+        sides = [(r.rank, f"rank {r.rank}: {r.status}", r.capture) for r in run.ranks if r.capture]
+        if not sides:
+            raise ValueError("no rank of this run holds a capture timeline to trace")
     else:
         sides = [(1, f"capture: {run.pool_policy}", run)]
     events: list[dict[str, Any]] = []
@@ -41,17 +46,19 @@ def trace_document(run: CaptureRun | MemdiffRun) -> dict[str, Any]:
         "schema": schema_of(run),
         "backend": first.backend,
         "pool_policy": [capture.pool_policy for _, _, capture in sides],
-        "config": to_jsonable(run.config),
+        "config": to_jsonable(first.config),
     }
     return {"traceEvents": events, "displayTimeUnit": "ms", "metadata": metadata}
 
 
-def trace_text(run: CaptureRun | MemdiffRun) -> str:
+def trace_text(run: CaptureRun | MemdiffRun | RankedRun) -> str:
     """The trace as compact JSON (a long capture has thousands of events)."""
     return json.dumps(trace_document(run), allow_nan=False, separators=(",", ":"))
 
 
-def write_trace(run: CaptureRun | MemdiffRun, path: Path | str, overwrite: bool = False) -> Path:
+def write_trace(
+    run: CaptureRun | MemdiffRun | RankedRun, path: Path | str, overwrite: bool = False
+) -> Path:
     """Write the trace atomically; refuses to replace a file unless `overwrite`."""
     return atomic_write(path, trace_text(run), overwrite=overwrite)
 
@@ -59,7 +66,7 @@ def write_trace(run: CaptureRun | MemdiffRun, path: Path | str, overwrite: bool 
 EXPORTER = Exporter(
     name="trace",
     help="Write a Chrome trace of the capture timeline (open in Perfetto or chrome://tracing).",
-    kinds=(CaptureRun, MemdiffRun),
+    kinds=(CaptureRun, MemdiffRun, RankedRun),
     render=trace_text,
     unsupported="it has no capture timeline to trace",
     instead="--trace works for capture and memdiff runs; use --html or --json",

@@ -43,3 +43,11 @@ def test_html_has_a_section_per_rank_and_the_findings_rank() -> None:
     assert 'data-rank="0"' in page and 'data-rank="1"' in page
     assert "stuck" in page and "waits in all_reduce #7" in page
     assert "rank 1 never finished" in page
+
+
+def test_trace_has_a_process_per_rank() -> None:
+    from eaglegraph.reports.trace import trace_document
+
+    doc = trace_document(_ranked())
+    pids = {e["pid"] for e in doc["traceEvents"]}
+    assert pids == {0, 1}
