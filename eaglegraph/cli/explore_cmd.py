@@ -62,7 +62,7 @@ def command(
     outputs.refuse_unsupported(run, source)
     outputs.write(run).finish_unless_ok(ctx)
     if app.json_output:
-        from eaglegraph.reports.explore_model import build
+        from eaglegraph.reports.explore_ranks import explorer_of as build
         from eaglegraph.serial import dumps
 
         model = build(run).to_json()

@@ -29,7 +29,8 @@ from textual.widgets import Input, OptionList, ProgressBar, Static, Tree
 from textual.widgets.option_list import Option
 
 from eaglegraph.errors import BadInput
-from eaglegraph.reports.explore_model import Explorer, Node, build
+from eaglegraph.reports.explore_model import Explorer, Node
+from eaglegraph.reports.explore_ranks import explorer_of as build
 from eaglegraph.reports.format import SEVERITY_STYLE
 from eaglegraph.serial import atomic_write
 

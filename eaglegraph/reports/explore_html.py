@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from eaglegraph.reports.explore_model import build
+from eaglegraph.reports.explore_ranks import explorer_of as build
 from eaglegraph.serial import atomic_write
 
 _CSS = """

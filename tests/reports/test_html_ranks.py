@@ -51,3 +51,13 @@ def test_trace_has_a_process_per_rank() -> None:
     doc = trace_document(_ranked())
     pids = {e["pid"] for e in doc["traceEvents"]}
     assert pids == {0, 1}
+
+
+def test_explore_has_a_rank_level_and_findings_name_their_rank() -> None:
+    from eaglegraph.reports.explore_ranks import explorer_of as build
+
+    model = build(_ranked())
+    assert {"rank:0", "rank:1"} <= set(model.nodes)
+    assert any(k.startswith("rank1:") for k in model.nodes)
+    finding = model.nodes["finding:0"]
+    assert ("rank", "rank 1") in finding.detail and "rank:1" in finding.links
