@@ -11,8 +11,9 @@ draft_decode FULL(16); rank 1 ran eager" — without the rank's cooperation, eve
 stuck in C++. (Wrapping `torch.distributed` alone would miss the engines' own communicators,
 as an SGLang engineer found; here every collective of the rig goes through one op.)
 
-Cost per collective: two short writes to a line-buffered file, about 10 µs (the ledger
-benchmark measures it); nothing when no ledger is installed.
+Cost per collective: two short JSON lines to a line-buffered file, about 20 µs of Python
+(`benchmarks/bench_ranks.py` measures it alone and around real all-reduces); nothing when no
+ledger is installed.
 """
 
 from __future__ import annotations
