@@ -89,6 +89,6 @@ def render_ranks(run: RankedRun, console: Console) -> None:
     for o in run.ranks:  # where a rank that did not finish was, in its own words
         if o.status != "ok" and o.log_tail:
             console.print(Text(f"rank {o.rank}, last lines:", "bold"))
-            for line in o.log_tail[-4:]:
-                console.print(Text("  " + line[:300]), overflow="fold")
+            for said in o.log_tail[-4:]:
+                console.print(Text("  " + said[:300]), overflow="fold")
     render_findings(run.findings, console)
