@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,12 +21,15 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _preset_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Presets materialise once per session into a private cache (never the user's)."""
-    root = tmp_path_factory.mktemp("eaglegraph-cache")
+def _preset_cache() -> Iterator[Path]:
+    """Presets materialise once per session into a private cache (never the user's). Its
+    path has one length whatever the run (serial, or a worker per core): the views print
+    preset paths, and the 80-column checks must fold them in the same place every time."""
+    root = Path(tempfile.mkdtemp(prefix="egc-"))
     os.environ["EAGLEGRAPH_CACHE"] = str(root)
     os.environ["EAGLEGRAPH_NO_PROGRESS"] = "1"
-    return root
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
 
 
 # The quick loop (`pytest -m fast`, CONTRIBUTING.md): the seams and the layers, engine knowledge,
