@@ -63,15 +63,20 @@ def _failures(outcomes: list[RankOutcome]) -> list[Finding]:
     return out
 
 
+def _tp_groups(outcomes: list[RankOutcome]) -> list[list[RankOutcome]]:
+    """The ranks of each tensor-parallel group (one per DP replica): whose collectives pair."""
+    groups: dict[int, list[RankOutcome]] = {}
+    for o in outcomes:
+        groups.setdefault(o.dp_rank, []).append(o)
+    return list(groups.values())
+
+
 def _mismatch(
     outcomes: list[RankOutcome], calls: dict[int, list[CollectiveCall]], complete: bool = True
 ) -> Finding | None:
     """The first collective (by sequence number) where the ranks of one TP group differ in
     op, size or the phase and graph it runs in: ranks in lockstep agree on all three."""
-    groups: dict[int, list[RankOutcome]] = {}
-    for o in outcomes:
-        groups.setdefault(o.dp_rank, []).append(o)
-    for members in groups.values():
+    for members in _tp_groups(outcomes):
         if len(members) < 2:
             continue
         by_seq = {o.rank: {c.seq: c for c in calls[o.rank]} for o in members}
@@ -193,10 +198,7 @@ def _registrations(
     for o in outcomes:
         o.custom_ar_registrations = len(lists[o.rank])
     out: list[Finding] = []
-    groups: dict[int, list[RankOutcome]] = {}
-    for o in outcomes:
-        groups.setdefault(o.dp_rank, []).append(o)
-    for members in groups.values():
+    for members in _tp_groups(outcomes):
         first = members[0]
         for other in members[1:]:
             a, b = lists[first.rank], lists[other.rank]
