@@ -17,7 +17,12 @@ from eaglegraph.cli.options import (
     warn_suspicious,
 )
 from eaglegraph.cli.outputs import Outputs, output_files
-from eaglegraph.cli.parallel_options import framework_of, layout_from_options, parallel_options
+from eaglegraph.cli.parallel_options import (
+    framework_of,
+    layout_from_options,
+    parallel_options,
+    rank_deadline_option,
+)
 from eaglegraph.cli.rig_options import build_spec, rig_options
 from eaglegraph.results.capture import CaptureRun
 from eaglegraph.rig.options import CPU_CAPTURE_MAX_NUM_SEQS, DEFAULT_MAX_NUM_SEQS
@@ -55,14 +60,7 @@ _CPU_NOTE = (
     help="TP/DP > 1: seconds the whole multi-rank run may take; then every rank is ended and "
     "what was measured is shown.",
 )
-@click.option(
-    "--rank-deadline",
-    type=click.FloatRange(min=1.0),
-    default=60.0,
-    show_default=True,
-    help="TP/DP > 1: seconds without progress while a rank waits in a collective before the "
-    "ranks are ended as stuck.",
-)
+@rank_deadline_option
 @predict_option("On CUDA, predict each pool on the CPU first; stop with what fits if it will not.")
 @click.option(
     "--full-plan",

@@ -17,7 +17,12 @@ from eaglegraph.cli.options import (
     warn_suspicious,
 )
 from eaglegraph.cli.outputs import Outputs, output_files
-from eaglegraph.cli.parallel_options import framework_of, layout_from_options, parallel_options
+from eaglegraph.cli.parallel_options import (
+    framework_of,
+    layout_from_options,
+    parallel_options,
+    rank_deadline_option,
+)
 from eaglegraph.cli.rig_options import build_spec, rig_options
 from eaglegraph.errors import BadInput
 from eaglegraph.results.memdiff import MemdiffRun
@@ -35,14 +40,7 @@ if TYPE_CHECKING:
 @plan_options
 @rig_options
 @parallel_options
-@click.option(
-    "--rank-deadline",
-    type=click.FloatRange(min=1.0),
-    default=60.0,
-    show_default=True,
-    help="TP/DP > 1: seconds without progress while a rank waits in a collective before the "
-    "ranks are ended as stuck.",
-)
+@rank_deadline_option
 @timeout_option(1800.0, "Seconds per capture.")
 @predict_option("Each capture predicts its pools on the CPU first and stops if they will not fit.")
 @output_files(MemdiffRun, MemdiffRanksRun, refusals=True)

@@ -92,6 +92,16 @@ def _options() -> list[Callable[[Any], Any]]:
     ]
 
 
+rank_deadline_option = click.option(
+    "--rank-deadline",
+    type=click.FloatRange(min=1.0),
+    default=60.0,
+    show_default=True,
+    help="TP/DP > 1: seconds without progress while a rank waits in a collective before the "
+    "ranks are ended as stuck.",
+)
+
+
 def parallel_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Add the layout options, every engine spelling of each, to a command."""
     for option in reversed(_options()):
