@@ -36,6 +36,7 @@ from eaglegraph.results.capture import CaptureEvent, CaptureRun, CaptureTotals
 from eaglegraph.results.findings import Finding, Severity
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.driver import run_workload
+from eaglegraph.rig.graphs import MemoryReading
 from eaglegraph.rig.plan import build_plan
 from eaglegraph.rig.step import CaptureFailed, Rig
 from eaglegraph.rig.workload import Schedule
@@ -173,7 +174,11 @@ def run_capture(
     findings: list[Finding] = []
     try:
         # the first graph's window opens here, so the per-graph figures add up to "took"
-        mark = (int(torch.cuda.memory_allocated()), reserved_start, free_before) if cuda else None
+        mark = (
+            MemoryReading(int(torch.cuda.memory_allocated()), reserved_start, free_before, None)
+            if cuda
+            else None
+        )
         events, findings = rig.capture(policy, on_event, memory_mark=mark)
     except CaptureFailed as exc:
         events, failed = exc.events, exc.failed

@@ -17,7 +17,7 @@ from eaglegraph.results.capture import CaptureEvent
 from eaglegraph.results.findings import Finding
 from eaglegraph.rig.attention import Metadata
 from eaglegraph.rig.descriptors import BatchDescriptor, graph_max_query_len
-from eaglegraph.rig.graphs import CaptureTracer, GraphContext
+from eaglegraph.rig.graphs import CaptureTracer, GraphContext, MemoryReading
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.parts import StepParts
 from eaglegraph.rig.pools import PoolManager
@@ -98,7 +98,7 @@ def capture_graphs(
     on_event: Callable[[CaptureEvent], None] | None = None,
     instrument: bool = True,
     tracer: CaptureTracer | None = None,
-    memory_mark: tuple[int | None, int | None, int | None] | None = None,
+    memory_mark: MemoryReading | None = None,
 ) -> tuple[list[CaptureEvent], list[Finding]]:
     """Capture every planned graph of the rig, in the engine's order; `tracer` is told where
     each emulated capture begins and ends (the memory prediction records through it);

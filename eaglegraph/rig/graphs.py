@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import torch
 
@@ -150,7 +150,7 @@ class GraphContext:
         self.run_passes = True
         # (allocated, reserved, driver free) where the last capture's window ended: each
         # window starts there, so the per-graph figures add up to the whole capture's
-        self.memory_mark: tuple[int | None, int | None, int | None] | None = None
+        self.memory_mark: MemoryReading | None = None
 
     def trace(
         self, mode: str, num_tokens: int, num_reqs: int | None, piece: str | None = None
@@ -313,8 +313,9 @@ class PhaseRunner:
     ) -> tuple[CaptureEvent, Metadata | None]:
         """One eager warmup, then the capture (vLLM MRV2 `CudaGraphManager.capture`).
 
-        `instrument` adds the per-graph allocator reads (a sync and three counters); turning it
-        off gives the bare capture the overhead benchmark compares against."""
+        `instrument` adds the per-graph memory reads (`_MemoryProbe`: two statistics calls, one
+        peak reset and one driver free-memory read per graph, no sync); turning it off gives
+        the bare capture the overhead benchmark compares against."""
         ctx = self.context
         assert ctx is not None
         num_reqs = desc.num_reqs or min(desc.num_tokens, max_num_reqs)
@@ -354,7 +355,7 @@ class PhaseRunner:
             self.attention.skip = False
         warm = time.perf_counter()
         collectives = collectives_issued() - issued
-        before = mem.read()
+        before = mem.read(driver=False)  # only the first read's and the last's free are used
         mem.reset_peak()
         graph = CapturedGraph(desc, num_reqs, num_tokens, None, None, collectives=collectives)
         if desc.mode is Mode.FULL:
@@ -417,16 +418,14 @@ class PhaseRunner:
             segments=len(graph.segments.graphs)
             if graph.segments
             else (1 if desc.mode is Mode.FULL else 0),
-            allocated_before=before[0],
-            allocated_after=after[0],
-            reserved_before=before[1],
-            reserved_after=after[1],
-            bytes=(after[1] - before[1])
-            if mem.cuda and before[1] is not None and after[1] is not None
-            else None,
-            need_bytes=(mem.peak() - before[0]) if mem.cuda and before[0] is not None else None,
-            warmup_reserved_bytes=_delta(first[1], before[1]),
-            device_bytes=_delta(after[2], first[2]),  # free memory: first minus after
+            allocated_before=before.allocated,
+            allocated_after=after.allocated,
+            reserved_before=before.reserved,
+            reserved_after=after.reserved,
+            bytes=_delta(before.reserved, after.reserved),
+            need_bytes=_delta(before.allocated, after.peak),
+            warmup_reserved_bytes=_delta(first.reserved, before.reserved),
+            device_bytes=_delta(after.free, first.free),  # free memory: first minus after
         )
         return event, graph.metadata
 
@@ -450,7 +449,14 @@ class _MemoryProbe:
 
     The driver's free-memory drop (cudaMemGetInfo) covers what the caching allocator cannot
     see — graph instantiation, kernel modules loaded by the warmup, library workspaces — so
-    beside the allocator's reserved growth it accounts for all of vLLM's "took X GiB"."""
+    beside the allocator's reserved growth it accounts for all of vLLM's "took X GiB".
+
+    Cost: one read is one `memory_stats_as_nested_dict` call and, where asked, one
+    `cudaMemGetInfo`; no device synchronisation. The counters are kept on the host as the
+    allocator hands out blocks, and the driver's free memory moves when `cudaMalloc` or graph
+    instantiation returns, so neither needs a drained stream. (`torch.cuda.memory_allocated`
+    and its siblings each flatten and sort the whole statistics dictionary; five of them per
+    graph plus a sync were most of the instrumentation's cost.)"""
 
     def __init__(self, cuda: bool) -> None:
         self.cuda = cuda
@@ -459,13 +465,27 @@ class _MemoryProbe:
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()
 
-    def peak(self) -> int:
-        return int(torch.cuda.max_memory_allocated())
-
-    def read(self) -> tuple[int | None, int | None, int | None]:
-        """(allocated, reserved, driver free bytes)."""
+    def read(self, driver: bool = True) -> MemoryReading:
+        """Allocated, reserved and peak-allocated bytes, and the driver's free bytes when
+        `driver` (None elsewhere, and every field None off CUDA)."""
         if not self.cuda:
-            return None, None, None
-        torch.cuda.synchronize()
-        free = int(torch.cuda.mem_get_info()[0])
-        return torch.cuda.memory_allocated(), torch.cuda.memory_reserved(), free
+            return MemoryReading(None, None, None, None)
+        stats = torch.cuda.memory_stats_as_nested_dict()
+        allocated = stats.get("allocated_bytes", {}).get("all", {})
+        reserved = stats.get("reserved_bytes", {}).get("all", {})
+        free = int(torch.cuda.mem_get_info()[0]) if driver else None
+        return MemoryReading(
+            int(allocated.get("current", 0)),
+            int(reserved.get("current", 0)),
+            free,
+            int(allocated.get("peak", 0)),
+        )
+
+
+class MemoryReading(NamedTuple):
+    """One read of `_MemoryProbe`: what the capture's memory fields are differences of."""
+
+    allocated: int | None
+    reserved: int | None
+    free: int | None
+    peak: int | None
