@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU checks, run on the H100/H200 machine from the repository root (nothing installs there:
 # the package runs from the tree). Usage: scripts/gpu-check.sh [tests|cuda-rig|cuda-probes|capture|memdiff|memdiff3|probe|bench|memory|memory-tables|memory-tests|memory-8b|memory-compiled|memory-refusal|memdiff-mtp|bench-capture|mtp|mtp-probes|sanitizer|badinput|views|engines|seams|mrv1|sglang-extend|all]...
-# (probe-profiles, seams, mrv1, sglang-extend, ranks2, ranks4 and ranks-bench run only when named;
+# (probe-profiles, seams, mrv1, sglang-extend, ranks2, ranks4, ranks-memdiff and ranks-bench run
+#  only when named;
 #  ranks2 needs 2 GPUs, ranks4 needs 4)
 # Every stage logs to $OUT (default /tmp/eaglegraph-gpu) and the script keeps going after a
 # failing stage, so one run reports everything.
@@ -85,8 +86,16 @@ print('peer access', [[int(torch.cuda.can_device_access_peer(i, j)) for j in ran
       --save "$OUT/ranks-tp2-deepseek-ep.json" --force
   fi
 fi
+if named ranks-memdiff; then
+  # issue 25: per-rank pools under shared and dedicated, each a ranked capture of its own;
+  # per-rank outside-allocator (NCCL) memory and max - min across ranks
+  TAIL=30 run ranks-memdiff-tp2 timeout 240 env EAGLEGRAPH_NO_PROGRESS= $EG memdiff \
+    tiny-llama-eagle3 --tp 2 --device cuda --max-num-seqs 4 -K 2 --pool shared \
+    --against dedicated --no-compile --no-color --save "$OUT/ranks-memdiff-tp2.json" --force
+fi
 if named ranks-bench; then
-  TAIL=30 run ranks-bench python3 benchmarks/bench_ranks.py --device cuda
+  # issue 25: TP 2 capture against TP 1 on the same cards, and the ledger per collective
+  TAIL=30 run ranks-bench timeout 200 python3 benchmarks/bench_ranks.py --device cuda --runs 2
 fi
 if want probe; then
   # issue 13: under 1 minute on the GPU, no findings under vllm-current / sglang-current
