@@ -29,8 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def capture(preset: str, device: str, tp: int, seqs: int) -> tuple[float, list[float]]:
-    """Wall seconds of one `capture` command and each rank's capture seconds."""
+def capture(preset: str, device: str, tp: int, seqs: int) -> tuple[float, list[float], list[float]]:
+    """Wall seconds of one `capture` command, each rank's capture seconds, and each rank's
+    first warm-up (the first eager pass loads every kernel and, at TP > 1, sets up NCCL's
+    connections on first use; it is reported apart so the rest compares like with like)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run.json"
         cmd = [
@@ -46,9 +48,10 @@ def capture(preset: str, device: str, tp: int, seqs: int) -> tuple[float, list[f
         )
         wall = time.perf_counter() - start
         doc = json.loads(out.read_text())
-    if tp == 1:
-        return wall, [doc["totals"]["capture_seconds"]]
-    return wall, [r["capture"]["totals"]["capture_seconds"] for r in doc["ranks"]]
+    runs = [doc] if tp == 1 else [r["capture"] for r in doc["ranks"]]
+    seconds = [run["totals"]["capture_seconds"] for run in runs]
+    first = [run["events"][0]["warmup_s"] if run["events"] else 0.0 for run in runs]
+    return wall, seconds, first
 
 
 _LEDGER_WORKER = r"""
@@ -140,19 +143,29 @@ def main() -> None:
     args = parser.parse_args()
     walls: dict[int, list[float]] = {1: [], 2: []}
     ranks: dict[int, list[float]] = {1: [], 2: []}
+    firsts: dict[int, list[float]] = {1: [], 2: []}
+    rests: dict[int, list[float]] = {1: [], 2: []}
     for i in range(args.runs):
         for tp in (1, 2) if i % 2 == 0 else (2, 1):
-            wall, seconds = capture(args.preset, args.device, tp, args.max_num_seqs)
+            wall, seconds, first = capture(args.preset, args.device, tp, args.max_num_seqs)
             walls[tp].append(wall)
             ranks[tp].append(max(seconds))
+            firsts[tp].append(max(first))
+            rests[tp].append(max(s - f for s, f in zip(seconds, first, strict=True)))
     w1, w2 = statistics.median(walls[1]), statistics.median(walls[2])
     c1, c2 = statistics.median(ranks[1]), statistics.median(ranks[2])
+    f1, f2 = statistics.median(firsts[1]), statistics.median(firsts[2])
+    r1, r2 = statistics.median(rests[1]), statistics.median(rests[2])
     print(
         f"capture {args.preset} on {args.device} (max_num_seqs {args.max_num_seqs}, K=2, "
         f"uncompiled), median of {args.runs} interleaved runs:"
     )
     print(f"  wall: TP 1 {w1:.1f} s, TP 2 {w2:.1f} s (×{w2 / w1:.2f})")
     print(f"  capture seconds (slowest rank): TP 1 {c1:.2f} s, TP 2 {c2:.2f} s (×{c2 / c1:.2f})")
+    print(f"    of which the first graph's warm-up: TP 1 {f1:.2f} s, TP 2 {f2:.2f} s")
+    print(
+        f"    the rest (every capture after it): TP 1 {r1:.2f} s, TP 2 {r2:.2f} s (×{r2 / r1:.2f})"
+    )
     plain, recorded = ledger_overhead(args.device, args.collectives)
     print(
         f"ledger: all-reduce of 1024 floats over 2 ranks, {plain:.1f} µs plain, "
