@@ -101,9 +101,6 @@ def command(
         kwargs, framework_of(plan.framework, plan.behavior), plan.speculative_config
     )
     check_choices(model_dir, target_dir, draft_dir, plan)  # before torch is imported
-    from eaglegraph.probes.capture import CaptureRequest, preflight, run_capture
-    from eaglegraph.rig.plan import build_plan
-
     spec = build_spec(
         model_dir,
         kwargs,
@@ -115,6 +112,10 @@ def command(
     )
     pair = spec.open_pair()
     warn_suspicious(pair, spec.options, spec.max_model_len, force=outputs.force)
+    # torch from here on: what the engine would refuse at startup is refused before it
+    from eaglegraph.probes.capture import CaptureRequest, preflight, run_capture
+    from eaglegraph.rig.plan import build_plan
+
     if not layout.single:
         from eaglegraph.probes.ranks import RankRequest, run_ranks
 

@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from eaglegraph.errors import BadInput
 from eaglegraph.known.compilation import engine_compiles_target
 from eaglegraph.known.pool_policies import PoolPolicy
@@ -80,6 +78,8 @@ class RunSpec:
         return load_pair(self.path, self.target, self.draft)
 
     def rig_config(self, *, guard: bool = False, num_blocks: int | None = None) -> RigConfig:
+        import torch  # here, not at the top: a spec is built (and refused) before torch loads
+
         device = torch.device(self.device)
         if device.type == "cpu":
             # the rig on CPU runs tiny tensors through Triton's interpreter: one thread avoids

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING
 
 from eaglegraph.results.parallel import SINGLE_RANK, ParallelLayout
 from eaglegraph.rig.options import PlanOptions
+
+if TYPE_CHECKING:  # the config is plain data: a torch-free command may build a spec
+    import torch
 
 
 @dataclass(frozen=True)
