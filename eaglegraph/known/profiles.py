@@ -194,6 +194,50 @@ FLAGS = {
             "sglang@0.5.23",
             "FlashAttention draft extends after verify replay a CUDA graph",
         ),
+        Flag(
+            "sglang_max_bs_every_gpu",
+            "sglang@0.5.3",
+            "the decode capture list is ServerArgs' speculative list up to cuda_graph_max_bs, "
+            "defaulted by GPU memory and TP for every card; before, a fixed list to 160, "
+            "extended to 256 above 90 GiB and to 512 above 160000 MiB "
+            "(cuda_graph_runner.get_batch_sizes_to_capture)",
+        ),
+        Flag(
+            "sglang_draft_decode_two_steps",
+            "sglang@0.5.3",
+            "no draft-decode graph when speculative_num_steps is 1; before, "
+            "EAGLEDraftCudaGraphRunner captured one per batch size whatever the steps",
+        ),
+        Flag(
+            "sglang_bs_list_has_64",
+            "sglang@0.5.4",
+            "the speculative capture list steps 40-64 by 4 with 64 included (40-60 before)",
+        ),
+        Flag(
+            "sglang_small_gpu_max_bs_24",
+            "sglang@0.5.4",
+            "GPUs under 35 GB default to cuda_graph_max_bs 24 at TP < 4 (16 before)",
+        ),
+        Flag(
+            "sglang_spec_v2_default",
+            "sglang@0.5.11",
+            "EAGLE with topk 1 runs on EAGLEWorkerV2, whose draft-extend graph has a backend "
+            "allowlist; before, EAGLEWorker captured it for every backend with a draft-extend "
+            "backend, at speculative_num_steps + 1 tokens per request",
+        ),
+        Flag(
+            "sglang_tree_spec_v2",
+            "sglang@0.5.13",
+            "trees (topk > 1) run on EAGLEWorkerV2 and the draft-extend graph holds "
+            "speculative_num_draft_tokens per request; before, trees fell back to EAGLEWorker "
+            "and the draft extend held speculative_num_steps + 1",
+        ),
+        Flag(
+            "sglang_small_gpu_max_bs_48",
+            "sglang@0.5.20",
+            "GPUs under 35 GB default to cuda_graph_max_bs 48 at TP < 4 and 160 at TP >= 4 "
+            "(24 and 80 before)",
+        ),
         # --- DP agreement (issue 25): read through `known.dp_rules.dp_rule`, never directly
         Flag(
             "dp_cudagraph_mode_sync",
@@ -305,6 +349,13 @@ class Profile:
     sglang_flashinfer_draft_extend_graph: bool = True
     sglang_default_breakable_prefill: bool = True
     sglang_fa_draft_extend_graph: bool = True
+    sglang_max_bs_every_gpu: bool = True
+    sglang_draft_decode_two_steps: bool = True
+    sglang_bs_list_has_64: bool = True
+    sglang_small_gpu_max_bs_24: bool = True
+    sglang_spec_v2_default: bool = True
+    sglang_tree_spec_v2: bool = True
+    sglang_small_gpu_max_bs_48: bool = True
     dp_cudagraph_mode_sync: bool = True
     dp_explicit_drafter_syncs: bool = True
     dp_dummy_run_padded_descriptor: bool = True
@@ -609,11 +660,12 @@ RELEASES = (
     Release(
         "sglang-pre-10892",
         "sglang",
-        f"SGLang before {_pr('sglang#10892')}: padded draft replays keep stale positions in the "
-        "padded rows",
-        between(None, "0.5.4"),
+        f"SGLang 0.5.1–0.5.2, before {_pr('sglang#10892')}: padded draft replays keep stale "
+        "positions; a fixed capture list to 160 (256 above 90 GiB, 512 above 160000 MiB); "
+        "EAGLEWorker captures draft-extend graphs for every backend",
+        between(None, "0.5.3"),
         refs=("sglang#10892",),
-        version_note=f"predates {_pr('sglang#10892')} (v0.5.4)",
+        version_note=f"predates {_pr('sglang#10892')} (v0.5.4); fixed capture list",
         off=(
             "reset_positions_on_padded_replay",
             "sglang_draft_breakable_prefill",
@@ -625,16 +677,57 @@ RELEASES = (
             "sglang_dsa_seed_eager_fallback",
             "sglang_a2a_max_bucket",
             "sglang_prefill_shared_bucket",
+            "sglang_max_bs_every_gpu",
+            "sglang_draft_decode_two_steps",
+            "sglang_bs_list_has_64",
+            "sglang_small_gpu_max_bs_24",
+            "sglang_spec_v2_default",
+            "sglang_tree_spec_v2",
+            "sglang_small_gpu_max_bs_48",
         ),
+    ),
+    Release(
+        "sglang-0.5.3",
+        "sglang",
+        "SGLang 0.5.3: capture list up to cuda_graph_max_bs by GPU memory and TP (40-60 by 4, "
+        "no 64); no draft-decode graph at one step; positions still stale on padded replay",
+        between("0.5.3", "0.5.4"),
+        refs=("sglang#10892",),
+        version_note=f"cuda_graph_max_bs for every GPU; predates {_pr('sglang#10892')}",
+        on=("sglang_max_bs_every_gpu", "sglang_draft_decode_two_steps"),
     ),
     Release(
         "sglang-0.5.4",
         "sglang",
-        "SGLang 0.5.4–0.5.13: positions reset on padded replay (#10892); draft-extend graphs for Triton/TRT-LLM only; draft BCG only with --enable-breakable-cuda-graph (0.5.13)",
-        between("0.5.4", "0.5.14"),
-        refs=("sglang#10892", "sglang#25795"),
-        version_note="contains #10892; draft-extend graphs Triton only",
-        on=("reset_positions_on_padded_replay", "sglang_draft_breakable_prefill"),
+        "SGLang 0.5.4–0.5.10: positions reset on padded replay (#10892); EAGLEWorker (spec "
+        "v1, the default) captures draft-extend graphs for every backend; no draft BCG",
+        between("0.5.4", "0.5.11"),
+        refs=("sglang#10892",),
+        version_note="contains #10892; spec v1 worker by default",
+        on=(
+            "reset_positions_on_padded_replay",
+            "sglang_bs_list_has_64",
+            "sglang_small_gpu_max_bs_24",
+        ),
+    ),
+    Release(
+        "sglang-0.5.11",
+        "sglang",
+        "SGLang 0.5.11–0.5.12: EAGLEWorkerV2 by default (topk 1): draft-extend graphs for "
+        "Triton/TRT-LLM MLA only; trees still on EAGLEWorker",
+        between("0.5.11", "0.5.13"),
+        refs=("sglang#10892",),
+        version_note="spec v2 worker by default; draft-extend graphs Triton only",
+        on=("sglang_spec_v2_default",),
+    ),
+    Release(
+        "sglang-0.5.13",
+        "sglang",
+        "SGLang 0.5.13: trees on EAGLEWorkerV2 too; draft BCG with --enable-breakable-cuda-graph",
+        between("0.5.13", "0.5.14"),
+        refs=("sglang#25795",),
+        version_note="spec v1 worker removed; draft BCG opt-in",
+        on=("sglang_tree_spec_v2", "sglang_draft_breakable_prefill"),
     ),
     Release(
         "sglang-0.5.14",
@@ -648,11 +741,21 @@ RELEASES = (
     Release(
         "sglang-0.5.15",
         "sglang",
-        "SGLang 0.5.15–0.5.22: breakable prefill graphs on by default on CUDA, the draft's too",
-        between("0.5.15", "0.5.23"),
+        "SGLang 0.5.15–0.5.19: breakable prefill graphs on by default on CUDA, the draft's too",
+        between("0.5.15", "0.5.20"),
         refs=("sglang#25795",),
         version_note="default breakable prefill graphs",
         on=("sglang_default_breakable_prefill", "sglang_dsa_seed_eager_fallback"),
+    ),
+    Release(
+        "sglang-0.5.20",
+        "sglang",
+        "SGLang 0.5.20–0.5.22: as 0.5.15; GPUs under 35 GB capture up to 48 requests (160 at "
+        "TP >= 4)",
+        between("0.5.20", "0.5.23"),
+        refs=("sglang#25795",),
+        version_note="small-GPU cuda_graph_max_bs 48/160",
+        on=("sglang_small_gpu_max_bs_48",),
     ),
     Release(
         "sglang-current",

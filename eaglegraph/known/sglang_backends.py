@@ -19,6 +19,18 @@ SGLANG_RIG_FAMILY: dict[str, str] = {
     "triton": "triton",
 }
 
+# Backends the spec v1 EAGLEWorker builds a draft-extend backend for, and so captures the
+# draft-extend graph of (`EAGLEWorker.init_cuda_graphs`: `if self.draft_extend_attn_backend`):
+# 0.5.1-0.5.3 `speculative/eagle_worker.py::EAGLEWorker._create_draft_extend_backend`, 0.5.4+
+# `speculative/draft_utils.py::DraftBackendFactory.create_draft_extend_backend` (flashmla has
+# none there: its prefill factory returns None)
+V1_DRAFT_EXTEND_BACKENDS = ("flashinfer", "triton", "aiter", "fa3", "trtllm_mha", "trtllm_mla")
+
+
+def engine_names_of(rig_backend: str) -> tuple[str, ...]:
+    """The SGLang backends the rig runs as this family ("flash_attn" -> ("fa3",))."""
+    return tuple(name for name, family in SGLANG_RIG_FAMILY.items() if family == rig_backend)
+
 
 @dataclass(frozen=True)
 class SglangBackendRule:
@@ -28,12 +40,86 @@ class SglangBackendRule:
     source: str  # file::function
     sm100_topk_one_algorithms: bool  # `_forces_eagle_topk_one`: NextN/MTP count as topk one
     fa4_for_asymmetric_kv: bool  # SM100 MHA with unequal K/V widths picks fa4
-    deepseek_v3_sm100: str  # DeepseekV3ForCausalLM on SM100 with no backend named
+    deepseek_v3_sm100: str | None  # DeepseekV3ForCausalLM on SM100 with no backend named
+    # MHA on Hopper picks fa3 (topk one) only for these architectures; None: for any
+    fa3_architectures: tuple[str, ...] | None = None
+    # SM majors whose MHA default is trtllm_mha with topk one (empty: flashinfer there)
+    trtllm_mha_majors: tuple[int, ...] = (10,)
+    # trtllm_mha also needs no speculation or an explicit --speculative-eagle-topk
+    trtllm_mha_needs_explicit_topk: bool = True
 
+
+# `utils.is_fa3_default_architecture` (0.5.1-0.5.7): the MHA architectures fa3 was the Hopper
+# default for, as listed in each release
+_FA3_ARCHS_051 = (
+    "Qwen2ForCausalLM",
+    "Llama4ForConditionalGeneration",
+    "LlamaForCausalLM",
+    "Gemma2ForCausalLM",
+    "Gemma3ForConditionalGeneration",
+    "Qwen3ForCausalLM",
+    "Qwen3MoeForCausalLM",
+    "Glm4MoeForCausalLM",
+    "Glm4vMoeForConditionalGeneration",
+    "Step3VLForConditionalGeneration",
+)
+_FA3_ARCHS_054 = (*_FA3_ARCHS_051, "Olmo2ForCausalLM")
+_FA3_ARCHS_056 = (
+    *_FA3_ARCHS_054,
+    "Qwen3VLForConditionalGeneration",
+    "Qwen3VLMoeForConditionalGeneration",
+    "Glm4vForConditionalGeneration",
+)
 
 SGLANG_RULES = (
     SglangBackendRule(
-        between(None, "0.5.23"),
+        between(None, "0.5.3"),
+        "sglang 0.5.2 srt/model_executor/model_runner.py::ModelRunner.model_specific_adjustment",
+        False,
+        False,
+        None,
+        _FA3_ARCHS_051,
+        (),
+    ),
+    SglangBackendRule(
+        between("0.5.3", "0.5.4"),
+        "sglang 0.5.3 srt/model_executor/model_runner.py::ModelRunner.model_specific_adjustment",
+        False,
+        False,
+        "trtllm_mla",
+        _FA3_ARCHS_051,
+        (),
+    ),
+    SglangBackendRule(
+        between("0.5.4", "0.5.6"),
+        "sglang 0.5.5 srt/server_args.py::ServerArgs._handle_attention_backend_compatibility",
+        False,
+        False,
+        "trtllm_mla",
+        _FA3_ARCHS_054,
+        (),
+    ),
+    SglangBackendRule(
+        between("0.5.6", "0.5.7"),
+        "sglang 0.5.6 srt/server_args.py::ServerArgs._handle_attention_backend_compatibility "
+        "(is_blackwell: SM10x and SM12x)",
+        False,
+        False,
+        "trtllm_mla",
+        _FA3_ARCHS_056,
+        (10, 12),
+        False,
+    ),
+    SglangBackendRule(
+        between("0.5.7", "0.5.8"),
+        "sglang 0.5.7 srt/server_args.py::ServerArgs._handle_attention_backend_compatibility",
+        False,
+        False,
+        "trtllm_mla",
+        _FA3_ARCHS_056,
+    ),
+    SglangBackendRule(
+        between("0.5.8", "0.5.23"),
         "sglang 0.5.15 srt/server_args.py::ServerArgs._get_default_attn_backend",
         False,
         False,
@@ -96,26 +182,28 @@ def sglang_default_backend(
         return SglangDefault(name, SGLANG_RIG_FAMILY.get(name), f"{why} on {gpu}", source)
 
     if mla:
-        if capability_major == 10 and architecture == "DeepseekV3ForCausalLM":
-            return pick(rule.deepseek_v3_sm100, "DeepSeek V3/R1 override", DEEPSEEK_SM100_SOURCE)
+        override = rule.deepseek_v3_sm100
+        if capability_major == 10 and architecture == "DeepseekV3ForCausalLM" and override:
+            return pick(override, "DeepSeek V3/R1 override", DEEPSEEK_SM100_SOURCE)
         if capability_major == 9:
             return pick("fa3", "MLA default (Hopper, CUDA >= 12.3)")
         if capability_major == 10:
             return pick("flashinfer", "MLA default (SM100)")
         return pick("triton", "MLA default")
     topk_one = eagle_topk is None or eagle_topk == 1
-    if capability_major == 9 and topk_one:
+    fa3_arch = rule.fa3_architectures is None or architecture in rule.fa3_architectures
+    if capability_major == 9 and topk_one and fa3_arch:
         return pick("fa3", "MHA default with no tree drafting (Hopper, CUDA >= 12.3)")
     algorithm = (speculative_algorithm or "").upper()
     forced_one = rule.sm100_topk_one_algorithms and algorithm in TOPK_ONE_ALGORITHMS
-    if (
-        capability_major == 10
-        and topk_one
-        and (not algorithm or eagle_topk is not None or forced_one)
-    ):
+    explicit = not rule.trtllm_mha_needs_explicit_topk or (
+        not algorithm or eagle_topk is not None or forced_one
+    )
+    if capability_major in rule.trtllm_mha_majors and topk_one and explicit:
         if asymmetric_kv and rule.fa4_for_asymmetric_kv:
             return pick("fa4", "MHA default with unequal K/V widths")
         return pick("trtllm_mha", "MHA default with no tree drafting")
+    why = "MHA default" if fa3_arch else "MHA default (fa3 only for the listed architectures)"
     if has_flashinfer:
-        return pick("flashinfer", "MHA default")
-    return pick("triton", "MHA default without FlashInfer")
+        return pick("flashinfer", why)
+    return pick("triton", f"{why} without FlashInfer")

@@ -552,6 +552,41 @@ _ALL = (
         "0.5.23",
         "FlashAttention joins the EAGLE draft-extend CUDA-graph allowlist (eager before)",
     ),
+    # --- SGLang 0.5.x capture lists and workers, read release by release (issue 28)
+    _release(
+        "sglang-max-bs-every-gpu",
+        "sglang",
+        "0.5.3",
+        "the decode capture list is built in ServerArgs up to cuda_graph_max_bs, whose "
+        "default is set for every GPU size by memory and TP; the EAGLE draft-decode graph "
+        "runner exists only when speculative_num_steps > 1",
+    ),
+    _release(
+        "sglang-bs-list-64",
+        "sglang",
+        "0.5.4",
+        "the speculative capture list's 40-64 stretch includes 64; small GPUs default to "
+        "cuda_graph_max_bs 24",
+    ),
+    _release(
+        "sglang-spec-v2-default",
+        "sglang",
+        "0.5.11",
+        "EAGLE runs on the overlap worker (EAGLEWorkerV2) by default, whose draft-extend "
+        "graph has a backend allowlist",
+    ),
+    _release(
+        "sglang-tree-spec-v2",
+        "sglang",
+        "0.5.13",
+        "the spec v1 EAGLE worker is removed: trees (topk > 1) run on EAGLEWorkerV2 too",
+    ),
+    _release(
+        "sglang-small-gpu-max-bs-48",
+        "sglang",
+        "0.5.20",
+        "GPUs under 35 GB default to cuda_graph_max_bs 48 at TP < 4 and 160 at TP >= 4",
+    ),
 )
 
 UPSTREAM: dict[str, Upstream] = {u.ref: u for u in _ALL}

@@ -9,7 +9,7 @@ model folder the same way.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from eaglegraph.pair.model import Pair
 from eaglegraph.pair.rank_sizing import check_layout, context_finding, fit_finding, size_ranks
@@ -44,7 +44,7 @@ class InspectRequest:
         target = pair.target
         options = plan_options(
             pair,
-            self.plan,
+            replace(self.plan, tp_size=self.layout.tp),
             engine_batch_defaults=True,
             architecture=target.architecture if target else None,
             head_dim=target.geometry.head_dim if target else None,

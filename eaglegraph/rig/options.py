@@ -70,6 +70,7 @@ class PlanOptions:
     runner_why: str = ""
     eagle_topk: int = 1  # SGLang's --speculative-eagle-topk (> 1: tree drafting)
     num_draft_tokens: int | None = None  # SGLang's --speculative-num-draft-tokens (trees)
+    tp_size: int = 1  # SGLang's default cuda_graph_max_bs depends on it (`tp_size < 4`)
 
     def __post_init__(self) -> None:
         if self.runner is not None and not isinstance(self.runner, ModelRunner):
@@ -117,6 +118,7 @@ class PlanChoices:
     eagle_topk: int | None = None  # SGLang: draft branches per step (> 1: a tree)
     num_draft_tokens: int | None = None  # SGLang: tree tokens verified per request
     engine_version: str | None = None  # the exact release (`--engine`), when known
+    tp_size: int | None = None  # the layout's TP size (SGLang's graph batch sizes read it)
 
 
 def _runner(
@@ -353,6 +355,7 @@ def resolve_plan_options(
         runner_why=runner_why,
         eagle_topk=topk,
         num_draft_tokens=draft_tokens,
+        tp_size=_positive(c.tp_size, "tp_size") if c.tp_size is not None else 1,
     )
 
 

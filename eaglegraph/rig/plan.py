@@ -19,7 +19,9 @@ from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.mrv1_plan import drafter_keys, drafter_mode, mrv1_profile, target_keys
 from eaglegraph.rig.options import PlanOptions
 from eaglegraph.rig.sglang_plan import (
+    draft_decode_graph,
     draft_extend_graph,
+    draft_extend_tokens,
     draft_prefill_bcg,
     prefill_token_ladder,
     sglang_decode_batch_sizes,
@@ -414,7 +416,7 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
     if opts.capture_sizes is not None:
         bs_list = sorted({s for s in opts.capture_sizes if s <= opts.max_num_seqs})
     else:
-        bs_list = sglang_decode_batch_sizes(k, opts.gpu, opts.max_num_seqs)
+        bs_list = sglang_decode_batch_sizes(beh, opts.gpu, opts.max_num_seqs, opts.tp_size)
     mode = Mode.FULL if graphs else Mode.NONE
 
     def full(tokens_per_bs: int) -> list[BatchDescriptor]:
@@ -426,19 +428,22 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
         "target", mode, ntok, full(ntok), describe_padding(full(ntok), "sglang"),
         ["TARGET_VERIFY graphs, one per batch size, largest first, global graph pool"],
     )  # fmt: skip
-    if k > 1:
+    if draft_decode_graph(beh, k):
         dd = full(topk)
         decode = PhasePlan(
             "draft_decode", mode, topk, dd, describe_padding(dd, "sglang"),
             ["EAGLEDraftCudaGraphRunner: one graph runs all draft steps; shares the target's pool"],
-            fused_steps=k - 1 if dd else 1,
+            fused_steps=max(k - 1, 1) if dd else 1,
         )  # fmt: skip
     else:
         decode = PhasePlan("draft_decode", Mode.NONE, 1, [], "no draft decode graph (steps = 1)")
     explicit_bcg = True if opts.breakable else (False if opts.explicit_mode else None)
     bcg = graphs and draft_prefill_bcg(explicit_bcg, beh)
-    extend = graphs and draft_extend_graph(opts.attention_backend, beh)
-    prompt, extend_phase = _sglang_draft_prefills(opts, ntok, full(ntok), bcg, extend)
+    extend = graphs and draft_extend_graph(opts.attention_backend, beh, topk)
+    extend_tokens = draft_extend_tokens(beh, k, ntok)
+    prompt, extend_phase = _sglang_draft_prefills(
+        opts, extend_tokens, full(extend_tokens), bcg, extend
+    )
     plan = CapturePlan(
         framework="sglang",
         behavior=beh.name,

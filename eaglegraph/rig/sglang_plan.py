@@ -12,23 +12,108 @@ data (known/).
 from __future__ import annotations
 
 from eaglegraph.known.profiles import Profile
-from eaglegraph.rig.capture_sizes import sglang_batch_sizes, sglang_prefill_tokens
+from eaglegraph.known.sglang_backends import V1_DRAFT_EXTEND_BACKENDS, engine_names_of
+from eaglegraph.known.sglang_capture import (
+    FIXED_EXTEND_STEP,
+    FIXED_EXTENSIONS,
+    FIXED_SMALL_GPU_MAX_BS,
+    FIXED_SMALL_GPU_MIB,
+    FIXED_SPEC_STRETCHES,
+    LARGE_TP,
+    MAX_BS_TIERS,
+    SMALL_GPU_TIERS,
+    SPEC_STRETCHES,
+    SPEC_STRETCHES_053,
+    MaxBsTier,
+    Stretch,
+)
+from eaglegraph.rig.capture_sizes import sglang_prefill_tokens
 from eaglegraph.rig.gpus import GpuSpec
 
 
-def sglang_gpu_max_bs(gpu: GpuSpec, tp_size: int = 1) -> int:
-    """Default `cuda_graph_max_bs` by GPU memory (MB thresholds in the engine)."""
-    mb = gpu.memory_gib * 1024
-    small_tp = tp_size < 4
-    if mb < 20 * 1024:
-        return 8
-    if mb < 35 * 1024:
-        return 48 if small_tp else 160
-    if mb < 60 * 1024:
-        return 32 if small_tp else 160
-    if mb < 160 * 1024:
-        return 256 if small_tp else 512
-    return 512
+def _sizes(stretches: tuple[Stretch, ...], max_bs: int) -> list[int]:
+    """The stretches' sizes up to max_bs (an open stretch runs to max_bs)."""
+    out: list[int] = []
+    for start, stop, step in stretches:
+        out += range(start, max_bs + 1 if stop is None else stop, step)
+    return [s for s in out if s <= max_bs]
+
+
+def _small_gpu_tier(profile: Profile) -> MaxBsTier:
+    if profile.sglang_small_gpu_max_bs_48:
+        return SMALL_GPU_TIERS["0.5.20"]
+    if profile.sglang_small_gpu_max_bs_24:
+        return SMALL_GPU_TIERS["0.5.4"]
+    return SMALL_GPU_TIERS["0.5.3"]
+
+
+def sglang_gpu_max_bs(gpu: GpuSpec, tp_size: int = 1, profile: Profile | None = None) -> int | None:
+    """Default `cuda_graph_max_bs` by GPU memory (MiB thresholds in the engine) and TP; None
+    where the release sets none (0.5.1-0.5.2 above 35 GB). No profile: current semantics."""
+    mib = gpu.memory_gib * 1024
+    large = tp_size >= LARGE_TP
+    if profile is not None and not profile.sglang_max_bs_every_gpu:
+        if mib < FIXED_SMALL_GPU_MIB:
+            return FIXED_SMALL_GPU_MAX_BS[1 if large else 0]
+        return None
+    small = SMALL_GPU_TIERS["0.5.20"] if profile is None else _small_gpu_tier(profile)
+    tiers = (MAX_BS_TIERS[0], small, *MAX_BS_TIERS[1:])
+    tier = next(t for t in tiers if t.below_mib is None or mib < t.below_mib)
+    return tier.large_tp if large else tier.small_tp
+
+
+def _fixed_list(gpu: GpuSpec, max_bs: int | None, pool: int) -> list[int]:
+    """0.5.1-0.5.2 `get_batch_sizes_to_capture`: the fixed list and its memory extensions,
+    the pool size appended past it, cut (or extended by 16s) to cuda_graph_max_bs."""
+    mib = gpu.memory_gib * 1024
+    sizes = _sizes(FIXED_SPEC_STRETCHES, 10**9)
+    for ext in FIXED_EXTENSIONS:
+        if mib > ext.above_mib:
+            sizes += _sizes((ext.stretch,), 10**9)
+    if max(sizes) > pool:
+        sizes.append(pool)
+    if max_bs:
+        sizes = [s for s in sizes if s <= max_bs]
+        if max(sizes) < max_bs:
+            sizes += range(max(sizes), max_bs + 1, FIXED_EXTEND_STEP)
+    return sorted({s for s in sizes if s <= pool})
+
+
+def sglang_decode_batch_sizes(
+    profile: Profile, gpu: GpuSpec, max_running_requests: int, tp_size: int = 1
+) -> list[int]:
+    """The batch sizes every EAGLE graph runner captures (`get_batch_sizes_to_capture`):
+    the release's speculative list up to cuda_graph_max_bs, capped at the request pool
+    (max_running_requests), which joins the list when the list goes past it."""
+    max_bs = sglang_gpu_max_bs(gpu, tp_size, profile)
+    pool = max_running_requests
+    if not profile.sglang_max_bs_every_gpu:
+        return _fixed_list(gpu, max_bs, pool)
+    assert max_bs is not None  # every GPU has a default from 0.5.3
+    stretches = SPEC_STRETCHES if profile.sglang_bs_list_has_64 else SPEC_STRETCHES_053
+    sizes = _sizes(stretches, max_bs)
+    if max_bs not in sizes:  # appended from 0.5.10; every default tier is on the list
+        sizes.append(max_bs)
+    if max(sizes) > pool:
+        sizes.append(pool)
+    return sorted({s for s in sizes if s <= pool})
+
+
+def on_spec_v2(profile: Profile, topk: int) -> bool:
+    """Whether EAGLE runs on EAGLEWorkerV2 (else the spec v1 EAGLEWorker)."""
+    return profile.sglang_spec_v2_default and (topk == 1 or profile.sglang_tree_spec_v2)
+
+
+def draft_extend_tokens(profile: Profile, num_steps: int, num_draft_tokens: int) -> int:
+    """Tokens per request of the draft-extend graph: num_draft_tokens from 0.5.13
+    (`resolve_num_tokens_per_req(phase="draft_extend")`), num_steps + 1 before
+    (`EAGLEDraftExtendCudaGraphRunner.__init__`: num_tokens_per_bs)."""
+    return num_draft_tokens if profile.sglang_tree_spec_v2 else num_steps + 1
+
+
+def draft_decode_graph(profile: Profile, num_steps: int) -> bool:
+    """The draft-decode graph runner exists for more than one step (from 0.5.3)."""
+    return num_steps > 1 or not profile.sglang_draft_decode_two_steps
 
 
 def sglang_chunked_prefill_size(gpu: GpuSpec) -> int:
@@ -43,15 +128,12 @@ def sglang_chunked_prefill_size(gpu: GpuSpec) -> int:
     return 16384
 
 
-def sglang_decode_batch_sizes(
-    num_spec_tokens: int, gpu: GpuSpec, max_running_requests: int
-) -> list[int]:
-    max_bs = min(sglang_gpu_max_bs(gpu), max_running_requests)
-    return sglang_batch_sizes(num_spec_tokens, max_bs=max_bs, max_running_requests=max_bs)
-
-
-def draft_extend_graph(backend: str, profile: Profile) -> bool:
-    """Whether the draft-extend graph runner exists for this backend (else it runs eagerly)."""
+def draft_extend_graph(backend: str, profile: Profile, topk: int = 1) -> bool:
+    """Whether the draft-extend graph runner exists for this backend (else it runs eagerly):
+    EAGLEWorker captures it for every backend with a draft-extend backend; EAGLEWorkerV2 for
+    the backends on its allowlist (`_capture_cuda_graphs`), which grew by release."""
+    if not on_spec_v2(profile, topk):
+        return any(name in V1_DRAFT_EXTEND_BACKENDS for name in engine_names_of(backend))
     if backend == "triton":
         return True
     if backend == "flashinfer":

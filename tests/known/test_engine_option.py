@@ -23,7 +23,7 @@ def _inspect(*args: str) -> tuple[int, str, str]:
         ("vllm 0.22.0", "vllm", "vllm-0.22", None),
         ("vllm==0.24.0", "vllm", "vllm-0.23", None),
         ("vllm==0.33.0", "vllm", "vllm-current", None),
-        ("sglang==0.5.3", "sglang", "sglang-pre-10892", "stale-padded-positions"),
+        ("sglang==0.5.3", "sglang", "sglang-0.5.3", "stale-padded-positions"),
     ],
 )
 def test_engine_version_selects_the_profile(

@@ -52,9 +52,9 @@ PACKAGE = Path(__file__).resolve().parents[2] / "eaglegraph"
         ("sglang==0.5.9", "sglang-0.5.4"),
         ("sglang v0.5.4.post1", "sglang-0.5.4"),
         ("sglang==0.5.14", "sglang-0.5.14"),
-        ("sglang==0.5.20", "sglang-0.5.15"),
+        ("sglang==0.5.20", "sglang-0.5.20"),
         ("sglang==0.5.23", "sglang-current"),
-        ("sglang==0.5.3", "sglang-pre-10892"),
+        ("sglang==0.5.3", "sglang-0.5.3"),
         ("sglang==0.4.5", "sglang-pre-10892"),
     ],
 )

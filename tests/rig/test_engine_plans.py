@@ -103,7 +103,7 @@ SPEC_48 = [*range(1, 9), *range(10, 33, 2), 40, 44, 48]
         ("sglang-current", "L4", "triton", SPEC_48, True, 50),  # < 35 GB: max_bs 48, 4096 tokens
         ("sglang-0.5.15", "H100", "flash_attn", SPEC_48, False, 58),
         ("sglang-0.5.14", "H100", "flashinfer", SPEC_48, True, 0),
-        ("sglang-0.5.4", "H100", "flashinfer", SPEC_48, False, 0),
+        ("sglang-0.5.11", "H100", "flashinfer", SPEC_48, False, 0),
     ],
 )
 def test_sglang_plan_matches_engine(

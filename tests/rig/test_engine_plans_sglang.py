@@ -115,8 +115,9 @@ def _draft_passes(
         ("sglang-0.5.15", "flashinfer", 3, "FULL", True),
         ("sglang-0.5.15", "flash_attn", 3, "BREAKABLE", True),  # no FA runner: the prompt's BCG
         ("sglang-0.5.14", "flashinfer", 3, "FULL", False),  # BCG opt-in before 0.5.15
-        ("sglang-0.5.4", "flash_attn", 3, "NONE", False),  # eager extend, no BCG
-        ("sglang-0.5.4", "triton", 4, "FULL", False),
+        ("sglang-0.5.11", "flash_attn", 3, "NONE", False),  # EAGLEWorkerV2: eager, no BCG
+        ("sglang-0.5.11", "triton", 4, "FULL", False),
+        ("sglang-0.5.4", "flash_attn", 3, "FULL", False),  # EAGLEWorker: every backend
     ],
 )
 def test_draft_extend_full_per_bs_apart_from_prompt_prefill(

@@ -182,9 +182,10 @@ def test_sglang_plan() -> None:
         opts = resolve_plan_options(PlanChoices(framework="sglang", num_speculative_tokens=3, **kw))  # type: ignore[arg-type]
         return build_plan(opts).phase("draft_prefill").mode
 
-    assert prefill_mode(behavior="sglang-0.5.4") is Mode.NONE  # draft extend eager
-    assert prefill_mode(behavior="sglang-0.5.4", mode="BREAKABLE") is Mode.BREAKABLE
-    assert prefill_mode(behavior="sglang-0.5.4", attention_backend="flashinfer") is Mode.NONE
+    assert prefill_mode(behavior="sglang-0.5.11") is Mode.NONE  # draft extend eager
+    assert prefill_mode(behavior="sglang-0.5.13", mode="BREAKABLE") is Mode.BREAKABLE
+    assert prefill_mode(behavior="sglang-0.5.11", mode="BREAKABLE") is Mode.NONE  # no draft BCG
+    assert prefill_mode(behavior="sglang-0.5.11", attention_backend="flashinfer") is Mode.NONE
     assert prefill_mode(behavior="sglang-0.5.14", attention_backend="flashinfer") is Mode.FULL
     assert prefill_mode(behavior="sglang-0.5.15", attention_backend="flash_attn") is Mode.BREAKABLE
     assert prefill_mode(mode="FULL") is Mode.FULL  # explicit FULL: no prefill graphs

@@ -1,0 +1,104 @@
+"""SGLang's decode capture batch sizes per 0.5.x release, as read from the wheels.
+
+A customer's SGLang server captures its target-verify, draft-decode and draft-extend graphs
+over one batch-size list; which list it was depends on the release, the GPU's memory (what
+`get_device_memory_capacity` reports, in MiB) and the TP size. Each stretch and each memory
+tier below names the function it was read from; which stretches a release uses is a profile
+flag (`known.profiles`: sglang_max_bs_every_gpu, sglang_bs_list_has_64,
+sglang_small_gpu_max_bs_24, sglang_small_gpu_max_bs_48).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# (start, stop, step) as Python ranges; `None` as stop: up to the largest batch size
+Stretch = tuple[int, int | None, int]
+
+# 0.5.1-0.5.2: `model_executor/cuda_graph_runner.py::get_batch_sizes_to_capture`, speculative
+# branch ("capture less"), then two memory extensions
+FIXED_SPEC_STRETCHES: tuple[Stretch, ...] = ((1, 9, 1), (10, 33, 2), (40, 64, 8), (80, 161, 16))
+FIXED_SOURCE = "sglang 0.5.2 srt/model_executor/cuda_graph_runner.py::get_batch_sizes_to_capture"
+
+
+@dataclass(frozen=True)
+class MemoryExtension:
+    """0.5.1-0.5.2: sizes added to the fixed list on a GPU with more than `above_mib` MiB."""
+
+    above_mib: float
+    stretch: Stretch
+
+
+FIXED_EXTENSIONS = (
+    MemoryExtension(90 * 1024, (160, 257, 8)),  # "H200, H20"
+    MemoryExtension(160 * 1000, (256, 513, 16)),  # "B200, MI300" (sic: 1000, not 1024)
+)
+# 0.5.1-0.5.2 `ServerArgs.__post_init__`: cuda_graph_max_bs defaults only under 35 GB
+FIXED_SMALL_GPU_MIB = 35 * 1024
+FIXED_SMALL_GPU_MAX_BS = (8, 80)  # (TP < 4, TP >= 4)
+# 0.5.1-0.5.2: with cuda_graph_max_bs above the list's largest size, the list is extended
+# from that size to cuda_graph_max_bs by this step
+FIXED_EXTEND_STEP = 16
+
+# 0.5.3-0.5.9 `server_args.py::ServerArgs._generate_cuda_graph_batch_sizes`, 0.5.14-0.5.18
+# `::_generate_decode_cuda_graph_batch_sizes`, 0.5.19+ `arg_groups/cuda_graph_hook.py::
+# generate_decode_cuda_graph_batch_sizes` (speculative branch); 0.5.3 stops the 40s at 60
+SPEC_STRETCHES_053: tuple[Stretch, ...] = (
+    (1, 9, 1),
+    (10, 33, 2),
+    (40, 64, 4),
+    (72, 257, 8),
+    (272, None, 16),
+)
+SPEC_STRETCHES: tuple[Stretch, ...] = (
+    (1, 9, 1),
+    (10, 33, 2),
+    (40, 65, 4),
+    (72, 257, 8),
+    (272, None, 16),
+)
+SPEC_SOURCE = (
+    "sglang 0.5.23 srt/arg_groups/cuda_graph_hook.py::generate_decode_cuda_graph_batch_sizes "
+    "(0.5.3-0.5.18: srt/server_args.py::ServerArgs._generate_cuda_graph_batch_sizes)"
+)
+
+
+@dataclass(frozen=True)
+class MaxBsTier:
+    """`cuda_graph_max_bs` on a GPU with less than `below_mib` MiB (None: any larger one)."""
+
+    below_mib: float | None
+    small_tp: int  # TP < 4
+    large_tp: int  # TP >= 4
+
+
+# 0.5.3+ `server_args.py::ServerArgs._handle_gpu_memory_settings` (0.5.19+
+# `arg_groups/memory_hook.py::handle_gpu_memory_settings`), CUDA cards, smallest first; the
+# tier under 35 GB moved between releases and is `SMALL_GPU_TIERS`' (it sits second)
+MAX_BS_TIERS = (
+    MaxBsTier(20 * 1024, 8, 8),
+    MaxBsTier(60 * 1024, 32, 160),
+    MaxBsTier(90 * 1024, 256, 512),
+    MaxBsTier(160 * 1024, 256, 512),
+    MaxBsTier(None, 512, 512),
+)
+# the tier under 35 GB by the first release that had it
+SMALL_GPU_TIERS = {
+    "0.5.3": MaxBsTier(35 * 1024, 16, 80),
+    "0.5.4": MaxBsTier(35 * 1024, 24, 80),
+    "0.5.20": MaxBsTier(35 * 1024, 48, 160),
+}
+MAX_BS_SOURCE = (
+    "sglang 0.5.23 srt/arg_groups/memory_hook.py::handle_gpu_memory_settings "
+    "(0.5.3-0.5.18: srt/server_args.py::ServerArgs._handle_gpu_memory_settings)"
+)
+# TP at or above which the larger column applies (`tp_size < 4` in every release)
+LARGE_TP = 4
+POOL_SOURCE = (
+    "sglang 0.5.23 srt/model_executor/runner/base_cuda_graph_runner.py::"
+    "get_batch_sizes_to_capture (capped at req_to_token_pool.size = max_running_requests, "
+    "which is appended when the list goes past it)"
+)
+# `_handle_eagle_family` (0.5.13+ arg_groups/speculative_hook.py; before, ServerArgs):
+# EAGLE-family servers default max_running_requests to 48 in every 0.5.x release
+EAGLE_MAX_RUNNING_REQUESTS = 48
