@@ -31,6 +31,7 @@ from eaglegraph.models.layers import (
     new_param,
 )
 from eaglegraph.models.target import TargetModel, geometry_spec
+from eaglegraph.models.vocab import head_logits
 
 KVWriter = Callable[[int, torch.Tensor, torch.Tensor], None]
 """`write(layer_index, k [T, nkv, hd], v [T, nkv, hd])`: store context K/V of one layer."""
@@ -104,7 +105,7 @@ class DFlashDraft(DraftBase[DFlashArch, TargetModel]):
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         head = self.lm_head if self.lm_head is not None else self.target.lm_head_weight
-        return F.linear(hidden, head).float()
+        return head_logits(hidden, head).float()
 
     def draft_to_target(self, ids: torch.Tensor) -> torch.Tensor:
         return ids

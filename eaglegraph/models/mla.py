@@ -38,6 +38,7 @@ from eaglegraph.models.layers import (
 )
 from eaglegraph.models.moe import RoutedMoE
 from eaglegraph.models.target import DecoderStack
+from eaglegraph.models.vocab import head_logits
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.mla import MLADims, MoEDims
 
@@ -234,4 +235,4 @@ class MLATarget(DecoderStack):
         self.build_stack(geometry, layers, mla.qk_rope_head_dim, dtype, dev, max_positions, extras)
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        return F.linear(hidden, self.lm_head_weight).float()
+        return head_logits(hidden, self.lm_head_weight).float()

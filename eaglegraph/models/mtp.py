@@ -43,6 +43,7 @@ from eaglegraph.models.layers import (
 from eaglegraph.models.mla import MLADecoderLayer, MLATarget
 from eaglegraph.models.rope import build_cos_sin_cache
 from eaglegraph.models.target import TargetModel, geometry_spec
+from eaglegraph.models.vocab import head_logits
 from eaglegraph.pair.mla import MLADims, MoEDims
 
 Target = TargetModel | MLATarget
@@ -274,7 +275,7 @@ class MTPDraft(DraftBase[MTPArch, Target]):
         """fp32 `[T, V]` logits of the current step's module: head(shared_norm(h))."""
         module = self.module_for(self.step)
         head = module.head if module.head is not None else self.target.lm_head_weight
-        return F.linear(module.shared_norm(hidden), head).float()
+        return head_logits(module.shared_norm(hidden), head).float()
 
     def draft_to_target(self, ids: torch.Tensor) -> torch.Tensor:
         """MTP drafts over the target vocabulary: the identity."""

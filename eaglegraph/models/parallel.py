@@ -1,7 +1,7 @@
 """Tensor parallelism for the rig's models, sharded as vLLM and SGLang shard them.
 
 A rank builds the whole model from the same seed or checkpoint as every other rank, then
-`shard_model` keeps its slice, as the engines' parallel linears load theirs:
+`shard_models` keeps its slice, as the engines' parallel linears load theirs:
 - attention: q heads split over the ranks, KV heads too, or replicated when the TP size
   exceeds them (vLLM `QKVParallelLinear`: each rank keeps head `rank·kv/tp`); o_proj is
   row-parallel, its output all-reduced;
@@ -11,129 +11,61 @@ A rank builds the whole model from the same seed or checkpoint as every other ra
 - routed experts: split by expert under expert parallelism (each rank computes its own
   experts, the sum is all-reduced: the engines' default all-reduce dispatch), or each
   expert's intermediate split over TP without it; shared experts are TP-sharded and reduced
-  together with the routed sum, one all-reduce per MoE layer as the engines do.
-Embeddings and LM heads stay replicated (each rank holds the whole vocabulary): the engines'
-vocab-parallel split changes memory, not the graphs' collectives pattern of the decoder, and
-`pair.rank_sizing` sizes it as the engines do.
+  together with the routed sum, one all-reduce per MoE layer as the engines do;
+- embeddings and LM heads: split by vocabulary rows, padded as the engines pad
+  (`models.vocab`): the embedding's masked lookup is all-reduced, the head's logits are
+  all-gathered (`head_logits`). A draft that shares the target's embedding or head shares
+  the one sharded module; a tied head is the sharded embedding weight.
 
-Every all-reduce goes through `eaglegraph::tp_all_reduce`, an opaque op (a compiled forward
-keeps it as one call, as vLLM's `all_reduce` custom op) that calls the installed
-`TensorParallel`: its process group and the observer that records each collective (the
-rank runtime's ledger). Without an installed group the sharded model refuses to run.
+Every collective goes through one op of `models.collectives` (`eaglegraph::tp_all_reduce`,
+`eaglegraph::tp_all_gather`), which calls the installed `TensorParallel`: its process group
+and the ledger that records each collective. Without an installed group the sharded model
+refuses to run.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Iterable
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from eaglegraph.errors import BadInput
-from eaglegraph.models.layers import Attention, GatedMLP
+from eaglegraph.models.collectives import (
+    CollectiveLedger,
+    TensorParallel,
+    collective_scope,
+    collectives_issued,
+    installed,
+    replay_watch,
+    tensor_parallel,
+    tp_all_gather,
+    tp_all_reduce,
+)
+from eaglegraph.models.layers import Attention, GatedMLP, VocabEmbedding
 from eaglegraph.models.mla import MLAAttention
 from eaglegraph.models.moe import RoutedMoE
 from eaglegraph.models.mtp import GatedAttention
+from eaglegraph.models.vocab import shard_embedding, shard_rows, vocab_shard
 
+__all__ = [  # the collectives, re-exported for the rig that installs and scopes them
+    "CollectiveLedger",
+    "TensorParallel",
+    "collective_scope",
+    "collectives_issued",
+    "installed",
+    "replay_watch",
+    "shard_models",
+    "tensor_parallel",
+    "tp_all_gather",
+    "tp_all_reduce",
+]
 
-class CollectiveLedger(Protocol):
-    """What records a rank's collectives (`rig.ledger.Ledger`)."""
-
-    seq: int
-
-    def observe(self, op: str, tensor: Tensor) -> Callable[[], None]: ...
-
-    def scoped(self, label: str) -> contextlib.AbstractContextManager[None]: ...
-
-    def around_replay(self, label: str, collectives: int) -> Callable[[], None] | None: ...
-
-
-@dataclass
-class TensorParallel:
-    """This process's place in its tensor-parallel group, and the ledger of its collectives."""
-
-    rank: int
-    size: int
-    group: Any = None  # a torch.distributed ProcessGroup (None: the default group)
-    ledger: CollectiveLedger | None = None
-
-    def all_reduce(self, x: Tensor) -> None:
-        import torch.distributed as dist
-
-        done = self.ledger.observe("all_reduce", x) if self.ledger is not None else None
-        dist.all_reduce(x, group=self.group)
-        if done is not None:
-            done()
-
-
-_INSTALLED: list[TensorParallel] = []
-
-
-@contextlib.contextmanager
-def tensor_parallel(tp: TensorParallel) -> Iterator[TensorParallel]:
-    """Install `tp` for the forwards run inside (the rank runtime installs one per process)."""
-    _INSTALLED.append(tp)
-    try:
-        yield tp
-    finally:
-        _INSTALLED.remove(tp)
-
-
-def installed() -> TensorParallel | None:
-    return _INSTALLED[-1] if _INSTALLED else None
-
-
-def _ledger() -> CollectiveLedger | None:
-    return _INSTALLED[-1].ledger if _INSTALLED else None
-
-
-def collective_scope(label: str | Callable[[], str]) -> contextlib.AbstractContextManager[None]:
-    """Collectives issued inside are recorded as running in `label` (a phase and its graph,
-    or a callable making it, called only when a ledger records); a no-op without an installed
-    ledger (single-rank runs pay one list test)."""
-    ledger = _ledger()
-    if ledger is None:
-        return contextlib.nullcontext()
-    return ledger.scoped(label if isinstance(label, str) else label())
-
-
-def collectives_issued() -> int:
-    """How many collectives this rank has recorded so far (0 without a ledger)."""
-    ledger = _ledger()
-    return ledger.seq if ledger is not None else 0
-
-
-@contextlib.contextmanager
-def replay_watch(label: str, collectives: int) -> Iterator[bool]:
-    """Around a replay that runs `collectives` captured collectives no Python sees: recorded
-    as one ledger entry whose end is written once the replay finished (a stuck peer leaves
-    it open). Yields whether to replay (False only where a test planted a skipped replay). A
-    no-op when nothing is recorded or the graph holds no collective."""
-    ledger = _ledger()
-    if ledger is None or not collectives:
-        yield True
-        return
-    done = ledger.around_replay(label, collectives)
-    yield done is not None
-    if done is not None:
-        done()
-
-
-@torch.library.custom_op("eaglegraph::tp_all_reduce", mutates_args=("x",))
-def tp_all_reduce(x: Tensor) -> None:
-    """Sum `x` over the tensor-parallel group, in place."""
-    if not _INSTALLED:
-        raise RuntimeError("a tensor-parallel model ran with no process group installed")
-    _INSTALLED[-1].all_reduce(x)
-
-
-@tp_all_reduce.register_fake
-def _tp_all_reduce_fake(x: Tensor) -> None:
-    return None
+# Attributes that hold an LM head weight (`[vocab, H]`) of its own: a target's or a draft's
+# `lm_head`, an MTP module's `head`; None where the head is another module's (tied, shared).
+HEAD_ATTRIBUTES = ("lm_head", "head")
 
 
 def _reduce_output(module: nn.Module, inputs: Any, output: Tensor) -> Tensor:
@@ -235,12 +167,21 @@ def _shard_moe(moe: RoutedMoE, rank: int, size: int, expert_parallel: bool) -> N
         _shard_mlp(moe.shared, rank, size)
 
 
+def _shard_heads(module: nn.Module, rank: int, size: int) -> None:
+    """Split the LM head weights `module` holds itself by vocabulary rows."""
+    for name in HEAD_ATTRIBUTES:
+        weight = getattr(module, name, None)
+        if isinstance(weight, nn.Parameter) and weight.dim() == 2:
+            setattr(module, name, shard_rows(weight, vocab_shard(weight.shape[0], rank, size)))
+
+
 def shard_models(
     models: Iterable[Any], rank: int, size: int, *, expert_parallel: bool = False
 ) -> int:
     """Keep rank `rank` of `size`'s slice of every parallel layer of `models` (a target and
-    its draft: a layer they share is sharded once), and all-reduce each row-parallel output;
-    returns how many all-reduces one forward of all of them issues."""
+    its draft: a layer they share is sharded once), all-reduce each row-parallel output and
+    each embedding lookup, all-gather each head's logits; returns how many modules
+    all-reduce once per call (the heads' gathers run outside the forwards)."""
     if size == 1:
         return 0
     roots = [m for m in models if isinstance(m, nn.Module)]  # a Draft is typed as a protocol
@@ -255,6 +196,11 @@ def shard_models(
             module.register_forward_hook(_reduce_output)
             reduced += 1
     for module in modules:
+        _shard_heads(module, rank, size)
+        if isinstance(module, VocabEmbedding):
+            shard_embedding(module, rank, size)  # reduces in its own forward
+            reduced += 1
+            continue
         if isinstance(module, (Attention, GatedAttention)):
             _shard_attention(module, rank, size)
         elif isinstance(module, MLAAttention):

@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from eaglegraph.errors import BadInput
@@ -25,6 +24,7 @@ from eaglegraph.models.layers import (
     new_param,
 )
 from eaglegraph.models.rope import build_cos_sin_cache, cache_length
+from eaglegraph.models.vocab import head_logits
 from eaglegraph.pair.geometry import Geometry
 
 FAMILIES = ("llama", "qwen2", "qwen3", "mistral")
@@ -197,4 +197,4 @@ class TargetModel(DecoderStack):
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """`[T, V]` logits in the head dtype, the model's (vLLM's `head_dtype` default): a
         sampler that widens to fp32 does so itself (`known.heads`)."""
-        return F.linear(hidden, self.lm_head_weight)
+        return head_logits(hidden, self.lm_head_weight)

@@ -291,6 +291,13 @@ def _calls(entries: list[dict[str, Any]]) -> list[CollectiveCall]:
     return [_call(e, e["seq"] in closed) for e in entries if e.get("ev") == "enter"]
 
 
+def _op_counts(calls: list[CollectiveCall]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for c in calls:
+        counts[c.op] = counts.get(c.op, 0) + 1
+    return counts
+
+
 def _last_line(path: Path) -> str | None:
     """Rank 0's latest progress line (`[rank 0 12:00:00] capturing graphs`)."""
     try:
@@ -359,6 +366,7 @@ def _outcome(
         capture=capture,
         probe=probe,
         collectives=len(calls),
+        collective_ops=_op_counts(calls),
         last_collective=calls[-1] if calls else None,
         waiting_in=_call(open_entry, False) if open_entry is not None else None,
         replay_equals_eager=value.get("replay_equals_eager"),

@@ -52,6 +52,8 @@ class RankOutcome:
     capture: CaptureRun | None = None
     probe: ProbeRun | None = None
     collectives: int = 0  # ledger entries this rank issued
+    # how many of each op (all_reduce, all_gather, replay) the ledger holds, eager or captured
+    collective_ops: dict[str, int] = field(default_factory=dict)
     last_collective: CollectiveCall | None = None
     waiting_in: CollectiveCall | None = None  # entered, never finished
     replay_equals_eager: bool | None = None

@@ -24,6 +24,7 @@ import contextlib
 import datetime
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -31,7 +32,7 @@ from typing import Any
 
 import torch
 
-from eaglegraph.models.parallel import TensorParallel, tensor_parallel
+from eaglegraph.models.collectives import TensorParallel, tensor_parallel
 from eaglegraph.results.parallel import ParallelLayout
 from eaglegraph.rig.ledger import Ledger
 
@@ -57,14 +58,13 @@ class PlantedFault:
 
 
 class RankTensorParallel(TensorParallel):
-    """The tensor-parallel state of a rank, with a planted fault where a test asks for one."""
+    """The tensor-parallel state of a rank, with a planted fault where a test asks for one
+    (on whichever collective, all-reduce or all-gather, carries the planted number)."""
 
     fault: PlantedFault | None = None
     global_rank: int = 0
 
-    def all_reduce(self, x: torch.Tensor) -> None:
-        import torch.distributed as dist
-
+    def issue(self, op: str, x: torch.Tensor, run: Callable[[torch.Tensor], None]) -> None:
         ledger = self.ledger
         fault = self.fault
         planted = (
@@ -81,10 +81,7 @@ class RankTensorParallel(TensorParallel):
             time.sleep(3600)  # as a rank spinning in a kernel that never returns
         if planted:
             x = x.view(-1)[:-1]
-        done = ledger.observe("all_reduce", x) if ledger is not None else None
-        dist.all_reduce(x, group=self.group)
-        if done is not None:
-            done()
+        super().issue(op, x, run)
 
 
 @dataclass

@@ -43,6 +43,28 @@ def test_tp2_replay_equals_eager_and_tp1(monkeypatch: pytest.MonkeyPatch) -> Non
     assert r0.replay_equals_eager is True and r1.replay_equals_eager is True
     assert run.single_rank is not None and run.single_rank.tokens > 0
     assert run.single_rank.equal == run.single_rank.tokens  # float32: every token
+    # the vocab-parallel heads' logits are all-gathered, through the ledger like the rest
+    assert r0.collective_ops.get("all_gather", 0) > 0
+    assert r0.collective_ops == r1.collective_ops
+
+
+def test_mtp_tp2_expert_parallel_replay_equals_eager_and_tp1(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """MLA, routed experts split by EP and an MTP draft sharing the target's vocab-parallel
+    embedding and head: replay == eager on each rank, rank 0's tokens == TP 1's."""
+    monkeypatch.delenv("EAGLEGRAPH_RANK_FAULT", raising=False)
+    request = RankRequest(
+        _spec("tiny-deepseek-mtp"), ParallelLayout(tp=2, ep=2),
+        args={"replay": True, "waves": 1},
+    )  # fmt: skip
+    run = run_ranks(request)
+    assert [o.status for o in run.ranks] == ["ok", "ok"], [o.log_tail for o in run.ranks]
+    assert run.findings == []
+    assert all(o.replay_equals_eager is True for o in run.ranks)
+    assert run.single_rank is not None and run.single_rank.tokens > 0
+    assert run.single_rank.equal == run.single_rank.tokens
+    assert all(o.collective_ops.get("all_gather", 0) > 0 for o in run.ranks)
 
 
 def test_planted_stall_is_named_within_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -34,6 +34,7 @@ from eaglegraph.models.layers import (
 )
 from eaglegraph.models.loading import Plan, detect_layer_spec, plan_head, plan_layer
 from eaglegraph.models.target import TargetModel
+from eaglegraph.models.vocab import head_logits
 from eaglegraph.pair.facts import default_aux_layers
 from eaglegraph.pair.kinds import DraftKind
 from eaglegraph.pair.model import Pair
@@ -171,7 +172,7 @@ class Eagle3Draft(DraftBase[DraftArch, TargetModel]):
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """`[T, Vd]` logits over the draft vocabulary, in the head (model) dtype."""
-        return F.linear(hidden, self.lm_head_weight)
+        return head_logits(hidden, self.lm_head_weight)
 
     def draft_to_target(self, ids: torch.Tensor) -> torch.Tensor:
         """Target ids of draft ids: `i + d2t[i]` (d2t is zero for an identity map)."""
