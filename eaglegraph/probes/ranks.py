@@ -104,7 +104,8 @@ def visible_gpus() -> int:
 def check_layout(request: RankRequest) -> None:
     """What no rank could run, refused before any rank starts: what the engine refuses for
     this pair (heads, KV heads, vocabulary or experts not divisible, more ranks than GPUs,
-    `pair.rank_sizing`), and what the rank rig does not rebuild."""
+    `pair.rank_sizing`), and what the rank rig does not rebuild (SGLang's DP attention, a draft
+    at another TP than the target's)."""
     from eaglegraph.pair.rank_sizing import check_layout as engine_refusals
 
     layout = request.layout
@@ -116,6 +117,13 @@ def check_layout(request: RankRequest) -> None:
             "the rank rig runs tensor and plain data parallelism; SGLang's DP attention is "
             "planned by inspect but not rebuilt",
             "drop --enable-dp-attention, or inspect the layout",
+        )
+    if layout.draft_tensor_parallel != layout.tp:
+        raise BadInput(
+            f"the rank rig shards the draft like the target (TP {layout.tp}); a draft at "
+            f"TP {layout.draft_tensor_parallel} (draft_tensor_parallel_size) is planned by "
+            "inspect but not rebuilt",
+            "drop draft_tensor_parallel_size, or inspect the layout",
         )
     if request.spec.device == "cuda":
         gpus = visible_gpus()

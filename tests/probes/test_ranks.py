@@ -100,6 +100,12 @@ def test_dp_attention_refused_before_any_rank() -> None:
         check_layout(RankRequest(_spec(), ParallelLayout(tp=2, dp=2, dp_attention=True)))
 
 
+def test_draft_at_tp1_refused_before_any_rank() -> None:
+    with pytest.raises(Exception, match="a draft at TP 1"):
+        check_layout(RankRequest(_spec(), ParallelLayout(tp=2, draft_tp=1)))
+    check_layout(RankRequest(_spec(), ParallelLayout(tp=2, draft_tp=2)))  # the same as none
+
+
 def test_capture_cli_dp2_json(tmp_path) -> None:
     out = tmp_path / "ranks.json"
     proc = subprocess.run(
