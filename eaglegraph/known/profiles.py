@@ -233,6 +233,12 @@ FLAGS = {
             "and the draft extend held speculative_num_steps + 1",
         ),
         Flag(
+            "sglang_trtllm_mha_draft_extend_graph",
+            "sglang@0.5.13",
+            "TRT-LLM MHA (trtllm_mha) draft extends after verify replay a CUDA graph on "
+            "EAGLEWorkerV2 (TRTLLMHAAttnBackend joins the allowlist)",
+        ),
+        Flag(
             "sglang_small_gpu_max_bs_48",
             "sglang@0.5.20",
             "GPUs under 35 GB default to cuda_graph_max_bs 48 at TP < 4 and 160 at TP >= 4 "
@@ -355,6 +361,7 @@ class Profile:
     sglang_small_gpu_max_bs_24: bool = True
     sglang_spec_v2_default: bool = True
     sglang_tree_spec_v2: bool = True
+    sglang_trtllm_mha_draft_extend_graph: bool = True
     sglang_small_gpu_max_bs_48: bool = True
     dp_cudagraph_mode_sync: bool = True
     dp_explicit_drafter_syncs: bool = True
@@ -683,6 +690,7 @@ RELEASES = (
             "sglang_small_gpu_max_bs_24",
             "sglang_spec_v2_default",
             "sglang_tree_spec_v2",
+            "sglang_trtllm_mha_draft_extend_graph",
             "sglang_small_gpu_max_bs_48",
         ),
     ),
@@ -723,11 +731,16 @@ RELEASES = (
     Release(
         "sglang-0.5.13",
         "sglang",
-        "SGLang 0.5.13: trees on EAGLEWorkerV2 too; draft BCG with --enable-breakable-cuda-graph",
+        "SGLang 0.5.13: trees on EAGLEWorkerV2 too; draft BCG with --enable-breakable-cuda-graph; "
+        "trtllm_mha draft-extend graphs",
         between("0.5.13", "0.5.14"),
         refs=("sglang#25795",),
         version_note="spec v1 worker removed; draft BCG opt-in",
-        on=("sglang_tree_spec_v2", "sglang_draft_breakable_prefill"),
+        on=(
+            "sglang_tree_spec_v2",
+            "sglang_draft_breakable_prefill",
+            "sglang_trtllm_mha_draft_extend_graph",
+        ),
     ),
     Release(
         "sglang-0.5.14",

@@ -25,6 +25,17 @@ SGLANG_RIG_FAMILY: dict[str, str] = {
 # `speculative/draft_utils.py::DraftBackendFactory.create_draft_extend_backend` (flashmla has
 # none there: its prefill factory returns None)
 V1_DRAFT_EXTEND_BACKENDS = ("flashinfer", "triton", "aiter", "fa3", "trtllm_mha", "trtllm_mla")
+# (fa4 joins that map in 0.5.10, EAGLE refused it before; no default picks fa4 before 0.5.23,
+# when EAGLEWorker is gone, so the rig never plans fa4 on it)
+
+# Backends the rig plans as another family (`SGLANG_RIG_FAMILY` lacks them) whose
+# draft-extend graph on EAGLEWorkerV2 follows their own release (`eagle_worker_v2.py::
+# EAGLEWorkerV2._capture_cuda_graphs`: TRTLLMHAAttnBackend from 0.5.13; fa4 is a
+# FlashAttentionBackend, allowlisted from 0.5.23): the profile flag that says so
+V2_DRAFT_EXTEND_FLAG = {
+    "trtllm_mha": "sglang_trtllm_mha_draft_extend_graph",
+    "fa4": "sglang_fa_draft_extend_graph",
+}
 
 
 def engine_names_of(rig_backend: str) -> tuple[str, ...]:

@@ -71,6 +71,9 @@ class PlanOptions:
     eagle_topk: int = 1  # SGLang's --speculative-eagle-topk (> 1: tree drafting)
     num_draft_tokens: int | None = None  # SGLang's --speculative-num-draft-tokens (trees)
     tp_size: int = 1  # SGLang's default cuda_graph_max_bs depends on it (`tp_size < 4`)
+    # SGLang's own name for a default backend the rig family stands in for (trtllm_mha, fa4):
+    # its draft-extend graph follows that backend's release rule
+    engine_attention_backend: str | None = None
 
     def __post_init__(self) -> None:
         if self.runner is not None and not isinstance(self.runner, ModelRunner):
@@ -178,9 +181,10 @@ def _sglang_backend_default(
     architecture: str | None,
     method: str | None,
     defaults: list[str],
-) -> str:
+) -> tuple[str, str]:
     """The backend an SGLang server of this release picks when the launch line is silent, as
-    the rig family it runs as (flash_attn where the rig does not model it, said so)."""
+    the rig family it runs as (flash_attn where the rig does not model it, said so), and its
+    own name."""
     chosen = sglang_default_backend(
         parse_version(c.engine_version) or profile_release(beh),
         gpu.capability[0],
@@ -192,7 +196,7 @@ def _sglang_backend_default(
     planned = chosen.rig_backend or "flash_attn"
     note = "" if chosen.rig_backend else f"; not modelled, planned as {planned}"
     defaults.append(f"attention backend {chosen.engine_name} ({chosen.why}; {chosen.source}{note})")
-    return planned
+    return planned, chosen.engine_name
 
 
 def _tree(fw: str, c: PlanChoices, k: int) -> tuple[int, int | None]:
@@ -298,13 +302,14 @@ def resolve_plan_options(
     target_gpu = get_gpu(c.gpu, c.gpu_memory_gib, c.gpu_capability)
     defaults: list[str] = []
     backend = engine_backend(c.attention_backend) if c.attention_backend else "flash_attn"
+    engine_name: str | None = None
     trtllm = True if c.trtllm_artifacts is None else c.trtllm_artifacts
     if engine_batch_defaults and fw == "vllm":
         backend, trtllm = _vllm_backend_defaults(
             c, beh, target_gpu, target, head_dim, backend, trtllm, defaults
         )
     elif engine_batch_defaults and c.attention_backend is None:
-        backend = _sglang_backend_default(
+        backend, engine_name = _sglang_backend_default(
             c, beh, target_gpu, target, architecture, method_name, defaults
         )
     seqs_default, tokens_default = DEFAULT_MAX_NUM_SEQS[fw], DEFAULT_MAX_NUM_BATCHED_TOKENS
@@ -356,6 +361,7 @@ def resolve_plan_options(
         eagle_topk=topk,
         num_draft_tokens=draft_tokens,
         tp_size=_positive(c.tp_size, "tp_size") if c.tp_size is not None else 1,
+        engine_attention_backend=engine_name,
     )
 
 

@@ -439,7 +439,9 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
         decode = PhasePlan("draft_decode", Mode.NONE, 1, [], "no draft decode graph (steps = 1)")
     explicit_bcg = True if opts.breakable else (False if opts.explicit_mode else None)
     bcg = graphs and draft_prefill_bcg(explicit_bcg, beh)
-    extend = graphs and draft_extend_graph(opts.attention_backend, beh, topk)
+    extend = graphs and draft_extend_graph(
+        opts.attention_backend, beh, topk, opts.engine_attention_backend
+    )
     extend_tokens = draft_extend_tokens(beh, k, ntok)
     prompt, extend_phase = _sglang_draft_prefills(
         opts, extend_tokens, full(extend_tokens), bcg, extend

@@ -12,7 +12,11 @@ data (known/).
 from __future__ import annotations
 
 from eaglegraph.known.profiles import Profile
-from eaglegraph.known.sglang_backends import V1_DRAFT_EXTEND_BACKENDS, engine_names_of
+from eaglegraph.known.sglang_backends import (
+    V1_DRAFT_EXTEND_BACKENDS,
+    V2_DRAFT_EXTEND_FLAG,
+    engine_names_of,
+)
 from eaglegraph.known.sglang_capture import (
     FIXED_EXTEND_STEP,
     FIXED_EXTENSIONS,
@@ -128,10 +132,17 @@ def sglang_chunked_prefill_size(gpu: GpuSpec) -> int:
     return 16384
 
 
-def draft_extend_graph(backend: str, profile: Profile, topk: int = 1) -> bool:
+def draft_extend_graph(
+    backend: str, profile: Profile, topk: int = 1, engine_name: str | None = None
+) -> bool:
     """Whether the draft-extend graph runner exists for this backend (else it runs eagerly):
     EAGLEWorker captures it for every backend with a draft-extend backend; EAGLEWorkerV2 for
-    the backends on its allowlist (`_capture_cuda_graphs`), which grew by release."""
+    the backends on its allowlist (`_capture_cuda_graphs`), which grew by release.
+    `engine_name`: SGLang's own backend where the rig family stands in for it (trtllm_mha)."""
+    if engine_name in V2_DRAFT_EXTEND_FLAG:
+        if not on_spec_v2(profile, topk):
+            return engine_name in V1_DRAFT_EXTEND_BACKENDS
+        return bool(getattr(profile, V2_DRAFT_EXTEND_FLAG[engine_name]))
     if not on_spec_v2(profile, topk):
         return any(name in V1_DRAFT_EXTEND_BACKENDS for name in engine_names_of(backend))
     if backend == "triton":
