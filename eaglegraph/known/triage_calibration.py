@@ -1,13 +1,15 @@
-"""How often each kind of evidence was right on reports no rule was written for (issue 29).
+"""How often each kind of evidence was right on reports it was not tuned on (issue 29).
 
 A verdict's confidence used to be its tier's share of right verdicts on data the rules had been
 tuned on, so it was overstated: the tiers read 96 % there and 56 % on the first frozen held-out
 set. Here the unit is the *evidence kind*: the rule whose evidence names the verdict's class (a
-primary log line of that kind, or the reporter's own statement), counted on
-`tests/triage/data/heldout-frozen.jsonl` — 52 real reports gathered before the rules of issue
-29 existed and read once for its report, so none of these counts comes from a report a rule was
-fitted to. `scripts/triage_eval.py FILE --fit` prints these rows; a test checks that they are
-what it counts.
+primary log line of that kind, or the reporter's own statement), counted on the FIT_SOURCES:
+`heldout-frozen.jsonl` (52 real reports gathered before the rules of issue 29 existed) and
+`heldout-2.jsonl` (22 gathered before its method change), each read once for its report and a
+dev set since. The second round's rules were written after studying their misses, so rates of
+the kinds added then (`stated-width-error`) are optimistic until a later held-out set counts
+them; none of them is proven yet (MIN_SUPPORT). `scripts/triage_eval.py FILES --fit` prints
+these rows; a test checks that they are what it counts.
 
 A kind's rate is Laplace-smoothed; a kind seen on fewer than MIN_SUPPORT unseen reports is
 *unproven* and never commits, however well it did on the dev sets (where every kind reads
@@ -17,19 +19,23 @@ mechanism, a mode or a stale read) are kept with their counts so that the verdic
 
 The knowledge base's nearest reports were cross-validated as evidence the same way, each
 report's own URL left out. A score-weighted vote of the KB_VOTERS nearest reports that merely
-agrees with the rules' verdict is no evidence (`KB_AGREEMENT`: right on 12 of 20 unseen
-reports). When all KB_VOTERS nearest reports are filed under the verdict's class, it is: that
-kind, `kb-unanimous`, was right on every unseen report it named (and on 33 of 34 dev reports),
-so it is one more evidence kind, counted like the others.
+agrees with the rules' verdict is no evidence (`KB_AGREEMENT`). When all KB_VOTERS nearest
+reports are filed under the verdict's class, it is: that kind, `kb-unanimous`, is one more
+evidence kind, counted like the others.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Where the counts come from (relative to the repository root) and how many reports it holds.
-FIT_SOURCE = "tests/triage/data/heldout-frozen.jsonl"
-FIT_REPORTS = 52
+# Where the counts come from (relative to the repository root) and how many reports they hold:
+# the first frozen held-out set, and the second since it was reported once (issue 29, second
+# round). Both are dev sets now; the third held-out set (heldout-3.jsonl) is not counted here.
+FIT_SOURCES: tuple[str, ...] = (
+    "tests/triage/data/heldout-frozen.jsonl",
+    "tests/triage/data/heldout-2.jsonl",
+)
+FIT_REPORTS = 74
 
 # The nearest known reports (triage.similar) whose categories are weighed.
 KB_VOTERS = 3
@@ -46,7 +52,7 @@ PRIOR_N = 2
 @dataclass(frozen=True)
 class KindRate:
     """An evidence kind (a rule id of `triage_rules.RULES` or `triage_log_rules.LOG_RULES`) and
-    how often a verdict it named was right on the unseen reports of FIT_SOURCE."""
+    how often a verdict it named was right on the reports of FIT_SOURCES."""
 
     kind: str
     right: int
@@ -61,24 +67,30 @@ class KindRate:
         return self.n >= MIN_SUPPORT
 
 
-# Counted by `scripts/triage_eval.py tests/triage/data/heldout-frozen.jsonl --fit`: for each
-# report whose verdict rests on named evidence, every rule that names the winner.
+# Counted by `scripts/triage_eval.py tests/triage/data/heldout-frozen.jsonl
+# tests/triage/data/heldout-2.jsonl --fit`: for each report whose verdict rests on named
+# evidence, every rule that names the winner.
 KINDS: dict[str, KindRate] = {
     k.kind: k
     for k in (
-        KindRate("stated-hang", 9, 10),
-        KindRate(KB_UNANIMOUS, 4, 4),
-        KindRate("log-hang-prose", 4, 5),
-        KindRate("stated-corruption", 0, 4),
-        KindRate("stated-memory", 1, 3),
+        KindRate("stated-hang", 11, 12),
+        KindRate(KB_UNANIMOUS, 7, 8),
+        KindRate("stated-corruption", 2, 7),
+        KindRate("log-hang-prose", 5, 6),
+        KindRate("stated-memory", 1, 4),
+        KindRate("log-shape", 2, 3),
+        KindRate("stated-load-mismatch", 3, 3),
         KindRate("log-index-assert", 1, 2),
-        KindRate("log-shape", 1, 2),
+        KindRate("stated-capture", 2, 2),
         KindRate("stated-shrink", 1, 2),
+        KindRate("stated-width-error", 2, 2),
         KindRate("log-acceptance-collapsed", 0, 1),
+        KindRate("log-draft-load", 1, 1),
+        KindRate("log-fault-during-capture", 1, 1),
         KindRate("log-k-limit", 0, 1),
+        KindRate("log-stack-dump", 1, 1),
         KindRate("log-stall", 1, 1),
-        KindRate("stated-capture", 1, 1),
-        KindRate("stated-load-mismatch", 1, 1),
+        KindRate("log-watchdog", 1, 1),
         KindRate("stated-stale", 1, 1),
     )
 }
@@ -88,11 +100,11 @@ KINDS: dict[str, KindRate] = {
 TIER_RATES: dict[str, KindRate] = {
     t.kind: t
     for t in (
-        KindRate("named", 15, 27),
-        KindRate("guess", 4, 8),
-        KindRate("nothing", 6, 17),
+        KindRate("named", 26, 40),
+        KindRate("guess", 7, 13),
+        KindRate("nothing", 9, 21),
     )
 }
 
 # The knowledge base's top-k vote agreeing with the rules' verdict, on the same reports.
-KB_AGREEMENT = KindRate("kb-vote-agrees", 12, 20)
+KB_AGREEMENT = KindRate("kb-vote-agrees", 25, 40)

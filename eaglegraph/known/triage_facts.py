@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from eaglegraph.known.triage_rules import GRAPH_CAPTURE
+
 # -- log levels ------------------------------------------------------------------------------
 # A line at a quiet level is not a failure even when its words name one; per signal, the levels
 # at which a hit is not a root error (nor a fact that needs a loud line).
@@ -96,3 +98,11 @@ HEALTHY_RATE = 0.3  # a table row at or above this is a healthy configuration
 FELL_FROM_RATE = 0.2  # acceptance "fell" only from at least this rate ...
 FELL_RATIO = 0.5  # ... to below this share of it
 FELL_LENGTH = 1.0  # or the mean length lost at least this many tokens
+
+# The root error's own line places it inside a capture ("crashes during speculator prefill CUDA
+# graph capture (... torch.cuda.graph() ...)", "fails while capturing the draft extend graph"):
+# a report or CI summary that pastes one line has no capture banner before it to give the phase.
+CAPTURE_ON_ERROR_LINE = re.compile(
+    r"\b(?:during|while|in|at|when)\b[^.;]{0,40}?(?:" + GRAPH_CAPTURE + r")",
+    re.I,
+)

@@ -189,6 +189,15 @@ STATEMENTS: tuple[Statement, ...] = (
         "a width, vocabulary or shape of the draft disagrees with the target",
     ),
     Statement(
+        "says.quoted-width-error",
+        r"mat1 and mat2 shapes cannot be multiplied|size mismatch for [\w.]+|"
+        r"copying a param with shape|Attempted to load weight \(|"
+        r"expanded size of the tensor \(\d+\) must match the existing size",
+        "the reporter quotes an engine error between a weight or width and what it meets: "
+        "the draft's sizes are not the ones the engine built (the same lines "
+        "`triage_signals` reads in a log, quoted in a title or a sentence)",
+    ),
+    Statement(
         "says.mode",
         r"downgrad\w*|silently (?:falls? back|disables?)|loses? (?:all )?(?:cuda[- ]?)?graphs|"
         r"(?:falls?|falling|fell) ?(?:back )?(?:in)?to (?:the )?(?:eager|PIECEWISE|NONE)|"
@@ -218,7 +227,10 @@ STATEMENTS: tuple[Statement, ...] = (
         r"(?:lower than|regress\w*|worse than|decreas\w*)|accept_len\w* (?:drops|falls|is) "
         r"(?:to )?(?:exactly )?1\.0|"
         r"\b0 ?% acceptance|(?:very )?low acceptance|"
-        r"acceptance (?:rate|length)s? (?:is |are |was |were )?(?:very )?low|accuracy (?:drops?|degrad\w*)|output (?:truncat|quality)\w*",
+        r"acceptance (?:rate|length)s? (?:is |are |was |were )?(?:very )?low|accuracy (?:drops?|degrad\w*)|output (?:truncat|quality)\w*|"
+        r"\bfix\w*\b[^.;]{0,30}\baccept(?:ance)?[ _](?:rate|length|len)\b|"
+        r"\baccept(?:ance)?[ _](?:rate|length|len)\b[^.;]{0,30}"
+        r"(?:drops?|dropped|fell|falls|lower|decreas\w*|regress\w*|degrad\w*)",
         "a silent failure: outputs or drafts are wrong, nothing crashes",
     ),
     Statement(
@@ -320,8 +332,9 @@ STATEMENTS: tuple[Statement, ...] = (
         r"sleep[- ]mode|\bsleep\b|wake[_ ]up|tree (?:decoding|drafting|attention)|"
         r"long (?:sequences?|contexts?|prompts?)|\bLoRA\b|disaggregat\w*|attention[ -]DP|"
         r"DP[ -]attention|\bPD\b|structured[- ]outputs?|guided decoding|json_object|grammar|"
-        r"logprobs|prompt[_ ]embeds",
-        "a feature whose own state, not graph padding, is the likelier culprit",
+        r"logprobs|prompt[_ ]embeds|\bn-?gram\b|prompt[-_ ]lookup",
+        "a feature whose own state, not graph padding, is the likelier culprit (an n-gram "
+        "proposer has no draft model and no draft graph whose buffers could be replayed stale)",
     ),
 )
 
@@ -352,6 +365,13 @@ RULES: tuple[Rule, ...] = rule_table(
     "the draft does not load or does not fit the target",
     ("stated-load-and-mismatch", CONFIG, 1.0, "says.load-fails says.mismatch"),
     "both: a load failure that names a mismatching size",
+    (
+        "stated-width-error",
+        CONFIG,
+        2.5,
+        "says.quoted-width-error !mech.oob !says.oob !mech.oom !says.capture-failed",
+    ),
+    "a weight or width error quoted from the engine: the draft's sizes are not the target's",
     (
         "stated-capture",
         CAPTURE,

@@ -389,11 +389,22 @@ SIGNALS: tuple[SignalSpec, ...] = (
         r"eagle|mtp|draft|enorm|hnorm|eh_proj|shared_head)[\w.]*'|"
         r"[Ww]eights? (?:were |are )?not initialized from checkpoint|"
         r"Following weights were not initialized|"
+        r"Attempted to load weight \(torch\.Size\(\[[\d, ]*\]\)\) into parameter|"
         r"(?i:eagle-?3 (?:is )?not supported|(?:does|do) not support eagle-?3)",
-        anchors=("KeyError", "initialized", "agle3", "agle-3", "AGLE3", "AGLE-3"),
+        anchors=(
+            "KeyError",
+            "initialized",
+            "Attempted to load",
+            "agle3",
+            "agle-3",
+            "AGLE3",
+            "AGLE-3",
+        ),
         why="the draft's weights do not load into the module the engine built for it "
         "(vllm/model_executor/model_loader/default_loader.py::DefaultModelLoader.load_weights "
-        "lists the weights not initialized from checkpoint)",
+        "lists the weights not initialized from checkpoint; "
+        "vllm/model_executor/model_loader/weight_utils.py::default_weight_loader asserts "
+        "'Attempted to load weight (<checkpoint size>) into parameter (<module size>)')",
     ),
     SignalSpec(
         "spec.k-limit",

@@ -10,6 +10,7 @@ import io
 import os
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from io import BufferedReader
 from typing import BinaryIO
 
@@ -29,7 +30,7 @@ from eaglegraph.results.triage import (
     TriageResult,
 )
 from eaglegraph.triage import facts, known_issues, recommend, rules
-from eaglegraph.triage.commit import commitment
+from eaglegraph.triage.commit import commitment, kb_plurality
 from eaglegraph.triage.distributed import distributed
 from eaglegraph.triage.fixes import FixContext, applies, matching_fixes
 from eaglegraph.triage.locate import crash_frames
@@ -261,7 +262,18 @@ def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> Tri
     pasted = "\n".join(x for x in (ticket.title, ticket.log_text) if x) if ticket else None
     found = [*([primary_ev] if primary_ev else []), *secondary, *evidence]
     similar = similar_reports(query_from([e.text for e in found], cfg, pasted))
-    commit = commitment(verdict, cfg, state, [r.category for r in similar])
+    neighbours = [r.category for r in similar]
+    if not any(w > 0 for w in verdict.scores.values()):
+        # No rule found anything: the nearest known reports name the class, never as evidence.
+        nearest = kb_plurality([(r.category, r.score) for r in similar])
+        if nearest is not None and nearest != verdict.category:
+            verdict = replace(verdict, category=nearest)
+            state.notes.append(
+                f"no rule found evidence: {nearest} is the class the {KB_VOTERS} nearest known "
+                "reports are filed under (a guess, not evidence)"
+            )
+        neighbours = []
+    commit = commitment(verdict, cfg, state, neighbours)
     confidence = commit.confidence
     ctx = FixContext(verdict, cfg, state, cfg.framework, parse_version(cfg.version))
     fixes = matching_fixes(ctx)

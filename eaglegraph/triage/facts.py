@@ -17,7 +17,7 @@ so are the thresholds and line forms read here (`known.triage_facts`). Nothing h
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from eaglegraph import frames as fr
 from eaglegraph.known import triage_facts as k
@@ -221,6 +221,12 @@ def _failure(f: LogFacts, state: ScanState) -> None:
     p = [f.primary] if f.primary else []
     mech = f.mechanism
     frames = crash_frames(f.frames)
+    if (
+        f.primary is not None
+        and f.phase.at_failure != Phase.CAPTURE
+        and k.CAPTURE_ON_ERROR_LINE.search(f.primary.text)
+    ):
+        f.phase = replace(f.phase, at_failure=Phase.CAPTURE, detail="the error line names it")
     phase = f.phase.at_failure
     if mech is not None:
         f.add(f"log.mech-{mech}", p)

@@ -24,7 +24,7 @@ OTHER_SETS = (
     *DEV_SETS,
     DATA / "heldout-frozen.jsonl",
     DATA / "heldout-2.jsonl",
-    HERE.parents[1] / cal.FIT_SOURCE,
+    *(HERE.parents[1] / src for src in cal.FIT_SOURCES),
 )
 
 

@@ -25,6 +25,7 @@ ENGINE = (
 OOM = "torch.OutOfMemoryError: CUDA out of memory.\n"
 IMA = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
 WIDTH = "RuntimeError: The size of tensor a (4096) must match the size of tensor b (12288)\n"
+K_LIMIT = "ValueError: num_speculative_tokens > 4 is not supported by the FlashMLA decode kernel\n"
 
 
 def _view(text: str) -> str:
@@ -48,14 +49,25 @@ def test_a_vague_report_does_not_commit_and_says_what_to_ask_for() -> None:
 
 
 def test_a_named_error_line_of_an_unproven_kind_does_not_commit() -> None:
-    """A width mismatch names the class, but that evidence has not yet been right often enough
-    on reports no rule was written for, and the nearest known reports disagree: the verdict
-    names it and says why it does not commit."""
+    """A kernel's limit on the number of speculative tokens names the class, but that evidence
+    has not yet been right often enough on reports it was not tuned on, and the nearest known
+    reports disagree: the verdict names it and says why it does not commit."""
+    r = triage_text(K_LIMIT)
+    assert r.category == "mode-incompatibility" and r.tier == "named-log"
+    assert not KINDS["log-k-limit"].proven
+    assert not r.committed and r.confidence < COMMIT and r.ask_for
+    assert r.evidence_kinds == ["log-k-limit"] and r.evidence_kind is None
+    assert any("too few to commit on" in n for n in r.notes), r.notes
+
+
+def test_a_named_error_line_of_a_proven_kind_commits_at_its_rate() -> None:
+    """A width mismatch was right on 2 of 3 unseen reports (FIT_SOURCES): proven, and its
+    smoothed rate reaches COMMIT, so the verdict commits at that rate and no higher."""
     r = triage_text(WIDTH)
     assert r.category == "hidden-dim/config-mismatch" and r.tier == "named-log"
-    assert not r.committed and r.confidence < COMMIT and r.ask_for
-    assert r.evidence_kinds == ["log-shape"] and r.evidence_kind is None
-    assert any("too few to commit on" in n for n in r.notes), r.notes
+    kind = KINDS["log-shape"]
+    assert kind.proven and r.evidence_kind == "log-shape"
+    assert r.committed == (kind.rate >= COMMIT) and r.confidence == kind.rate
 
 
 def test_nearest_known_reports_all_of_the_class_commit() -> None:
