@@ -9,7 +9,8 @@ collectives. The file is flushed line by line: the supervisor, another process, 
 last `enter` without an `exit` of each rank and says "rank 0 waits in all_reduce #6 inside
 draft_decode FULL(16); rank 1 ran eager" — without the rank's cooperation, even while it is
 stuck in C++. (Wrapping `torch.distributed` alone would miss the engines' own communicators,
-as an SGLang engineer found; here every collective of the rig goes through one op.)
+as an SGLang engineer found; here every collective of the rig goes through the ops of
+`models.collectives`: all-reduces and the vocab-parallel logits' all-gathers.)
 
 Cost per collective: two short JSON lines to a line-buffered file, about 20 µs of Python
 (`benchmarks/bench_ranks.py` measures it alone and around real all-reduces); nothing when no
