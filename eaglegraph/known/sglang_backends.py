@@ -30,9 +30,11 @@ V1_DRAFT_EXTEND_BACKENDS = ("flashinfer", "triton", "aiter", "fa3", "trtllm_mha"
 
 # Backends the rig plans as another family (`SGLANG_RIG_FAMILY` lacks them) whose
 # draft-extend graph on EAGLEWorkerV2 follows their own release (`eagle_worker_v2.py::
-# EAGLEWorkerV2._capture_cuda_graphs`: TRTLLMHAAttnBackend from 0.5.13; fa4 is a
-# FlashAttentionBackend, allowlisted from 0.5.23): the profile flag that says so
-V2_DRAFT_EXTEND_FLAG = {
+# EAGLEWorkerV2._capture_cuda_graphs`): the profile flag that says so, None where the
+# backend was on the allowlist before EAGLEWorkerV2 became the default (TRTLLMMLABackend,
+# since 0.5.8); TRTLLMHAAttnBackend from 0.5.13; fa4 is a FlashAttentionBackend (0.5.23)
+V2_DRAFT_EXTEND_FLAG: dict[str, str | None] = {
+    "trtllm_mla": None,
     "trtllm_mha": "sglang_trtllm_mha_draft_extend_graph",
     "fa4": "sglang_fa_draft_extend_graph",
 }
@@ -145,7 +147,8 @@ SGLANG_RULES = (
     ),
 )
 DEEPSEEK_SM100_SOURCE = (
-    "sglang 0.5.23 srt/arg_groups/model_overrides/deepseek_v2.py (DeepSeek V3/R1 on sm100)"
+    "sglang 0.5.3-0.5.18 srt/server_args.py::ServerArgs._handle_model_specific_adjustments, "
+    "0.5.23 srt/arg_groups/model_overrides/deepseek_v2.py (DeepSeek V3/R1 on sm100)"
 )
 # SGLang speculative algorithms that force topk 1 (`_forces_eagle_topk_one`, 0.5.23)
 TOPK_ONE_ALGORITHMS = ("NEXTN", "MTP")

@@ -142,7 +142,8 @@ def draft_extend_graph(
     if engine_name in V2_DRAFT_EXTEND_FLAG:
         if not on_spec_v2(profile, topk):
             return engine_name in V1_DRAFT_EXTEND_BACKENDS
-        return bool(getattr(profile, V2_DRAFT_EXTEND_FLAG[engine_name]))
+        flag = V2_DRAFT_EXTEND_FLAG[engine_name]
+        return flag is None or bool(getattr(profile, flag))
     if not on_spec_v2(profile, topk):
         return any(name in V1_DRAFT_EXTEND_BACKENDS for name in engine_names_of(backend))
     if backend == "triton":

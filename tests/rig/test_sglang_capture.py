@@ -60,6 +60,12 @@ def test_trtllm_mha_draft_extend_per_release(profile: str, topk: int, graph: boo
     assert fa is (profile in ("sglang-0.5.4", "sglang-current") or topk > 1)
 
 
+@pytest.mark.parametrize("profile", ["sglang-0.5.4", "sglang-0.5.11", "sglang-0.5.15"])
+def test_trtllm_mla_draft_extend_on_both_workers(profile: str) -> None:
+    # on EAGLEWorkerV2's allowlist (TRTLLMMLABackend) since 0.5.8, before it was the default
+    assert draft_extend_graph("flash_attn", PROFILES[profile], 1, "trtllm_mla") is True
+
+
 @pytest.mark.parametrize(("engine", "mode"), [("0.5.12", "NONE"), ("0.5.16", "FULL")])
 def test_inspect_plans_the_default_trtllm_mha_extend(engine: str, mode: str) -> None:
     # B200, topk given: SGLang defaults to trtllm_mha (`_get_default_attn_backend`)
