@@ -60,6 +60,8 @@ class SglangBackendRule:
     trtllm_mha_majors: tuple[int, ...] = (10,)
     # trtllm_mha also needs no speculation or an explicit --speculative-eagle-topk
     trtllm_mha_needs_explicit_topk: bool = True
+    # where the DeepSeek V3/R1 sm100 override was read (None: this rule's own source)
+    deepseek_source: str | None = None
 
 
 # `utils.is_fa3_default_architecture` (0.5.1-0.5.7): the MHA architectures fa3 was the Hopper
@@ -84,6 +86,12 @@ _FA3_ARCHS_056 = (
     "Glm4vForConditionalGeneration",
 )
 
+# 0.5.3-0.5.18 read the DeepSeek V3/R1 sm100 override here (0.5.19+ model_overrides/)
+_DEEPSEEK_SERVER_ARGS = (
+    "sglang 0.5.9 srt/server_args.py::ServerArgs._handle_model_specific_adjustments "
+    "(DeepseekV3ForCausalLM on sm100)"
+)
+
 SGLANG_RULES = (
     SglangBackendRule(
         between(None, "0.5.3"),
@@ -102,6 +110,7 @@ SGLANG_RULES = (
         "trtllm_mla",
         _FA3_ARCHS_051,
         (),
+        deepseek_source=_DEEPSEEK_SERVER_ARGS,
     ),
     SglangBackendRule(
         between("0.5.4", "0.5.6"),
@@ -111,6 +120,7 @@ SGLANG_RULES = (
         "trtllm_mla",
         _FA3_ARCHS_054,
         (),
+        deepseek_source=_DEEPSEEK_SERVER_ARGS,
     ),
     SglangBackendRule(
         between("0.5.6", "0.5.7"),
@@ -122,6 +132,7 @@ SGLANG_RULES = (
         _FA3_ARCHS_056,
         (10, 12),
         False,
+        deepseek_source=_DEEPSEEK_SERVER_ARGS,
     ),
     SglangBackendRule(
         between("0.5.7", "0.5.8"),
@@ -130,6 +141,7 @@ SGLANG_RULES = (
         False,
         "trtllm_mla",
         _FA3_ARCHS_056,
+        deepseek_source=_DEEPSEEK_SERVER_ARGS,
     ),
     SglangBackendRule(
         between("0.5.8", "0.5.23"),
@@ -137,6 +149,7 @@ SGLANG_RULES = (
         False,
         False,
         "trtllm_mla",
+        deepseek_source=_DEEPSEEK_SERVER_ARGS,
     ),
     SglangBackendRule(
         between("0.5.23", None),
@@ -147,8 +160,7 @@ SGLANG_RULES = (
     ),
 )
 DEEPSEEK_SM100_SOURCE = (
-    "sglang 0.5.3-0.5.18 srt/server_args.py::ServerArgs._handle_model_specific_adjustments, "
-    "0.5.23 srt/arg_groups/model_overrides/deepseek_v2.py (DeepSeek V3/R1 on sm100)"
+    "sglang 0.5.23 srt/arg_groups/model_overrides/deepseek_v2.py (DeepSeek V3/R1 on sm100)"
 )
 # SGLang speculative algorithms that force topk 1 (`_forces_eagle_topk_one`, 0.5.23)
 TOPK_ONE_ALGORITHMS = ("NEXTN", "MTP")
@@ -198,7 +210,8 @@ def sglang_default_backend(
     if mla:
         override = rule.deepseek_v3_sm100
         if capability_major == 10 and architecture == "DeepseekV3ForCausalLM" and override:
-            return pick(override, "DeepSeek V3/R1 override", DEEPSEEK_SM100_SOURCE)
+            source = rule.deepseek_source or DEEPSEEK_SM100_SOURCE
+            return pick(override, "DeepSeek V3/R1 override", source)
         if capability_major == 9:
             return pick("fa3", "MLA default (Hopper, CUDA >= 12.3)")
         if capability_major == 10:
