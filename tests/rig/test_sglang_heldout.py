@@ -32,7 +32,8 @@ Per phase, read from the same wheel:
 
 All sixteen held when this table was first run (every phase's mode and descriptors); the run
 used the tiny Llama preset, whose 4 heads refuse TP 8, so the table inspects the Llama-3.1-8B
-EAGLE-3 preset (32 heads), which the planning inputs (architecture, MHA) do not change.
+EAGLE-3 preset (32 heads), which the planning inputs (architecture, MHA) do not change. The
+four launch lines without a backend (`DEFAULT_ROWS`, chosen the same way) held too.
 """
 
 from __future__ import annotations
@@ -208,3 +209,31 @@ def test_the_table_covers_each_recorded_change() -> None:
     assert {"0.5.2", "0.5.3", "0.5.6", "0.5.10", "0.5.12", "0.5.13", "0.5.14"} <= engines
     assert {"0.5.16", "0.5.18", "0.5.20", "0.5.22"} <= engines
     assert {row.tp for row in ROWS.values()} == {1, 4, 8}
+
+
+# Launch lines that name no backend (chosen with the table above): the release's default
+# (`_get_default_attn_backend` and its predecessors, see known/sglang_backends.py) and the
+# draft extend it gets; (engine, GPU, --speculative-eagle-topk, backend, draft_prefill mode)
+DEFAULT_ROWS = [
+    ("0.5.5", "B200", None, "flashinfer", "FULL"),  # no trtllm_mha default yet; EAGLEWorker
+    ("0.5.7", "B200", None, "flashinfer", "FULL"),  # trtllm_mha needs the topk given
+    ("0.5.12", "H100", None, "fa3", "NONE"),  # EAGLEWorkerV2: fa3 not allowlisted, no BCG
+    ("0.5.16", "B200", 1, "trtllm_mha", "FULL"),  # TRTLLMHAAttnBackend allowlisted (0.5.13)
+]
+
+
+@pytest.mark.parametrize(("engine", "gpu", "topk", "backend", "mode"), DEFAULT_ROWS)
+def test_default_backend_and_its_draft_extend(
+    engine: str, gpu: str, topk: int | None, backend: str, mode: str
+) -> None:
+    args = ["inspect", "llama3.1-8b-eagle3", "--json", "--engine", f"sglang=={engine}"]
+    args += ["--gpu", gpu, "-K", "3", "--max-num-seqs", "8"]
+    if topk is not None:
+        args += ["--speculative-eagle-topk", str(topk)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code in (0, 1), result.stderr
+    plan = json.loads(result.stdout)["plan"]
+    assert any(d.startswith(f"attention backend {backend} ") for d in plan["defaults"])
+    extend = next(p for p in plan["phases"] if p["phase"] == "draft_prefill")
+    assert extend["mode"] == mode
+    assert extend["descriptors"] == (_per_bs(_SPEC[:8], 4) if mode == "FULL" else [])
