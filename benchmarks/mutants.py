@@ -23,6 +23,7 @@ from eaglegraph.rig import mtp_window as rig_mtp_window
 from eaglegraph.rig import routines as rig_routines
 from eaglegraph.rig import step as rig_step
 from eaglegraph.rig.attention import AttentionRuntime, FlashInferBuilder
+from eaglegraph.rig.kv_cache import BlockAllocator
 from eaglegraph.rig.speculators import block as rig_block
 from eaglegraph.rig.speculators import eagle as rig_eagle
 from eaglegraph.rig.speculators import window as rig_window
@@ -91,7 +92,9 @@ def _block_table_row_off() -> Any:
     return _wrap(rig_step, "gather_block_tables", after)
 
 
-def _rows(slots: torch.Tensor, qsl: torch.Tensor, n: int, pad_until: int) -> torch.Tensor:
+def _rows(
+    slots: torch.Tensor, qsl: torch.Tensor, n: int, pad_until: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(real rows, padded rows) masks of a slot mapping, from device values only: the slot
     kernels run inside captured graphs (the fused draft decode), where a host read such as
     ``int(qsl[n])`` is refused, so a planted bug must stay on the device as a real one would."""
@@ -397,7 +400,7 @@ def _mtp_window_not_cached() -> Any:
 def _mtp_window_one_short() -> Any:
     """The window re-prefills one rejected row fewer than it should (shifted one row short):
     the draft KV of that row keeps what the rejected draft left."""
-    orig = rig_mtp_window.prepare_mtp_window
+    orig: Any = rig_mtp_window.prepare_mtp_window
 
     def patched(*args: Any, **kwargs: Any) -> Any:
         rejected = (args[5] - 1).clamp(min=0)
@@ -469,6 +472,33 @@ def _gather_one_row_past() -> Any:
         orig(src, idx, dst, n, max(padded, n), *rest)
 
     return mock.patch.object(rig_step, "gather_block_tables", patched)
+
+
+def _shared_block_freed_early() -> Any:
+    """A finished request frees every block it held, shared ones too (a reference count
+    ignored): the next arrival is given a block another request still reads as its prefix."""
+    release = BlockAllocator.release
+
+    def patched(self: BlockAllocator, blocks: list[int]) -> None:
+        for block in blocks:
+            self.sharers.pop(block, None)
+        release(self, blocks)
+
+    return mock.patch.object(BlockAllocator, "release", patched)
+
+
+def _hit_shares_partial_block() -> Any:
+    """A prefix hit also takes its owner's next, partly filled block (no copy-on-write): the
+    new request's prefill writes its own tokens into the block the owner is still using."""
+    share = Rig.share
+
+    def patched(self: Rig, request: Any, owner: Any) -> None:
+        share(self, request, owner)
+        if len(owner.blocks) > len(request.blocks):
+            request.blocks.append(owner.blocks[len(request.blocks)])
+            self._bt_host[request.slot, len(request.blocks) - 1] = request.blocks[-1]
+
+    return mock.patch.object(Rig, "share", patched)
 
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -575,6 +605,13 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("gather-one-row-past", "target", ("target.idx_mapping", "block_table"),
            "flash_attn", "`<=` for `<`: gather_block_tables treats the row past the batch as "
            "a request, reading idx_mapping's padding", _gather_one_row_past),
+    # prefix-cache hits that share blocks (issue 27)
+    Mutant("shared-block-freed-early", "target", ("kv_cache",), "flash_attn",
+           "a finished request frees the blocks it shares with a running one",
+           _shared_block_freed_early),
+    Mutant("hit-shares-partial-block", "target", ("kv_cache",), "flash_attn",
+           "a prefix hit also takes its owner's partly filled block (no copy-on-write)",
+           _hit_shares_partial_block),
 )  # fmt: skip
 
 

@@ -37,6 +37,7 @@ from eaglegraph.probes.reference_diff import compare_step, compared, reference_f
 from eaglegraph.probes.schedules import (
     Limits,
     check_schedule,
+    live_prompts,
     schedule_from_json,
     schedule_to_json,
 )
@@ -407,9 +408,8 @@ def _execute_live(case: ProbeCase, built: BuiltRig, start: float) -> CaseResult:
     config, rig, cp = built.config, built.fresh(), built.checkpoint
     session, ref = Session(rig), reference_for(rig)
     ref_session = Session(ref)
-    arrivals = [a for s in schedule.steps for a in s.arrive]
-    rng = np.random.default_rng(schedule.seed)
-    prompts = {a.rid: rng.integers(3, rig.vocab_size, size=a.prompt_len).tolist() for a in arrivals}
+    k = rig.num_speculative_tokens
+    prompts = live_prompts(schedule, rig.vocab_size, rig.block_size, k)
     result = CaseResult(
         case.name, config.options.mode.name, case.batch, case.large, "ok", 0.0,
         graphs=list(built.graphs), schedule=schedule.name, compared=compared(rig),
@@ -447,7 +447,11 @@ def _execute_live(case: ProbeCase, built: BuiltRig, start: float) -> CaseResult:
             for rid, slot in step.resume:
                 s.resume(rid, *kept[rid], slot)
             for a in step.arrive:
-                s.admit(a.rid, prompts[a.rid], a.max_new_tokens, a.slot, a.chunk)
+                cached = None
+                if a.prefix is not None:  # a prefix-cache hit on a running request
+                    owner = next(r for r in s.running if r.rid == a.prefix[0])
+                    cached = (owner, a.prefix[1] * rig.block_size)
+                s.admit(a.rid, prompts[a.rid], a.max_new_tokens, a.slot, a.chunk, cached)
             s.reorder(step.order)
         with timer("reference"):
             _force_counts(session, ref_session, ref, dict(step.accept))

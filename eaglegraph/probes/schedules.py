@@ -16,8 +16,14 @@ A schedule file (`probe --schedule FILE.json`)::
                    {"rid": 1, "prompt_len": 21, "slot": 1, "chunk": 8}]},
        {"arrive": [{"rid": 2, "prompt_len": 6, "slot": 0}], "order": [2, 1, 0],
         "accept": {"0": 0}},
-       {"preempt": [0], "finish": [2], "resume": [{"rid": 0, "slot": 2}]}
+       {"preempt": [0], "finish": [2], "resume": [{"rid": 0, "slot": 2}]},
+       {"arrive": [{"rid": 3, "prompt_len": 30, "prefix": {"rid": 1, "blocks": 1}}]}
      ]}
+
+`prefix`: a prefix-cache hit — the request's prompt begins with the first `blocks` full KV
+blocks of a running request's prompt (and the K + 1 tokens after them, so the draft KV of the
+hit's last position, computed from the next token, is the same: vLLM drops the last hit block
+for EAGLE for that reason), and it takes those physical blocks instead of computing them.
 
 Everything is checked against the run (request slots, K, max_model_len, the step's token
 budget) before any work; a bad file is refused in one line naming the step and the field.
@@ -31,11 +37,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from eaglegraph.errors import BadInput
+from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.workload import Arrive, LiveSchedule, LiveStep
 
 STEP_KEYS = ("arrive", "finish", "preempt", "resume", "order", "accept")
-ARRIVE_KEYS = ("rid", "prompt_len", "max_new_tokens", "slot", "chunk")
+ARRIVE_KEYS = ("rid", "prompt_len", "max_new_tokens", "slot", "chunk", "prefix")
 
 
 def _fail(where: str, why: str) -> BadInput:
@@ -72,8 +81,17 @@ def _arrive(data: Any, where: str) -> Arrive:
         rid=_int(data["rid"], f"{where}.rid"),
         prompt_len=_int(data["prompt_len"], f"{where}.prompt_len", 1),
         max_new_tokens=_int(data.get("max_new_tokens", 64), f"{where}.max_new_tokens", 1),
+        prefix=_prefix(data.get("prefix"), f"{where}.prefix"),
         **opt,
     )
+
+
+def _prefix(data: Any, where: str) -> tuple[int, int] | None:
+    if data is None:
+        return None
+    if not isinstance(data, dict) or set(data) != {"rid", "blocks"}:
+        raise _fail(where, 'expected {"rid": N, "blocks": B}')
+    return _int(data["rid"], f"{where}.rid"), _int(data["blocks"], f"{where}.blocks", 1)
 
 
 def _resume(data: Any, where: str) -> tuple[int, int | None]:
@@ -141,7 +159,7 @@ def schedule_to_json(schedule: LiveSchedule) -> dict[str, Any]:
     for s in schedule.steps:
         step: dict[str, Any] = {}
         if s.arrive:
-            step["arrive"] = [{k: v for k, v in vars(a).items() if v is not None} for a in s.arrive]
+            step["arrive"] = [_arrive_json(a) for a in s.arrive]
         for key in ("finish", "preempt", "order"):
             if getattr(s, key):
                 step[key] = list(getattr(s, key))
@@ -151,6 +169,29 @@ def schedule_to_json(schedule: LiveSchedule) -> dict[str, Any]:
             step["accept"] = {str(r): n for r, n in s.accept}
         steps.append(step)
     return {"name": schedule.name, "what": schedule.what, "seed": schedule.seed, "steps": steps}
+
+
+def _arrive_json(a: Arrive) -> dict[str, Any]:
+    out = {k: v for k, v in vars(a).items() if v is not None and k != "prefix"}
+    if a.prefix is not None:
+        out["prefix"] = {"rid": a.prefix[0], "blocks": a.prefix[1]}
+    return out
+
+
+def live_prompts(
+    schedule: LiveSchedule, vocab_size: int, block_size: int, num_speculative_tokens: int
+) -> dict[int, list[int]]:
+    """Each arrival's prompt (seeded by the schedule): a prefix hit's begins with its owner's
+    hit blocks and the K + 1 tokens after them (`check_schedule` checks the owner has them)."""
+    arrivals = [a for s in schedule.steps for a in s.arrive]
+    rng = np.random.default_rng(schedule.seed)
+    prompts = {a.rid: rng.integers(3, vocab_size, size=a.prompt_len).tolist() for a in arrivals}
+    for a in arrivals:
+        if a.prefix is not None:
+            owner, blocks = a.prefix
+            n = blocks * block_size + num_speculative_tokens + 1
+            prompts[a.rid][:n] = prompts[owner][:n]
+    return prompts
 
 
 def load_schedule(path: str) -> LiveSchedule:
@@ -189,13 +230,15 @@ class Limits:
     num_speculative_tokens: int
     max_model_len: int
     max_tokens: int
+    block_size: int = RigConfig.block_size  # what a prefix hit counts in (no run changes it)
 
 
 def check_schedule(schedule: LiveSchedule, limits: Limits) -> int:
     """Follow the schedule on the host and refuse, in one line naming the step and field,
     anything the engine could not run: a slot out of range or held, an unknown or repeated
     request, a batch past max_num_seqs or the token budget, a request past max_model_len, an
-    accept count outside 0..K or for a request that has no drafts that step. Returns the most
+    accept count outside 0..K or for a request that has no drafts that step, a prefix hit on
+    a request that is not decoding or has fewer prompt tokens. Returns the most
     KV positions one request can hold (what the probe sizes its KV pool for)."""
     k, r = limits.num_speculative_tokens, limits.max_num_seqs
     running: dict[int, _Live] = {}
@@ -224,11 +267,12 @@ def check_schedule(schedule: LiveSchedule, limits: Limits) -> int:
             if a.rid in seen:
                 raise _fail(f"{w} arrive[{j}].rid", f"request {a.rid} already arrived")
             seen.add(a.rid)
+            hit = _hit(a, running, limits, f"{w} arrive[{j}].prefix")
             joins.append(
                 (
                     f"{w} arrive[{j}]",
                     a.rid,
-                    _Live(-1, a.prompt_len, a.chunk, a.max_new_tokens),
+                    _Live(-1, a.prompt_len, a.chunk, a.max_new_tokens, prefilled=hit),
                     a.slot,
                 )
             )
@@ -284,13 +328,35 @@ def check_schedule(schedule: LiveSchedule, limits: Limits) -> int:
     return longest
 
 
-def default_schedules(max_num_seqs: int, num_speculative_tokens: int) -> tuple[LiveSchedule, ...]:
+def _hit(a: Arrive, running: dict[int, _Live], limits: Limits, where: str) -> int:
+    """The positions a prefix hit skips (0: none), checked against its owner's prompt."""
+    if a.prefix is None:
+        return 0
+    owner, blocks = a.prefix
+    live = running.get(owner)
+    if live is None or not live.decoding:
+        raise _fail(f"{where}.rid", f"request {owner} is not running past its prefill")
+    hit = blocks * limits.block_size
+    shared = hit + limits.num_speculative_tokens + 1  # the draft KV of the hit needs them
+    if shared > live.prompt:
+        raise _fail(f"{where}.blocks", f"request {owner}'s prompt has fewer than {shared} tokens")
+    if shared >= a.prompt_len:
+        raise _fail(where, f"prompt_len {a.prompt_len} leaves nothing past the shared {shared}")
+    return hit
+
+
+def default_schedules(
+    max_num_seqs: int, num_speculative_tokens: int, block_size: int = RigConfig.block_size
+) -> tuple[LiveSchedule, ...]:
     """The probe's own live schedule over `max_num_seqs` slots: requests arrive into slots out
     of order, a prefill is chunked beside decodes, one request is preempted and resumed in
     another slot while another finishes and a new one takes a freed slot, the batch rows are
     permuted every step, and the forced accept counts run through every value 0..K (for K up
-    to 7). Request 3 always drafts freely, so every style's draft KV is compared on it
-    (`reference_diff._draft_kv`). Needs three request slots (none with fewer)."""
+    to 7). Then a prefix-cache hit: request 5 shares request 4's first KV block, request 4
+    finishes while 5 still reads that block and request 6 arrives into the freed blocks (a
+    shared block freed with its first owner is overwritten there). Requests 3 and 5 always
+    draft freely, so every style's draft KV is compared on them (`reference_diff._draft_kv`).
+    Needs three request slots (none with fewer)."""
     r, k = max_num_seqs, num_speculative_tokens
     if r < 3:
         return ()
@@ -304,6 +370,9 @@ def default_schedules(max_num_seqs: int, num_speculative_tokens: int) -> tuple[L
         ((Arrive(3, 13, slot=r - 1),), (), (0,), (), (3, 2, 1), (2, 1)),
         ((), (2,), (), ((0, 0),), (0, 3, 1), (1,)),
         ((), (), (), (), (1, 0, 3), (0, 1)),
+        ((Arrive(4, block_size + k + 3, slot=r - 1),), (3,), (), (), (4, 1, 0), (0, 1)),
+        ((Arrive(5, block_size + k + 8, prefix=(4, 1)),), (0,), (), (), (5, 1, 4), (1, 4)),
+        ((Arrive(6, 2 * block_size, slot=r - 1),), (4,), (), (), (6, 5, 1), (1,)),
     ]  # fmt: skip
     steps = tuple(
         LiveStep(arrive, finish, preempt, resume, order, tuple((rid, next(counts)) for rid in dec))
@@ -314,6 +383,7 @@ def default_schedules(max_num_seqs: int, num_speculative_tokens: int) -> tuple[L
             "live",
             steps,
             "slots out of order and reused, chunked prefill beside decodes, preemption and "
-            "resumption in another slot, rows permuted each step, every rejected count 0..K",
+            "resumption in another slot, rows permuted each step, every rejected count 0..K, "
+            "a prefix-cache hit sharing a block its first owner leaves",
         ),
     )

@@ -40,6 +40,10 @@ class StepEngine(Protocol):
 
     def release(self, request: Request) -> None: ...
 
+    def share(self, request: Request, owner: Request) -> None:
+        """`request` starts from a hit on `owner`'s first `request.prefilled` positions."""
+        ...
+
 
 class Session:
     """Host-side request bookkeeping around a step engine: admit, step, finish."""
@@ -58,9 +62,12 @@ class Session:
         max_new_tokens: int,
         slot: int | None = None,
         chunk: int | None = None,
+        prefix: tuple[Request, int] | None = None,
     ) -> Request:
         """Start a request in `slot` (None: the lowest free one); `chunk`: prompt tokens per
-        prefill step (a chunked prefill)."""
+        prefill step (a chunked prefill); `prefix` (owner, tokens): a prefix-cache hit on the
+        owner's first `tokens` positions (whole blocks), which the request shares and does
+        not recompute (`StepEngine.share`)."""
         if not self.free_slots:
             raise BadInput(f"no free request slot (max_num_seqs {self.engine.max_num_seqs})")
         if slot is not None and slot not in self.free_slots:
@@ -74,6 +81,12 @@ class Session:
             slot = self.free_slots[-1]
         self.free_slots.remove(slot)
         request = Request(rid, list(prompt), max_new_tokens, slot, chunk=chunk)
+        if prefix is not None:
+            owner, hit = prefix
+            if not 0 < hit < len(prompt) or owner.prompt[:hit] != request.prompt[:hit]:
+                raise BadInput(f"request {rid}: no cache hit of {hit} tokens on {owner.rid}")
+            request.prefilled = hit
+            self.engine.share(request, owner)
         self.running.append(request)
         return request
 

@@ -57,6 +57,9 @@ class BlockAllocator:
         self.max_blocks_per_req = max_blocks_per_req
         self._free = list(range(num_blocks - 1, NULL_BLOCK, -1))
         self.owner: dict[int, int] = {}
+        # prefix-cache hits: the requests beyond the first that hold a block (vLLM's
+        # KVCacheBlock.ref_cnt - 1); a block returns to the free list only at zero
+        self.sharers: dict[int, int] = {}
 
     def blocks_for(self, num_tokens: int) -> int:
         return -(-num_tokens // self.block_size)
@@ -79,8 +82,16 @@ class BlockAllocator:
             new.append(block)
         return new
 
+    def share(self, blocks: list[int]) -> None:
+        """One more request holds `blocks` (a prefix-cache hit on full blocks)."""
+        for block in blocks:
+            self.sharers[block] = self.sharers.get(block, 0) + 1
+
     def release(self, blocks: list[int]) -> None:
         for block in blocks:
+            if self.sharers.get(block, 0):  # another request still reads it
+                self.sharers[block] -= 1
+                continue
             self.owner.pop(block, None)
             self._free.append(block)
         blocks.clear()

@@ -112,6 +112,10 @@ class ReferenceEngine:
     def allocate(self, request: Request, num_tokens: int) -> None:
         return None
 
+    def share(self, request: Request, owner: Request) -> None:
+        """A prefix-cache hit: the dense reference recomputes the shared prefix itself."""
+        self.history[request.rid] = request.prompt[: request.prefilled]
+
     def release(self, request: Request) -> None:
         self.history.pop(request.rid, None)
 

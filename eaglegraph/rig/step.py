@@ -210,6 +210,18 @@ class Rig:
             row[: len(request.blocks)] = request.blocks
             self._bt_dirty = True
 
+    def share(self, request: Request, owner: Request) -> None:
+        """A prefix-cache hit: the owner's full blocks under `request.prefilled` positions
+        become the first of the request's (the same physical blocks; vLLM's KVCacheManager.
+        get_computed_blocks hits full blocks only)."""
+        if request.prefilled % self.block_size:
+            raise BadInput(f"a cache hit is whole blocks of {self.block_size} positions")
+        request.blocks = owner.blocks[: request.prefilled // self.block_size]
+        self.allocator.share(request.blocks)
+        self._bt_host[request.slot] = 0
+        self._bt_host[request.slot, : len(request.blocks)] = request.blocks
+        self._bt_dirty = True
+
     def release(self, request: Request) -> None:
         self.allocator.release(request.blocks)
         self._bt_host[request.slot] = 0

@@ -49,13 +49,15 @@ class Schedule:
 class Arrive:
     """A request joining a live schedule: its prompt, the request slot it takes (its row of
     every per-request table; None: the lowest free one) and, for a chunked prefill, the most
-    prompt tokens it is given per step."""
+    prompt tokens it is given per step. `prefix` (rid, blocks): a prefix-cache hit, the
+    first `blocks` full KV blocks of that running request's prompt, shared (not copied)."""
 
     rid: int
     prompt_len: int
     max_new_tokens: int = 64
     slot: int | None = None
     chunk: int | None = None
+    prefix: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)

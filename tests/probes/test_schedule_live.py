@@ -4,6 +4,7 @@ driver runs it with batch rows that are a changing permutation of request slots.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -45,6 +46,9 @@ class _Recorder:
     def release(self, request: Request) -> None:
         return None
 
+    def share(self, request: Request, owner: Request) -> None:
+        request.blocks = [owner.rid]  # the owner's block, by a name the test can read
+
 
 def _run(schedule_steps: int = 99) -> list[list[ScheduledRequest]]:
     """The default schedule through the driver alone (what the probe's live case does)."""
@@ -62,8 +66,12 @@ def _run(schedule_steps: int = 99) -> list[list[ScheduledRequest]]:
         for rid, slot in step.resume:
             session.resume(rid, *kept[rid], slot)
         for a in step.arrive:
+            hit = None
+            if a.prefix is not None:
+                owner = next(r for r in session.running if r.rid == a.prefix[0])
+                hit = (owner, a.prefix[1] * 16)
             session.admit(
-                a.rid, list(range(3, 3 + a.prompt_len)), a.max_new_tokens, a.slot, a.chunk
+                a.rid, list(range(3, 3 + a.prompt_len)), a.max_new_tokens, a.slot, a.chunk, hit
             )
         session.reorder(step.order)
         session.step()
@@ -77,7 +85,7 @@ def test_default_schedule_covers_a_live_server() -> None:
     slots = [[b.slot for b in batch] for batch in batches]
     # batch rows are not their slots, and the permutation changes from step to step
     assert any(s != list(range(len(s))) for s in slots)
-    assert len({tuple(s) for s in slots}) == len(slots)
+    assert all(a != b for a, b in itertools.pairwise(slots))
     # a chunked prefill (start > 0, no drafts, a backup token) beside decodes
     mixed = [b for b in batches if any(r.num_drafts for r in b)
              and any(r.num_drafts == 0 and r.start_pos > 0 for r in b)]  # fmt: skip
@@ -91,6 +99,12 @@ def test_default_schedule_covers_a_live_server() -> None:
     # every accept count 0..K is forced somewhere
     counts = {n for s in schedule.steps for _, n in s.accept}
     assert counts == set(range(4))
+    # a prefix-cache hit: request 5 starts past request 4's first block and holds it, and
+    # request 4 finishes while 5 runs, with a new request arriving into what 4 freed
+    (hit,) = [r for b in batches for r in b if r.rid == 5 and r.num_drafts == 0]
+    assert hit.start_pos == 16 and hit.blocks[:1] == [4] and len(hit.query) == 3 + 8
+    assert 4 in schedule.steps[8].finish and [a.rid for a in schedule.steps[8].arrive] == [6]
+    assert any(r.rid == 5 for r in batches[8])
 
 
 def test_default_needs_three_slots() -> None:
@@ -132,6 +146,17 @@ def test_json_round_trip(tmp_path: Path) -> None:
         ([{"arrive": [{"rid": 0, "prompt_len": 9}], "when": 3}],
          "schedule step 0 when: unknown field"),
         ([{"finish": [0]}], "schedule step 0 finish[0]: request 0 is not running"),
+        ([{"arrive": [{"rid": 0, "prompt_len": 18}]},
+          {"arrive": [{"rid": 1, "prompt_len": 30, "prefix": {"rid": 0, "blocks": 1}}]}],
+         "schedule step 1 arrive[0].prefix.blocks: request 0's prompt has fewer than 20"),
+        ([{"arrive": [{"rid": 0, "prompt_len": 40, "chunk": 8}]},
+          {"arrive": [{"rid": 1, "prompt_len": 30, "prefix": {"rid": 0, "blocks": 1}}]}],
+         "schedule step 1 arrive[0].prefix.rid: request 0 is not running past its prefill"),
+        ([{"arrive": [{"rid": 0, "prompt_len": 40}]},
+          {"arrive": [{"rid": 1, "prompt_len": 20, "prefix": {"rid": 0, "blocks": 1}}]}],
+         "schedule step 1 arrive[0].prefix: prompt_len 20 leaves nothing past the shared 20"),
+        ([{"arrive": [{"rid": 1, "prompt_len": 30, "prefix": {"rid": 0}}]}],
+         'schedule step 0 arrive[0].prefix: expected {"rid": N, "blocks": B}'),
     ],
 )  # fmt: skip
 def test_bad_schedule_names_step_and_field(steps: list[dict], message: str) -> None:
