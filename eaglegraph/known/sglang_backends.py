@@ -40,6 +40,14 @@ V2_DRAFT_EXTEND_FLAG: dict[str, str | None] = {
 }
 
 
+# Backends whose default turns prefill CUDA graphs off (the draft's breakable ones too) from
+# 0.5.15, when breakable prefill graphs became the default: `server_args.py::ServerArgs.
+# _disable_prefill_cuda_graph_for_deepseek_trtllm_mla` (0.5.19+ `arg_groups/cuda_graph_hook.
+# py::disable_prefill_cuda_graph_for_deepseek_trtllm_mla`), for DeepseekV3ForCausalLM on
+# trtllm_mla, the very pair the DeepSeek V3/R1 sm100 override picks
+PREFILL_GRAPHS_OFF_BY_DEFAULT = ("trtllm_mla",)
+
+
 def engine_names_of(rig_backend: str) -> tuple[str, ...]:
     """The SGLang backends the rig runs as this family ("flash_attn" -> ("fa3",))."""
     return tuple(name for name, family in SGLANG_RIG_FAMILY.items() if family == rig_backend)

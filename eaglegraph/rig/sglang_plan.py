@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from eaglegraph.known.profiles import Profile
 from eaglegraph.known.sglang_backends import (
+    PREFILL_GRAPHS_OFF_BY_DEFAULT,
     V1_DRAFT_EXTEND_BACKENDS,
     V2_DRAFT_EXTEND_FLAG,
     engine_names_of,
@@ -155,13 +156,18 @@ def draft_extend_graph(
     return False
 
 
-def draft_prefill_bcg(explicit: bool | None, profile: Profile) -> bool:
-    """Breakable prefill graphs for the draft: the default on CUDA where the profile has it,
-    else only when asked for (and only where the draft can have them at all)."""
+def draft_prefill_bcg(
+    explicit: bool | None, profile: Profile, engine_name: str | None = None
+) -> bool:
+    """Breakable prefill graphs for the draft: the default on CUDA where the profile has it
+    (not under a default backend that turns prefill graphs off), else only when asked for
+    (and only where the draft can have them at all)."""
     if not profile.sglang_draft_breakable_prefill:
         return False
     if explicit is not None:
         return explicit
+    if engine_name in PREFILL_GRAPHS_OFF_BY_DEFAULT:
+        return False
     return bool(profile.sglang_default_breakable_prefill)
 
 

@@ -79,3 +79,21 @@ def test_inspect_plans_the_default_trtllm_mha_extend(engine: str, mode: str) -> 
     assert extend["mode"] == mode
     if mode == "FULL":
         assert extend["descriptors"] == [[4 * b, b] for b in range(1, 9)]
+
+
+@pytest.mark.parametrize("engine", ["0.5.16", "0.5.23"])
+def test_deepseek_trtllm_mla_default_has_no_prefill_graphs(engine: str) -> None:
+    # `_disable_prefill_cuda_graph_for_deepseek_trtllm_mla` (0.5.15+): the draft's breakable
+    # prefill graphs go too; the draft extend keeps its FULL graphs (TRTLLMMLABackend)
+    args = ["inspect", "tiny-deepseek-mtp", "--json", "--engine", f"sglang=={engine}"]
+    result = CliRunner().invoke(cli, [*args, "--gpu", "B200", "--max-num-seqs", "4"])
+    assert result.exit_code in (0, 1), result.stderr
+    plan = json.loads(result.stdout)["plan"]
+    assert any(d.startswith("attention backend trtllm_mla ") for d in plan["defaults"])
+    phases = {p["phase"]: p for p in plan["phases"]}
+    assert "draft_prompt_prefill" not in phases
+    assert phases["draft_prefill"]["mode"] == "FULL"
+    explicit = CliRunner().invoke(cli, [*args, "--gpu", "B200", "--mode", "BREAKABLE"])
+    assert "draft_prompt_prefill" in {
+        p["phase"] for p in json.loads(explicit.stdout)["plan"]["phases"]
+    }
