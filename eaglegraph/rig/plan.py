@@ -23,6 +23,7 @@ from eaglegraph.rig.sglang_plan import (
     draft_extend_graph,
     draft_extend_tokens,
     draft_prefill_bcg,
+    eagle_worker_name,
     prefill_token_ladder,
     sglang_decode_batch_sizes,
 )
@@ -446,6 +447,7 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
     prompt, extend_phase = _sglang_draft_prefills(
         opts, extend_tokens, full(extend_tokens), bcg, extend
     )
+    extend_phase.notes.append(f"draft worker: {eagle_worker_name(beh, topk)}")
     plan = CapturePlan(
         framework="sglang",
         behavior=beh.name,

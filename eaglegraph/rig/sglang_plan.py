@@ -109,6 +109,13 @@ def on_spec_v2(profile: Profile, topk: int) -> bool:
     return profile.sglang_spec_v2_default and (topk == 1 or profile.sglang_tree_spec_v2)
 
 
+def eagle_worker_name(profile: Profile, topk: int) -> str:
+    """The EAGLE worker class this release runs the configuration on, as SGLang logs it."""
+    if on_spec_v2(profile, topk):
+        return "EAGLEWorkerV2 (spec v2)"
+    return "EAGLEWorker (spec v1)"
+
+
 def draft_extend_tokens(profile: Profile, num_steps: int, num_draft_tokens: int) -> int:
     """Tokens per request of the draft-extend graph: num_draft_tokens from 0.5.13
     (`resolve_num_tokens_per_req(phase="draft_extend")`), num_steps + 1 before
