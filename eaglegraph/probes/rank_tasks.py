@@ -73,6 +73,9 @@ def rank_capture(rt: RankRuntime, spec: RunSpec, args: dict[str, Any]) -> dict[s
     config = spec.rig_config()
     _stage(rt.rank, "building its shard of the rig")
     rig = Rig(pair, config)
+    # every rank starts capturing together: a peer still building its shard would otherwise
+    # count in this rank's first warm-up (its first collective waits for the peer)
+    rt.barrier()
     request = CaptureRequest.from_spec(spec, predict=False)
     request.config = config
     run = run_capture(
