@@ -69,7 +69,9 @@ SUBSCRIPT = re.compile(r"\w\[[^\]]+\]")
 # -- shapes and bounds -----------------------------------------------------------------------
 VOCABISH = re.compile(r"vocab|lm_head|logits|embed|d2t|t2d|token_map")
 HIDDENISH = re.compile(r"hidden|fc\.weight|\bfc\b|aux|width")
-SHAPE_NUMBERS = re.compile(r"\((\d+)\)|\b(\d{4,6})x(\d{3,6})\b")
+# The sizes a shape error compares: "tensor a (4096)", "1x5120 and 4096x4096", and torch.cat's
+# "Expected size 6 but got size 8 for tensor number 1" (aten/src/ATen/native/TensorShape.cpp).
+SHAPE_NUMBERS = re.compile(r"\((\d+)\)|\b(\d{4,6})x(\d{3,6})\b|\bsize (\d+)\b")
 # A size this large in a shape error is a vocabulary, not a hidden width.
 VOCAB_MIN = 30000
 # A hidden width is at least WIDTH_MIN and a multiple of WIDTH_STEP (every public EAGLE/MTP

@@ -119,9 +119,9 @@ LOG_RULES: tuple[Rule, ...] = rule_table(
     # -- shapes and configs ------------------------------------------------------------------
     ("log-shape", CONFIG, 3.0, "log.shape !log.shape-tokens"),
     "tensor shape mismatch",
-    ("log-shape-tokens", STALE, 1.0, "log.shape-tokens !phase.capture"),
-    "a shape error over a token count, not a width: the batch and the padded or captured size "
-    "disagree",
+    ("log-shape-tokens", OTHER, 1.0, "log.shape-tokens !phase.capture"),
+    "a shape error over a token count, not a width: two counts of the step's tokens disagree "
+    "(bookkeeping); torch raises it before any kernel reads a buffer, so it is no stale read",
     ("log-shape-tokens-capture", CAPTURE, 2.5, "log.shape-tokens phase.capture"),
     "a shape error over a token count while capturing",
     ("log-draft-load", CONFIG, 3.0, "log.draft-load"),

@@ -234,6 +234,15 @@ STATEMENTS: tuple[Statement, ...] = (
         "a silent failure: outputs or drafts are wrong, nothing crashes",
     ),
     Statement(
+        "says.slowdown",
+        r"(?:latency|throughput|decode speed|tok/s|tokens/s)[^.;]{0,30}"
+        r"(?:regress\w*|drops?|dropped|worse|lower)|"
+        r"(?:regress\w*|slower|slowdown|drops?)[^.;]{0,30}(?:latency|throughput|decode speed)|"
+        r"slower than (?:without|no|the baseline)|\d+\s*%\s*(?:latency |throughput )?regression",
+        "speculative decoding runs, but slower: without a crash or wrong output that is most "
+        "often graphs not used for part of the step (a downgraded or refused mode)",
+    ),
+    Statement(
         "says.hang",
         r"\bhangs?\b|hanging|\bhung\b|deadlock\w*|\bstuck\b|freez\w*|\bfrozen\b|"
         r"never returns?|not responding|no response|stops? responding",
@@ -356,6 +365,8 @@ RULES: tuple[Rule, ...] = rule_table(
     "the reporter describes a step that never returns",
     ("stated-mode", MODE, 2.0, "says.mode"),
     "the engine changed or refused the graph mode",
+    ("stated-slowdown", MODE, 1.5, "says.slowdown !says.corruption !ctx.log-fault"),
+    "slower with speculative decoding and nothing fails: graphs are not used for part of the step",
     (
         "stated-load-mismatch",
         CONFIG,
@@ -415,6 +426,15 @@ RULES: tuple[Rule, ...] = rule_table(
         "!says.capture-failed",
     ),
     "the fault comes with a feature whose own state is the likelier cause",
+    (
+        "crash-with-outside-feature",
+        OTHER,
+        1.0,
+        "says.outside-feature ctx.serving-crash !ctx.log-fault !says.shrink !ctx.replay "
+        "!says.oob !says.capture-failed",
+    ),
+    "a serving crash whose error line is not in the log, with a feature whose own state is "
+    "the likelier cause",
     (
         "serving-graph-named",
         STALE,

@@ -307,6 +307,8 @@ def _context(f: LogFacts, state: ScanState) -> None:
     forward = fr.SERVING in tags or fr.SPEC in tags or fr.REPLAY in tags
     if f.primary is None and frames and not in_capture and forward:
         f.add("log.serving-frames", _frame_hits(frames, fr.SERVING, fr.SPEC, fr.REPLAY))
+        # the same context for the reporter-statement rules, which read ctx.* facts
+        f.add("ctx.serving-crash", _frame_hits(frames, fr.SERVING, fr.SPEC, fr.REPLAY)[:1])
     padding = state.hits("context.padding")
     if padding or fr.REPLAY in tags:
         f.add("ctx.replay", padding[:1])

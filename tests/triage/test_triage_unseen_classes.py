@@ -96,3 +96,48 @@ def test_no_evidence_takes_the_nearest_known_reports_class_and_never_commits() -
         assert any("nearest known" in n for n in r.notes), r.notes
     else:
         assert r.category == "other"
+
+
+def test_slower_with_speculation_and_nothing_failing_is_a_graph_mode_question() -> None:
+    r = triage_text(
+        _ticket(
+            "[Performance]: MTP causes 60% latency regression against the same model without it",
+            "Decode throughput drops from 90 to 35 tok/s; outputs are correct.",
+        )
+    )
+    assert r.category == "mode-incompatibility" and "stated-slowdown" in r.evidence_kinds
+    crash = triage_text(
+        _ticket(
+            "[Bug] latency regression and a crash with MTP",
+            "```\nRuntimeError: CUDA error: an illegal memory access was encountered\n```",
+        )
+    )
+    assert "stated-slowdown" not in crash.evidence_kinds
+
+
+def test_a_shape_error_over_token_counts_is_bookkeeping_not_a_stale_read() -> None:
+    """torch.cat's 'Expected size 6 but got size 8' compares token counts: a host-side count
+    disagreement raised before any kernel reads a buffer."""
+    r = triage_text(
+        "RuntimeError: Sizes of tensors must match except in dimension 1. Expected size 6 but "
+        "got size 8 for tensor number 1 in the list.\n"
+    )
+    assert r.category == "other" and "log-shape-tokens" in r.evidence_kinds, r.scores
+    width = triage_text(
+        "RuntimeError: Sizes of tensors must match except in dimension 1. Expected size 4096 "
+        "but got size 5120 for tensor number 1 in the list.\n"
+    )
+    assert width.category == "hidden-dim/config-mismatch", width.scores
+
+
+def test_a_serving_crash_without_its_error_line_beside_an_outside_feature_is_other() -> None:
+    frames = (
+        "```\nTraceback (most recent call last):\n"
+        '  File "sglang/srt/managers/scheduler.py", line 987, in event_loop_normal\n'
+        "    result = self.run_batch(batch)\n"
+        '  File "sglang/srt/speculative/ngram_worker.py", line 210, in '
+        "forward_batch_generation\n"
+        "    verify_input.verify(\n```"
+    )
+    r = triage_text(_ticket("[Bug] NGram speculative decoding crashes with LoRA", frames))
+    assert r.category == "other" and "crash-with-outside-feature" in r.evidence_kinds, r.scores
