@@ -16,7 +16,8 @@ with `--run-commands`, every suggested `eaglegraph` command run as printed (the 
 each evidence kind (a rule naming the verdict's class, or the nearest known reports all filed
 under it), how often the verdicts it named were right; the same per tier; and how often the knowledge base's nearest reports (the report's own
 URL left out) agreed with the verdict and were right then. That table is fitted on
-tests/triage/data/heldout-frozen.jsonl, reports no rule was written for.
+`known.triage_calibration.FIT_SOURCES` (heldout-frozen and heldout-2, each read once as a
+held-out set before it became a dev set).
 
 `--part` keeps one part of the dev/tune data: a report belongs to `calibration` when the SHA-256
 of its URL is 0 mod 3, else to `tune`.
