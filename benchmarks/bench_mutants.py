@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from unittest import mock
 
 from benchmarks.mutants import ACTIVITY, MUTANTS, Mutant, by_name, planted
-from eaglegraph.probes.cases import BuiltRig
+from eaglegraph.probes.cases import BuiltRig, schedule_limits
 from eaglegraph.probes.probing import probe
 from eaglegraph.probes.schedules import default_schedules
 from eaglegraph.probes.spec import resolve_run
@@ -64,7 +64,10 @@ def probe_once(
         max_model_len=256,
     )
     o = spec.options  # the padded batch and the default live schedule (issue 27)
-    live = default_schedules(o.max_num_seqs, o.num_speculative_tokens)
+    lim = schedule_limits(spec)
+    live = default_schedules(
+        o.max_num_seqs, o.num_speculative_tokens, lim.block_size, lim.max_model_len
+    )
     return probe(
         spec, modes=mode.split(","), batches=[batch], isolate=False, timeout=600, schedules=live
     )

@@ -501,6 +501,27 @@ def _hit_shares_partial_block() -> Any:
     return mock.patch.object(Rig, "share", patched)
 
 
+def _draft_positions_not_clamped() -> Any:
+    """The drafter's position update without its max_model_len clamp: a request near the
+    end drafts at positions past its block-table row."""
+    unclamped = 1 << 30
+    prepare: Any = rig_eagle.prepare_eagle_decode
+    update: Any = rig_routines.update_eagle_draft_inputs
+
+    def prepare_patched(*args: Any) -> Any:
+        return prepare(*args[:9], unclamped, *args[10:])
+
+    def update_patched(*args: Any) -> Any:
+        return update(*args[:10], unclamped, *args[11:])
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.object(rig_eagle, "prepare_eagle_decode", prepare_patched))
+    stack.enter_context(
+        mock.patch.object(rig_routines, "update_eagle_draft_inputs", update_patched)
+    )
+    return stack
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("block-table-row-off", "target", ("block_table", "kv_cache"), "flash_attn",
            "each request gathers the block-table row of its neighbour", _block_table_row_off),
@@ -612,6 +633,11 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("hit-shares-partial-block", "target", ("kv_cache",), "flash_attn",
            "a prefix hit also takes its owner's partly filled block (no copy-on-write)",
            _hit_shares_partial_block),
+    # requests reaching max_model_len (issue 27)
+    Mutant("draft-positions-not-clamped", "draft_decode", ("eagle.positions", "block_table",
+           "slot_mapping", "kv_cache"), "flash_attn",
+           "draft positions advance past max_model_len - 1 (no clamp)",
+           _draft_positions_not_clamped),
 )  # fmt: skip
 
 

@@ -31,6 +31,7 @@ def _block_kernel(
     num_reqs,
     pad_reqs,
     mask_token,
+    max_model_len,
     K: tl.constexpr,
     BLOCK_Q: tl.constexpr,
 ):
@@ -46,9 +47,12 @@ def _block_kernel(
         nxt = tl.load(next_tokens_ptr + r)
         ids = tl.where(offs == 0, nxt, mask_token)
         tl.store(ids_ptr + base + offs, ids.to(ids_ptr.dtype.element_ty), mask=row)
-        tl.store(pos_ptr + base + offs, (anchor + offs).to(tl.int64), mask=row)
+        # clamped at max_model_len as vLLM's _prepare_dflash_inputs_kernel clamps them: a
+        # request near it drafts past the end, and those drafts are never verified
+        pos = tl.minimum(anchor + offs, max_model_len - 1)
+        tl.store(pos_ptr + base + offs, pos.to(tl.int64), mask=row)
         tl.store(qsl_ptr + r, base)
-        tl.store(seq_ptr + r, (anchor + K + 1).to(tl.int32))
+        tl.store(seq_ptr + r, tl.minimum(anchor + K + 1, max_model_len).to(tl.int32))
         tl.store(sample_ptr + r * K + offs, (base + 1 + offs).to(tl.int64), mask=offs < K)
     else:  # padded request rows, up to pad_reqs
         end = num_reqs * (K + 1)
@@ -73,9 +77,11 @@ def prepare_dflash_block(
     pad_reqs: int,
     num_speculative_tokens: int,
     mask_token_id: int,
+    max_model_len: int | None = None,
 ) -> None:
     """Write the query blocks of `num_reqs` requests and pad per-request rows up to
-    `pad_reqs` (>= num_reqs)."""
+    `pad_reqs` (>= num_reqs); positions are clamped to `max_model_len - 1` and KV lengths to
+    `max_model_len` (None: no clamp)."""
     check_device(target_qsl, target_positions, ids, positions, qsl, seq_lens, sample_indices)
     k = num_speculative_tokens
     if pad_reqs < num_reqs or qsl.numel() < pad_reqs + 1 or sample_indices.numel() < pad_reqs * k:
@@ -84,6 +90,7 @@ def prepare_dflash_block(
         return
     _block_kernel[(pad_reqs,)](
         target_qsl, target_positions, num_rejected, next_tokens, ids, positions, qsl, seq_lens,
-        sample_indices, num_reqs, pad_reqs, mask_token_id, K=k,
+        sample_indices, num_reqs, pad_reqs, mask_token_id,
+        (1 << 30) if max_model_len is None else max_model_len, K=k,
         BLOCK_Q=next_pow2(k + 1),
     )  # fmt: skip

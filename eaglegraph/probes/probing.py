@@ -142,7 +142,13 @@ def live_schedules(
     first: a bad one is refused in one line naming step and field."""
     o, limits = spec.options, schedule_limits(spec)
     if schedules is None:  # the default set: those that fit the run (none when it is tiny)
-        defaults = () if batches else default_schedules(o.max_num_seqs, o.num_speculative_tokens)
+        defaults = (
+            ()
+            if batches
+            else default_schedules(
+                o.max_num_seqs, o.num_speculative_tokens, limits.block_size, limits.max_model_len
+            )
+        )
         return tuple(s for s in defaults if _fits(s, limits))
     for schedule in schedules:
         check_schedule(schedule, limits)

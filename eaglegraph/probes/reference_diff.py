@@ -94,10 +94,11 @@ def compare_step(
     if hit is not None:
         return hit
     k = rig.num_speculative_tokens
+    usable = [_usable_drafts(rig, ref, b) for b in batch]
     for pos in range(k):
         for j, b in enumerate(batch):
             a, w = got.draft_tokens[j][pos], want.draft_tokens[j][pos]
-            if a != w:
+            if a != w and pos < usable[j]:
                 # without decodes, every position is drafted in the draft_prefill graph
                 first = pos == 0 or DraftFacts.DECODES not in rig.speculator.facts
                 phase = "draft_prefill" if first else "draft_decode"
@@ -105,6 +106,20 @@ def compare_step(
                 return Divergence(step, phase, b.rid, "eagle.draft_tokens", kernel,
                                   f"draft position {pos}", str(a), str(w))  # fmt: skip
     return _draft_kv(step, rig, ref, batch, decodes=True)
+
+
+def _usable_drafts(rig: Rig, ref: ReferenceEngine, b: ScheduledRequest) -> int:
+    """How many of a request's K drafts a later step can verify: near max_model_len the
+    scheduler verifies only drafts whose tokens fit (`Session.batch`), and the drafter clamps
+    the positions past it (vllm/v1/worker/gpu/spec_decode/eagle: positions to
+    max_model_len - 1, seq_lens to max_model_len; vllm/v1/spec_decode/utils.py::
+    eagle_step_slot_mapping_metadata_kernel: the padding slot), so those drafts are
+    discarded and differ from the dense reference's unclamped ones by design."""
+    trace = ref.last.get(b.rid)
+    if trace is None:
+        return rig.num_speculative_tokens
+    # after this step the request holds `valid` tokens and the bonus token
+    return max(min(rig.num_speculative_tokens, rig.max_model_len - trace.valid - 2), 0)
 
 
 def _hidden_rows(

@@ -286,13 +286,14 @@ def check_schedule(schedule: LiveSchedule, limits: Limits) -> int:
             free = [s for s in range(r) if s not in held]
             if not free:
                 raise _fail(where, f"no free request slot (max_num_seqs {r})")
-            need = live.prompt + live.max_new + 2 * k + 2
+            need = live.prompt + live.max_new  # vLLM caps max_tokens at max_model_len - prompt
             if need > limits.max_model_len:
                 raise _fail(
                     f"{where}.prompt_len",
                     f"request {rid} needs {need} positions, max_model_len is {limits.max_model_len}",
                 )
-            longest = max(longest, need)
+            # what its KV can hold: K lookahead slots twice over, up to max_model_len
+            longest = max(longest, min(need + 2 * k + 2, limits.max_model_len))
             live.slot = free[0] if slot is None else slot
             running[rid] = live
         if not running:
@@ -346,7 +347,10 @@ def _hit(a: Arrive, running: dict[int, _Live], limits: Limits, where: str) -> in
 
 
 def default_schedules(
-    max_num_seqs: int, num_speculative_tokens: int, block_size: int = RigConfig.block_size
+    max_num_seqs: int,
+    num_speculative_tokens: int,
+    block_size: int = RigConfig.block_size,
+    max_model_len: int | None = None,
 ) -> tuple[LiveSchedule, ...]:
     """The probe's own live schedule over `max_num_seqs` slots: requests arrive into slots out
     of order, a prefill is chunked beside decodes, one request is preempted and resumed in
@@ -356,7 +360,8 @@ def default_schedules(
     finishes while 5 still reads that block and request 6 arrives into the freed blocks (a
     shared block freed with its first owner is overwritten there). Requests 3 and 5 always
     draft freely, so every style's draft KV is compared on them (`reference_diff._draft_kv`).
-    Needs three request slots (none with fewer)."""
+    Needs three request slots (none with fewer). With `max_model_len`, a second schedule
+    (`capped_schedule`) has a request reach it."""
     r, k = max_num_seqs, num_speculative_tokens
     if r < 3:
         return ()
@@ -378,6 +383,7 @@ def default_schedules(
         LiveStep(arrive, finish, preempt, resume, order, tuple((rid, next(counts)) for rid in dec))
         for arrive, finish, preempt, resume, order, dec in plan
     )
+    capped = () if max_model_len is None else (capped_schedule(r, k, max_model_len),)
     return (
         LiveSchedule(
             "live",
@@ -386,4 +392,35 @@ def default_schedules(
             "resumption in another slot, rows permuted each step, every rejected count 0..K, "
             "a prefix-cache hit sharing a block its first owner leaves",
         ),
+        *capped,
+    )
+
+
+def capped_schedule(
+    max_num_seqs: int, num_speculative_tokens: int, max_model_len: int
+) -> LiveSchedule:
+    """A request that reaches max_model_len beside one that does not: its prompt leaves
+    room for one verify of all K drafts (all accepted) and one of none, so the drafter's
+    positions pass max_model_len in both steps (the engines clamp them: positions to
+    max_model_len - 1, seq_lens to max_model_len, vLLM's MRV2 drafter; the padding slot, its
+    V1 drafter), and the scheduler verifies no draft past it. Then it finishes and a new
+    request takes its slot and blocks, the last of which held position max_model_len - 1."""
+    r, k = max_num_seqs, num_speculative_tokens
+    prompt = max_model_len - k - 3
+    steps = (
+        LiveStep(
+            arrive=(
+                Arrive(0, prompt, max_new_tokens=k + 3, slot=r - 1),
+                Arrive(1, 9, max_new_tokens=8, slot=0),
+            )
+        ),
+        LiveStep(order=(1, 0), accept=((0, k),)),
+        LiveStep(order=(0, 1)),
+        LiveStep(arrive=(Arrive(2, 20, max_new_tokens=8, slot=r - 1),), finish=(0,), order=(2, 1)),
+    )
+    return LiveSchedule(
+        "capped",
+        steps,
+        "a request reaching max_model_len (its drafts clamped, its last verify "
+        "without drafts), then its slot and blocks reused",
     )

@@ -59,7 +59,7 @@ class DFlashWindow:
         prepare_dflash_block(
             b.query_start_loc, b.positions, b.num_rejected, b.next_tokens, self.input_ids,
             self.positions, self.qsl, self.seq_lens, self.sample_indices.view(-1), num_reqs,
-            written, self.k, self.draft.arch.mask_token_id,
+            written, self.k, self.draft.arch.mask_token_id, self.parts.config.max_model_len,
         )  # fmt: skip
         self.context_slots[:num_tokens].copy_(b.slot_mapping[:num_tokens])
         self.context_slots[num_tokens:context_rows].fill_(-1)

@@ -72,7 +72,7 @@ class Session:
             raise BadInput(f"no free request slot (max_num_seqs {self.engine.max_num_seqs})")
         if slot is not None and slot not in self.free_slots:
             raise BadInput(f"request {rid}: slot {slot} is not free")
-        need = len(prompt) + max_new_tokens + 2 * self.engine.num_speculative_tokens + 2
+        need = len(prompt) + max_new_tokens  # vLLM caps max_tokens at max_model_len - prompt
         if need > self.engine.max_model_len:
             raise BadInput(
                 f"request {rid} needs {need} positions but max_model_len is {self.engine.max_model_len}"
@@ -116,7 +116,12 @@ class Session:
                 start, end = r.next_chunk()
                 query, drafts = r.prompt[start:end], 0
             else:
-                query, start, drafts = [r.tokens[-1], *r.drafts], len(r.tokens) - 1, len(r.drafts)
+                # near max_model_len the scheduler verifies only the drafts whose tokens fit
+                # (vllm/v1/core/sched/scheduler.py::Scheduler.schedule: num_new_tokens <=
+                # max_model_len - num_computed_tokens - 1)
+                room = self.engine.max_model_len - len(r.tokens) - 1
+                drafts = max(min(len(r.drafts), room), 0)
+                query, start = [r.tokens[-1], *r.drafts[:drafts]], len(r.tokens) - 1
                 end = start + len(query)
             self.engine.allocate(r, start + len(query) + k)
             backup = r.prompt[end] if r.is_new and end < len(r.prompt) else None
@@ -134,7 +139,7 @@ class Session:
                 proposed.append(0)
                 continue
             new = (r.drafts[:n] if not r.is_new else []) + [out.next_tokens[j]]
-            proposed.append(0 if r.is_new else len(r.drafts))
+            proposed.append(0 if r.is_new else batch[j].num_drafts)
             if r.is_new:
                 r.tokens = list(r.prompt)
             room = r.max_new_tokens - r.generated

@@ -258,9 +258,9 @@ class Rig:
         )
         tokens = np.concatenate([np.asarray(b.query, dtype=np.int64) for b in batch])
         max_q = max(lens)
-        if max(seq_lens) + k > self.max_model_len:
+        if max(seq_lens) > self.max_model_len:  # drafts past it are clamped (speculators)
             raise BadInput(
-                f"a request reaches position {max(seq_lens) + k} ≥ max_model_len {self.max_model_len}"
+                f"a request reaches position {max(seq_lens)} > max_model_len {self.max_model_len}"
             )
         r = self.max_num_seqs
 

@@ -136,7 +136,7 @@ def test_json_round_trip(tmp_path: Path) -> None:
         ([{"arrive": [{"rid": 0, "prompt_len": 9}]}, {"accept": {"0": 4}}],
          "schedule step 1 accept.0: 4 accepted drafts is more than K=3"),
         ([{"arrive": [{"rid": 0, "prompt_len": 250}]}],
-         "schedule step 0 arrive[0].prompt_len: request 0 needs 322 positions, max_model_len is 256"),
+         "schedule step 0 arrive[0].prompt_len: request 0 needs 314 positions, max_model_len is 256"),
         ([{"arrive": [{"rid": 0, "prompt_len": 65}]}],
          "schedule step 0: 65 tokens exceed max_num_batched_tokens 64"),
         ([{"arrive": [{"rid": 0, "prompt_len": 9}]}, {"resume": [0]}],

@@ -85,7 +85,8 @@ class BlockSpeculator(Speculator):
             s - (b.num_drafts - a)
             for s, b, a in zip(step.seq_lens, step.batch, step.accepted, strict=True)
         ]
-        lens = [a + k + 1 for a in anchors] + [0] * (batch.num_reqs - rb)
+        mml = p.config.max_model_len  # clamped as the block kernel clamps its KV lengths
+        lens = [min(a + k + 1, mml) for a in anchors] + [0] * (batch.num_reqs - rb)
         md = self._metadata(lens, batch.num_reqs)
         hooks.mark("draft_prefill", 0, "launch")
         runner.run(replace(batch, num_tokens=context_rows), md)
