@@ -8,14 +8,14 @@ terminal. Inline styles and script keep the page a single file that can be attac
 from __future__ import annotations
 
 import html
-import io
 from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
 
 from eaglegraph.reports.exporters import Exporter
-from eaglegraph.reports.runfile import SAVED_RUNS, render_run
+from eaglegraph.reports.html_record import recorded_report, recording_console
+from eaglegraph.reports.runfile import SAVED_RUNS
 from eaglegraph.results.capture import CaptureRun
 from eaglegraph.results.rank_runs import RankedRun
 from eaglegraph.results.registry import Run, schema_of
@@ -47,26 +47,12 @@ body {{{{
 """
 
 
-_REPORT = (
-    "<pre style=\"font-family:Menlo,'DejaVu Sans Mono',consolas,'Courier New',monospace\">"
-    '<code style="font-family:inherit">{code}</code></pre>'
-)
-
-
 def render_html(
     source: Run | RenderFn, *, title: str | None = None, width: int = HTML_WIDTH
 ) -> str:
     """The report as an HTML page; `source` is a run or a function that prints to a console."""
-    console = Console(
-        record=True,
-        width=width,
-        file=io.StringIO(),
-        force_terminal=True,
-        color_system="truecolor",
-        highlight=False,
-        soft_wrap=False,
-    )
     if callable(source):
+        console = recording_console(width)
         source(console)
         page = _PAGE.format(title=html.escape(title or "eaglegraph report"))
         return console.export_html(inline_styles=True, code_format=page)
@@ -76,8 +62,7 @@ def render_html(
         from eaglegraph.reports.html_ranks import render_ranked_html
 
         return render_ranked_html(source, title=title, width=width)
-    render_run(source, console)
-    report = console.export_html(inline_styles=True, code_format=_REPORT)
+    report = recorded_report(source, width)
     if isinstance(source, CaptureRun):  # the pools over time, drawn above the text
         from eaglegraph.reports.html_memory import memory_plot_svg
 

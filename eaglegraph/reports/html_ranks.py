@@ -1,47 +1,25 @@
 """HTML export of a multi-rank run: the ranks view, then each rank's own report.
 
 A RankedRun keeps every rank's capture/probe run whole, so each rank's section is the
-single-run report recorded by the same pieces `html.py` uses; only the rank table and the
+single-run report recorded as `html.py` records it (`html_record`); only the rank table and the
 findings (each naming its rank) come from `ranks_view`. Nothing here computes.
 """
 
 from __future__ import annotations
 
 import html
-import io
 
-from rich.console import Console
-
-from eaglegraph.reports.runfile import render_run
+from eaglegraph.reports.html_record import recorded_report
 from eaglegraph.results.rank_runs import RankedRun
-
-_PRE = (
-    "<pre style=\"font-family:Menlo,'DejaVu Sans Mono',consolas,'Courier New',monospace\">"
-    '<code style="font-family:inherit">{code}</code></pre>'
-)
-
-
-def _recorded(run: object, width: int) -> str:
-    console = Console(
-        record=True,
-        width=width,
-        file=io.StringIO(),
-        force_terminal=True,
-        color_system="truecolor",
-        highlight=False,
-        soft_wrap=False,
-    )
-    render_run(run, console)
-    return console.export_html(inline_styles=True, code_format=_PRE)
 
 
 def render_ranked_html(run: RankedRun, *, title: str | None = None, width: int = 120) -> str:
     """One page: the run's rank table and findings, then a collapsible section per rank."""
-    parts = [f'<section id="ranks"><h2>ranks</h2>{_recorded(run, width)}</section>']
+    parts = [f'<section id="ranks"><h2>ranks</h2>{recorded_report(run, width)}</section>']
     for r in run.ranks:
         own = r.capture if r.capture is not None else r.probe
         head = f"rank {r.rank} (tp {r.tp_rank}, dp {r.dp_rank}) — {html.escape(r.status)}"
-        body = _recorded(own, width) if own is not None else ""
+        body = recorded_report(own, width) if own is not None else ""
         if r.error:
             body = f"<p>{html.escape(r.error)}</p>" + body
         parts.append(
