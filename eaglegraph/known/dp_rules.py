@@ -26,6 +26,7 @@ from eaglegraph.known.enums import StrEnum
 from eaglegraph.known.hazards import HAZARDS
 from eaglegraph.known.profiles import Profile
 from eaglegraph.known.runners import ModelRunner
+from eaglegraph.known.tables import keyed
 
 
 class DpRuleKind(StrEnum):
@@ -52,72 +53,69 @@ class RuleSpec:
         return len(self.rows)
 
 
-RULES: dict[DpRuleKind, RuleSpec] = {
-    r.kind: r
-    for r in (
-        RuleSpec(
-            DpRuleKind.VLLM_V1_TOKEN_SYNC,
-            "vllm",
-            ("num_tokens",),
-            ("max",),
-            "vllm/forward_context.py::DPMetadata.num_tokens_across_dp, "
-            "v1/worker/gpu_model_runner.py::GPUModelRunner.get_dp_padding (vLLM 0.11.0)",
-            "one implicit all-reduce in set_forward_context per draft forward; "
-            "EagleProposer.dummy_run runs one forward (v1/spec_decode/eagle.py, 0.11.0)",
+RULES: dict[DpRuleKind, RuleSpec] = keyed(
+    lambda r: r.kind,
+    RuleSpec(
+        DpRuleKind.VLLM_V1_TOKEN_SYNC,
+        "vllm",
+        ("num_tokens",),
+        ("max",),
+        "vllm/forward_context.py::DPMetadata.num_tokens_across_dp, "
+        "v1/worker/gpu_model_runner.py::GPUModelRunner.get_dp_padding (vLLM 0.11.0)",
+        "one implicit all-reduce in set_forward_context per draft forward; "
+        "EagleProposer.dummy_run runs one forward (v1/spec_decode/eagle.py, 0.11.0)",
+    ),
+    RuleSpec(
+        DpRuleKind.VLLM_V1_COORDINATE,
+        "vllm",
+        ("orig_num_tokens", "padded_num_tokens", "should_ubatch", "cudagraph_mode"),
+        ("gather", "max", "all", "min"),
+        "vllm/v1/worker/dp_utils.py::coordinate_batch_across_dp (_run_ar, _synchronize_dp_ranks)",
+        "v1/spec_decode/llm_base_proposer.py::SpecDecodeBaseProposer."
+        "_determine_batch_execution_and_padding before the draft prefill and before the "
+        "draft decodes; dummy_run syncs at forwards 0 and 1",
+    ),
+    RuleSpec(
+        DpRuleKind.VLLM_MRV2_SYNC,
+        "vllm",
+        (
+            "num_tokens",
+            "cg_mode",
+            "uniform_token_count",
+            "max_query_len",
+            "allow_ubatching",
+            "num_reqs",
+            "allow_skip_drafts",
         ),
-        RuleSpec(
-            DpRuleKind.VLLM_V1_COORDINATE,
-            "vllm",
-            ("orig_num_tokens", "padded_num_tokens", "should_ubatch", "cudagraph_mode"),
-            ("gather", "max", "all", "min"),
-            "vllm/v1/worker/dp_utils.py::coordinate_batch_across_dp (_run_ar, "
-            "_synchronize_dp_ranks)",
-            "v1/spec_decode/llm_base_proposer.py::SpecDecodeBaseProposer."
-            "_determine_batch_execution_and_padding before the draft prefill and before the "
-            "draft decodes; dummy_run syncs at forwards 0 and 1",
+        ("max", "min", "agree", "max-if-all-set", "all", "max", "all"),
+        "vllm/v1/worker/gpu/dp_utils.py::sync_cudagraph_and_dp_padding (DPSyncState)",
+        "v1/worker/gpu/dp_utils.py::dispatch_cg_and_sync_dp(dp_sync_state=...) reuses the "
+        "target's agreement; Speculator._build_uniform_batch_dp_sync sizes draft decodes "
+        "from its num_reqs",
+    ),
+    RuleSpec(
+        DpRuleKind.SGLANG_MLP_SYNC,
+        "sglang",
+        (
+            "num_tokens",
+            "num_tokens_for_logprob",
+            "can_run_decode_cuda_graph",
+            "is_extend_in_batch",
+            "local_can_run_tbo",
+            "local_forward_mode",
+            "can_run_prefill_cuda_graph",
+            "prefill_cuda_graph_max_prefix_len",
+            "can_run_draft_cuda_graph",
+            "is_health_check",
+            "attention_pairs",
         ),
-        RuleSpec(
-            DpRuleKind.VLLM_MRV2_SYNC,
-            "vllm",
-            (
-                "num_tokens",
-                "cg_mode",
-                "uniform_token_count",
-                "max_query_len",
-                "allow_ubatching",
-                "num_reqs",
-                "allow_skip_drafts",
-            ),
-            ("max", "min", "agree", "max-if-all-set", "all", "max", "all"),
-            "vllm/v1/worker/gpu/dp_utils.py::sync_cudagraph_and_dp_padding (DPSyncState)",
-            "v1/worker/gpu/dp_utils.py::dispatch_cg_and_sync_dp(dp_sync_state=...) reuses the "
-            "target's agreement; Speculator._build_uniform_batch_dp_sync sizes draft decodes "
-            "from its num_reqs",
-        ),
-        RuleSpec(
-            DpRuleKind.SGLANG_MLP_SYNC,
-            "sglang",
-            (
-                "num_tokens",
-                "num_tokens_for_logprob",
-                "can_run_decode_cuda_graph",
-                "is_extend_in_batch",
-                "local_can_run_tbo",
-                "local_forward_mode",
-                "can_run_prefill_cuda_graph",
-                "prefill_cuda_graph_max_prefix_len",
-                "can_run_draft_cuda_graph",
-                "is_health_check",
-                "attention_pairs",
-            ),
-            ("gather", "gather", "min", "max", "tbo", "tbo", "min", "max", "min", "max", "gather"),
-            "sglang/srt/managers/scheduler_components/dp_attn.py::prepare_mlp_sync_batch_raw "
-            "(MLPSyncBatchInfo._get_local_tensor, all_gather)",
-            "one gather a scheduler iteration; idle ranks step through draft and verify "
-            "(EagleDraftInput.create_idle_input)",
-        ),
-    )
-}
+        ("gather", "gather", "min", "max", "tbo", "tbo", "min", "max", "min", "max", "gather"),
+        "sglang/srt/managers/scheduler_components/dp_attn.py::prepare_mlp_sync_batch_raw "
+        "(MLPSyncBatchInfo._get_local_tensor, all_gather)",
+        "one gather a scheduler iteration; idle ranks step through draft and verify "
+        "(EagleDraftInput.create_idle_input)",
+    ),
+)
 
 # SGLang ForwardMode members (model_executor/forward_batch_info.py, auto() from 1), as the
 # local_forward_mode column carries them without two-batch overlap.

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from eaglegraph.errors import BadInput, closest, unknown_choice
+from eaglegraph.known.tables import keyed
 from eaglegraph.pair import presets_mtp
 from eaglegraph.pair.kinds import DraftKind
 from eaglegraph.pair.weights_file import save_safetensors
@@ -211,133 +212,131 @@ _TINY_QWEN3 = {
     "eos_token_id": 2,
 }
 
-PRESETS: dict[str, Preset] = {
-    p.name: p
-    for p in (
-        Preset(
-            "tiny-llama-eagle1",
-            "8-layer Llama (llama3 RoPE scaling) + 1-layer EAGLE-1 draft; seeded weights",
-            _TINY_LLAMA,
-            _eagle1_draft(_TINY_LLAMA),
-            "eagle1",
-            True,
-            seed=11,
-        ),
-        Preset(
-            "tiny-llama-eagle3",
-            "8-layer Llama + SpecForge-style EAGLE-3 draft (draft vocab 128, default aux "
-            "layers); seeded weights",
-            _TINY_LLAMA,
-            _eagle3_draft(_TINY_LLAMA, 128),
-            "eagle3",
-            True,
-            seed=13,
-        ),
-        Preset(
-            "tiny-qwen3-eagle3",
-            "6-layer Qwen3 (explicit head_dim 32 ≠ 64/4, q/k norm) + EAGLE-3 draft with "
-            "eagle_config aux ids; seeded weights",
+PRESETS: dict[str, Preset] = keyed(
+    lambda p: p.name,
+    Preset(
+        "tiny-llama-eagle1",
+        "8-layer Llama (llama3 RoPE scaling) + 1-layer EAGLE-1 draft; seeded weights",
+        _TINY_LLAMA,
+        _eagle1_draft(_TINY_LLAMA),
+        "eagle1",
+        True,
+        seed=11,
+    ),
+    Preset(
+        "tiny-llama-eagle3",
+        "8-layer Llama + SpecForge-style EAGLE-3 draft (draft vocab 128, default aux "
+        "layers); seeded weights",
+        _TINY_LLAMA,
+        _eagle3_draft(_TINY_LLAMA, 128),
+        "eagle3",
+        True,
+        seed=13,
+    ),
+    Preset(
+        "tiny-qwen3-eagle3",
+        "6-layer Qwen3 (explicit head_dim 32 ≠ 64/4, q/k norm) + EAGLE-3 draft with "
+        "eagle_config aux ids; seeded weights",
+        _TINY_QWEN3,
+        _eagle3_draft(
             _TINY_QWEN3,
-            _eagle3_draft(
-                _TINY_QWEN3,
-                192,
-                eagle_config={
-                    "eagle_aux_hidden_state_layer_ids": [1, 3, 4],
-                    "use_aux_hidden_state": True,
-                },
-            ),
-            "eagle3",
-            True,
-            seed=17,
+            192,
+            eagle_config={
+                "eagle_aux_hidden_state_layer_ids": [1, 3, 4],
+                "use_aux_hidden_state": True,
+            },
         ),
-        Preset(
-            "tiny-deepseek-mtp",
-            "4-layer DeepSeek-V3-style target (MLA, routed experts, yarn) with 1 in-checkpoint "
-            "MTP module; seeded weights",
-            presets_mtp.TINY_DEEPSEEK,
-            None,
-            "mtp",
-            True,
-            seed=19,
-        ),
-        Preset(
-            "tiny-deepseek-mtp2",
-            "4-layer DeepSeek-V3-style target with 2 in-checkpoint MTP modules "
-            "(num_nextn_predict_layers 2); seeded weights",
-            dict(presets_mtp.TINY_DEEPSEEK, num_nextn_predict_layers=2),
-            None,
-            "mtp",
-            True,
-            seed=23,
-        ),
-        Preset(
-            "tiny-qwen3-mtp",
-            "6-layer Qwen3 + SpecForge-style Qwen3.5 MTP draft (Qwen3_5MTPDraftModel, one "
-            "module, mtp_config.share_lm_head); seeded weights",
-            _TINY_QWEN3,
-            presets_mtp.qwen_mtp_draft(_TINY_QWEN3),
-            "mtp",
-            True,
-            seed=31,
-        ),
-        Preset(
-            "tiny-qwen3-dflash",
-            "6-layer Qwen3 + SpecForge-style DFlash draft (2 layers, taps 1/3/4, mask token "
-            "383); seeded weights",
-            _TINY_QWEN3,
-            presets_mtp.dflash_draft(_TINY_QWEN3),
-            "dflash",
-            True,
-            seed=29,
-        ),
-        Preset(
-            "deepseek-v3-mtp",
-            "DeepSeek-V3/R1 geometry (61 layers, 256 experts) with its MTP layer (config only; "
-            "inspect, or --random-weights on a machine that holds 671B parameters)",
-            presets_mtp.DEEPSEEK_V3,
-            None,
-            "mtp",
-            False,
-        ),
-        Preset(
-            "deepseek-v3-mtp-4l",
-            "DeepSeek-V3 at real widths (hidden 7168, 128 heads, MLA 1536/512/64, expert width "
-            "2048, vocab 129280) with 4 target layers and 16 routed experts + its MTP layer "
-            "(config only; --random-weights fits one GPU)",
-            presets_mtp.DEEPSEEK_V3_4L,
-            None,
-            "mtp",
-            False,
-        ),
-        Preset(
-            "llama3.1-8b-eagle3",
-            "Llama-3.1-8B-Instruct geometry + SpecForge EAGLE-3 draft config (config only; use "
-            "--random-weights)",
-            _FIXTURE_LLAMA31_8B,
-            _SPECFORGE_LLAMA31_EAGLE3,
-            "eagle3",
-            False,
-        ),
-        Preset(
-            "llama3.1-8b-eagle1",
-            "Llama-3.1-8B-Instruct geometry + EAGLE-LLaMA3.1-Instruct-8B (EAGLE-1) draft config "
-            "(config only; use --random-weights)",
-            _FIXTURE_LLAMA31_8B,
-            _EAGLE1_LLAMA3_8B,
-            "eagle1",
-            False,
-        ),
-        Preset(
-            "qwen3-8b-eagle3",
-            "Qwen3-8B geometry + SpecForge Qwen3-8B EAGLE-3 draft config (config only; use "
-            "--random-weights)",
-            _QWEN3_8B,
-            _SPECFORGE_QWEN3_8B_EAGLE3,
-            "eagle3",
-            False,
-        ),
-    )
-}
+        "eagle3",
+        True,
+        seed=17,
+    ),
+    Preset(
+        "tiny-deepseek-mtp",
+        "4-layer DeepSeek-V3-style target (MLA, routed experts, yarn) with 1 in-checkpoint "
+        "MTP module; seeded weights",
+        presets_mtp.TINY_DEEPSEEK,
+        None,
+        "mtp",
+        True,
+        seed=19,
+    ),
+    Preset(
+        "tiny-deepseek-mtp2",
+        "4-layer DeepSeek-V3-style target with 2 in-checkpoint MTP modules "
+        "(num_nextn_predict_layers 2); seeded weights",
+        dict(presets_mtp.TINY_DEEPSEEK, num_nextn_predict_layers=2),
+        None,
+        "mtp",
+        True,
+        seed=23,
+    ),
+    Preset(
+        "tiny-qwen3-mtp",
+        "6-layer Qwen3 + SpecForge-style Qwen3.5 MTP draft (Qwen3_5MTPDraftModel, one "
+        "module, mtp_config.share_lm_head); seeded weights",
+        _TINY_QWEN3,
+        presets_mtp.qwen_mtp_draft(_TINY_QWEN3),
+        "mtp",
+        True,
+        seed=31,
+    ),
+    Preset(
+        "tiny-qwen3-dflash",
+        "6-layer Qwen3 + SpecForge-style DFlash draft (2 layers, taps 1/3/4, mask token "
+        "383); seeded weights",
+        _TINY_QWEN3,
+        presets_mtp.dflash_draft(_TINY_QWEN3),
+        "dflash",
+        True,
+        seed=29,
+    ),
+    Preset(
+        "deepseek-v3-mtp",
+        "DeepSeek-V3/R1 geometry (61 layers, 256 experts) with its MTP layer (config only; "
+        "inspect, or --random-weights on a machine that holds 671B parameters)",
+        presets_mtp.DEEPSEEK_V3,
+        None,
+        "mtp",
+        False,
+    ),
+    Preset(
+        "deepseek-v3-mtp-4l",
+        "DeepSeek-V3 at real widths (hidden 7168, 128 heads, MLA 1536/512/64, expert width "
+        "2048, vocab 129280) with 4 target layers and 16 routed experts + its MTP layer "
+        "(config only; --random-weights fits one GPU)",
+        presets_mtp.DEEPSEEK_V3_4L,
+        None,
+        "mtp",
+        False,
+    ),
+    Preset(
+        "llama3.1-8b-eagle3",
+        "Llama-3.1-8B-Instruct geometry + SpecForge EAGLE-3 draft config (config only; use "
+        "--random-weights)",
+        _FIXTURE_LLAMA31_8B,
+        _SPECFORGE_LLAMA31_EAGLE3,
+        "eagle3",
+        False,
+    ),
+    Preset(
+        "llama3.1-8b-eagle1",
+        "Llama-3.1-8B-Instruct geometry + EAGLE-LLaMA3.1-Instruct-8B (EAGLE-1) draft config "
+        "(config only; use --random-weights)",
+        _FIXTURE_LLAMA31_8B,
+        _EAGLE1_LLAMA3_8B,
+        "eagle1",
+        False,
+    ),
+    Preset(
+        "qwen3-8b-eagle3",
+        "Qwen3-8B geometry + SpecForge Qwen3-8B EAGLE-3 draft config (config only; use "
+        "--random-weights)",
+        _QWEN3_8B,
+        _SPECFORGE_QWEN3_8B_EAGLE3,
+        "eagle3",
+        False,
+    ),
+)
 
 
 def preset_for(kind: DraftKind | None, family: str, full_size: bool) -> str:
