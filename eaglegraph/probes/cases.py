@@ -155,18 +155,18 @@ class BuiltRig:
     mode starts from that state (buffers, KV, allocator, host table), as a fresh rig would."""
 
     def __init__(
-        self, spec: RunSpec, checkpoint: Checkpoint | None = None, live_tokens: int = 0
+        self, spec: RunSpec, checkpoint: Checkpoint | None = None, live_blocks: int = 0
     ) -> None:
-        """`live_tokens`: the most KV positions a request of the live schedules can hold."""
+        """`live_blocks`: the most KV blocks the running requests of the live schedules can
+        hold at once (`schedules.check_schedule`)."""
         k = spec.options.num_speculative_tokens
         config = spec.rig_config(guard=True)
         if config.num_blocks is None:
             # a KV pool for the schedule (twice what its requests can own, the rest canaries)
             # rather than for max_model_len: every poison, scan and snapshot goes over it
             tokens = max(PROMPT_LENGTHS, default=0) + STEPS * (k + 1) + k + 1
-            tokens = max(tokens, live_tokens)
-            per_request = -(-tokens // config.block_size)
-            config = replace(config, num_blocks=1 + 2 * spec.options.max_num_seqs * per_request)
+            padded = spec.options.max_num_seqs * -(-tokens // config.block_size)
+            config = replace(config, num_blocks=1 + 2 * max(padded, live_blocks))
         # emulated captures record nothing: their passes only cost time (see RigConfig)
         config = replace(config, emulated_capture_passes=False)
         if config.dtype == "auto":
@@ -208,7 +208,7 @@ def execute_cases(cases: list[ProbeCase], checkpoint: Checkpoint | None = None) 
     checkpoint = checkpoint or Checkpoint()
     checkpoint.update(case=",".join(c.name for c in cases))
     try:
-        built = BuiltRig(cases[0].spec, checkpoint, max(_live_tokens(c) for c in cases))
+        built = BuiltRig(cases[0].spec, checkpoint, max(_live_blocks(c) for c in cases))
     except Exception as exc:
         return [_error(c, exc, start, checkpoint) for c in cases]
     return [execute_case(c, built) for c in cases]
@@ -222,7 +222,7 @@ def execute_case(
     checkpoint.update(case=case.name, stage="build", step=None, phase=None, broken=[])
     try:
         if built is None:
-            built = BuiltRig(case.spec, checkpoint, _live_tokens(case))
+            built = BuiltRig(case.spec, checkpoint, _live_blocks(case))
         elif built.rig.config.options != case.spec.options:
             raise ValueError(f"case {case.name} does not match the rig it was given")
         with recording(checkpoint):
@@ -383,9 +383,9 @@ def _execute(case: ProbeCase, built: BuiltRig, start: float) -> CaseResult:
     return result
 
 
-def _live_tokens(case: ProbeCase) -> int:
-    """The most KV positions one request of the case's live schedule can hold (0: none);
-    checking it refuses a schedule the run cannot hold, in one line, before the rig is built."""
+def _live_blocks(case: ProbeCase) -> int:
+    """The most KV blocks the case's live schedule holds at once (0: none); checking it
+    refuses a schedule the run cannot hold, in one line, before the rig is built."""
     if case.schedule is None:
         return 0
     return check_schedule(case.schedule, schedule_limits(case.spec))

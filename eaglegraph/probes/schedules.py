@@ -238,13 +238,15 @@ def check_schedule(schedule: LiveSchedule, limits: Limits) -> int:
     anything the engine could not run: a slot out of range or held, an unknown or repeated
     request, a batch past max_num_seqs or the token budget, a request past max_model_len, an
     accept count outside 0..K or for a request that has no drafts that step, a prefix hit on
-    a request that is not decoding or has fewer prompt tokens. Returns the most
-    KV positions one request can hold (what the probe sizes its KV pool for)."""
+    a request that is not decoding or has fewer prompt tokens. Returns the most KV blocks its
+    running requests can hold at once (what the probe sizes its KV pool for: one request
+    near a long max_model_len must not size every request's share)."""
     k, r = limits.num_speculative_tokens, limits.max_num_seqs
     running: dict[int, _Live] = {}
     preempted: dict[int, _Live] = {}
     seen: set[int] = set()
-    longest = 0
+    most = 0
+    holds: dict[int, int] = {}  # KV blocks each running request can hold
     for i, step in enumerate(schedule.steps):
         w = f"step {i}"
         for field_name, rids in (("finish", step.finish), ("preempt", step.preempt)):
@@ -293,11 +295,12 @@ def check_schedule(schedule: LiveSchedule, limits: Limits) -> int:
                     f"request {rid} needs {need} positions, max_model_len is {limits.max_model_len}",
                 )
             # what its KV can hold: K lookahead slots twice over, up to max_model_len
-            longest = max(longest, min(need + 2 * k + 2, limits.max_model_len))
+            holds[rid] = -(-min(need + 2 * k + 2, limits.max_model_len) // limits.block_size)
             live.slot = free[0] if slot is None else slot
             running[rid] = live
         if not running:
             raise _fail(w, "no request is running")
+        most = max(most, sum(holds[rid] for rid in running))
         for j, rid in enumerate(step.order):
             if rid not in running:
                 raise _fail(f"{w} order[{j}]", f"request {rid} is not running")
@@ -326,7 +329,7 @@ def check_schedule(schedule: LiveSchedule, limits: Limits) -> int:
                 live.prefilled = min(end, live.prompt)
                 if live.prefilled == live.prompt:
                     live.decoding, live.generated = True, 1
-    return longest
+    return most
 
 
 def _hit(a: Arrive, running: dict[int, _Live], limits: Limits, where: str) -> int:

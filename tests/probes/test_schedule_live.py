@@ -185,7 +185,7 @@ def test_default_left_out_where_it_cannot_fit_a_given_one_refused() -> None:
 
     plan = {"max_num_seqs": 4, "num_speculative_tokens": 3}
     roomy = resolve_run("tiny-llama-eagle3", plan=plan, device="cpu", max_model_len=256)
-    assert [s.name for s in live_schedules(roomy)] == ["live"]
+    assert [s.name for s in live_schedules(roomy)] == ["live", "capped"]
     assert live_schedules(roomy, batches=[3]) == ()  # named batches only
     tight = resolve_run(
         "tiny-llama-eagle3", plan={**plan, "max_num_batched_tokens": 8}, device="cpu"
