@@ -70,6 +70,9 @@ class SglangBackendRule:
     trtllm_mha_needs_explicit_topk: bool = True
     # where the DeepSeek V3/R1 sm100 override was read (None: this rule's own source)
     deepseek_source: str | None = None
+    # chosen in the model runner, after ServerArgs filled in the auto speculative params (so
+    # it sees their topk); from 0.5.4 ServerArgs chooses it before them
+    after_auto_params: bool = False
 
 
 # `utils.is_fa3_default_architecture` (0.5.1-0.5.7): the MHA architectures fa3 was the Hopper
@@ -109,6 +112,7 @@ SGLANG_RULES = (
         None,
         _FA3_ARCHS_051,
         (),
+        after_auto_params=True,
     ),
     SglangBackendRule(
         between("0.5.3", "0.5.4"),
@@ -119,6 +123,7 @@ SGLANG_RULES = (
         _FA3_ARCHS_051,
         (),
         deepseek_source=_DEEPSEEK_SERVER_ARGS,
+        after_auto_params=True,
     ),
     SglangBackendRule(
         between("0.5.4", "0.5.6"),
@@ -206,11 +211,14 @@ def sglang_default_backend(
     eagle_topk: int | None = None,
     asymmetric_kv: bool = False,
     has_flashinfer: bool = True,
+    auto_topk: int | None = None,
 ) -> SglangDefault:
     """What an SGLang server of `version` picks on a CUDA GPU of this SM major (9: Hopper with
     CUDA >= 12.3, 10: SM100/SM103)."""
     rule = _rule(version)
     gpu = f"SM{capability_major}x"
+    if rule.after_auto_params and eagle_topk is None:
+        eagle_topk = auto_topk  # `auto_topk`: the topk SGLang's auto params give
 
     def pick(name: str, why: str, source: str = rule.source) -> SglangDefault:
         return SglangDefault(name, SGLANG_RIG_FAMILY.get(name), f"{why} on {gpu}", source)

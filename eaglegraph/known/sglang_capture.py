@@ -102,3 +102,18 @@ POOL_SOURCE = (
 # `_handle_eagle_family` (0.5.13+ arg_groups/speculative_hook.py; before, ServerArgs):
 # EAGLE-family servers default max_running_requests to 48 in every 0.5.x release
 EAGLE_MAX_RUNNING_REQUESTS = 48
+
+# `_auto_choose_speculative_params` (0.5.1-0.5.18 srt/server_args.py::ServerArgs.
+# auto_choose_speculative_params / ::_auto_choose_speculative_params, 0.5.19+ arg_groups/
+# speculative_hook.py): an EAGLE-family launch without --speculative-num-steps gets
+# (steps, topk, num_draft_tokens) by the target's architecture, the same in every 0.5.x; it
+# runs after the default attention backend is chosen (which saw no topk)
+AUTO_SPEC_PARAMS: dict[str, tuple[int, int, int]] = {
+    "LlamaForCausalLM": (5, 4, 8),
+    "Grok1ForCausalLM": (5, 4, 8),
+    "Grok1VForCausalLM": (5, 4, 8),
+}
+AUTO_SPEC_OTHERWISE = (3, 1, 4)
+AUTO_SPEC_SOURCE = (
+    "sglang 0.5.23 srt/arg_groups/speculative_hook.py::_auto_choose_speculative_params"
+)

@@ -20,11 +20,12 @@ from eaglegraph.known.profiles import Profile
 from eaglegraph.known.runner_rules import TargetFacts, runner_for
 from eaglegraph.known.runners import ModelRunner
 from eaglegraph.known.sglang_backends import sglang_default_backend
+from eaglegraph.known.sglang_capture import AUTO_SPEC_SOURCE
 from eaglegraph.known.versions import parse_version
 from eaglegraph.pair.kinds import all_specs, kind_for_method
 from eaglegraph.rig.gpus import GpuSpec, get_gpu
 from eaglegraph.rig.modes import Mode
-from eaglegraph.rig.sglang_plan import sglang_chunked_prefill_size
+from eaglegraph.rig.sglang_plan import sglang_auto_spec, sglang_chunked_prefill_size
 from eaglegraph.rig.vllm_plan import breakable_enabled, vllm_batch_defaults
 
 ATTENTION_BACKENDS = ("flash_attn", "flashinfer", "triton")
@@ -181,6 +182,7 @@ def _sglang_backend_default(
     architecture: str | None,
     method: str | None,
     defaults: list[str],
+    auto_topk: int | None = None,
 ) -> tuple[str, str]:
     """The backend an SGLang server of this release picks when the launch line is silent, as
     the rig family it runs as (flash_attn where the rig does not model it, said so), and its
@@ -192,6 +194,7 @@ def _sglang_backend_default(
         architecture=architecture,
         speculative_algorithm=method,
         eagle_topk=c.eagle_topk,
+        auto_topk=auto_topk,
     )
     planned = chosen.rig_backend or "flash_attn"
     note = "" if chosen.rig_backend else f"; not modelled, planned as {planned}"
@@ -259,9 +262,17 @@ def resolve_plan_options(
     k = _merge(
         c.num_speculative_tokens, spec.get("num_speculative_tokens"), "num_speculative_tokens"
     )
-    k = k if k is not None else (default_num_speculative_tokens or 3)
+    eagle_family = str(spec.get("method") or draft_method or "").lower() != "dflash"
+    auto = (
+        sglang_auto_spec(architecture)
+        if fw == "sglang" and engine_batch_defaults and k is None and eagle_family
+        and c.eagle_topk is None and c.num_draft_tokens is None
+        else None
+    )  # fmt: skip
+    k = k if k is not None else (auto[0] if auto else default_num_speculative_tokens or 3)
     k = _positive(k, "num_speculative_tokens")
-    topk, draft_tokens = _tree(fw, c, k)
+    tree = dataclasses.replace(c, eagle_topk=auto[1], num_draft_tokens=auto[2]) if auto else c
+    topk, draft_tokens = _tree(fw, tree, k)
     method = spec.get("method")
     built = kind_for_method(str(method)) if method is not None else None
     if method is not None and (built is None or not built.supported):
@@ -301,6 +312,11 @@ def resolve_plan_options(
     runner, runner_why = _runner(fw, beh, c, target, method_name)
     target_gpu = get_gpu(c.gpu, c.gpu_memory_gib, c.gpu_capability)
     defaults: list[str] = []
+    if auto:
+        defaults.append(
+            f"speculative steps {auto[0]}, topk {auto[1]}, draft tokens {auto[2]} "
+            f"(SGLang's auto choice for {architecture or 'this target'}; {AUTO_SPEC_SOURCE})"
+        )
     backend = engine_backend(c.attention_backend) if c.attention_backend else "flash_attn"
     engine_name: str | None = None
     trtllm = True if c.trtllm_artifacts is None else c.trtllm_artifacts
@@ -310,8 +326,9 @@ def resolve_plan_options(
         )
     elif engine_batch_defaults and c.attention_backend is None:
         backend, engine_name = _sglang_backend_default(
-            c, beh, target_gpu, target, architecture, method_name, defaults
-        )
+            c, beh, target_gpu, target, architecture, method_name, defaults,
+            auto[1] if auto else None,
+        )  # fmt: skip
     seqs_default, tokens_default = DEFAULT_MAX_NUM_SEQS[fw], DEFAULT_MAX_NUM_BATCHED_TOKENS
     if engine_batch_defaults and fw == "vllm":
         seqs_default, tokens_default = vllm_batch_defaults(target_gpu, beh)

@@ -19,6 +19,8 @@ from eaglegraph.known.sglang_backends import (
     engine_names_of,
 )
 from eaglegraph.known.sglang_capture import (
+    AUTO_SPEC_OTHERWISE,
+    AUTO_SPEC_PARAMS,
     FIXED_EXTEND_STEP,
     FIXED_EXTENSIONS,
     FIXED_SMALL_GPU_MAX_BS,
@@ -102,6 +104,11 @@ def sglang_decode_batch_sizes(
     if max(sizes) > pool:
         sizes.append(pool)
     return sorted({s for s in sizes if s <= pool})
+
+
+def sglang_auto_spec(architecture: str | None) -> tuple[int, int, int]:
+    """(steps, topk, num_draft_tokens) an EAGLE launch without --speculative-num-steps runs."""
+    return AUTO_SPEC_PARAMS.get(architecture or "", AUTO_SPEC_OTHERWISE)
 
 
 def on_spec_v2(profile: Profile, topk: int) -> bool:

@@ -97,3 +97,46 @@ def test_deepseek_trtllm_mla_default_has_no_prefill_graphs(engine: str) -> None:
     assert "draft_prompt_prefill" in {
         p["phase"] for p in json.loads(explicit.stdout)["plan"]["phases"]
     }
+
+
+# `_auto_choose_speculative_params`: a launch without --speculative-num-steps (no -K here);
+# the default backend is chosen before the auto params from 0.5.4 (no topk seen: fa3 on
+# Hopper), after them in 0.5.1-0.5.3 (`ModelRunner.model_specific_adjustment`: a tree, so
+# flashinfer); EAGLEWorker's draft extend holds num_steps + 1 tokens, EAGLEWorkerV2's (0.5.13+)
+# num_draft_tokens
+@pytest.mark.parametrize(
+    ("preset", "engine", "k", "topk", "ndt", "backend", "extend_width"),
+    [
+        ("llama3.1-8b-eagle3", "0.5.16", 5, 4, 8, "fa3", None),  # fa3 extend eager: BCG ladder
+        ("llama3.1-8b-eagle3", "0.5.23", 5, 4, 8, "fa3", 8),
+        ("llama3.1-8b-eagle3", "0.5.2", 5, 4, 8, "flashinfer", 6),
+        ("tiny-deepseek-mtp", "0.5.9", 3, 1, 4, "fa3", 4),
+    ],
+)
+def test_launch_without_steps_gets_the_auto_params(
+    preset: str, engine: str, k: int, topk: int, ndt: int, backend: str, extend_width: int | None
+) -> None:
+    args = ["inspect", preset, "--json", "--engine", f"sglang=={engine}", "--gpu", "H100"]
+    result = CliRunner().invoke(cli, [*args, "--max-num-seqs", "4"])
+    assert result.exit_code in (0, 1), result.stderr
+    plan = json.loads(result.stdout)["plan"]
+    assert plan["num_speculative_tokens"] == k
+    assert any(d.startswith(f"speculative steps {k}, topk {topk}") for d in plan["defaults"])
+    assert any(d.startswith(f"attention backend {backend} ") for d in plan["defaults"])
+    phases = {p["phase"]: p for p in plan["phases"]}
+    assert phases["target"]["descriptors"] == [[ndt * b, b] for b in (1, 2, 3, 4)]
+    assert phases["draft_decode"]["descriptors"] == [[topk * b, b] for b in (1, 2, 3, 4)]
+    extend = phases["draft_prefill"]
+    if extend_width is None:
+        assert extend["mode"] == "BREAKABLE"
+    else:
+        assert extend["descriptors"] == [[extend_width * b, b] for b in (1, 2, 3, 4)]
+
+
+def test_dflash_keeps_its_own_steps() -> None:
+    # `_handle_dflash` has no auto params: the draft's block size decides (as before)
+    args = ["inspect", "tiny-qwen3-dflash", "--json", "--framework", "sglang"]
+    result = CliRunner().invoke(cli, [*args, "--max-num-seqs", "4"])
+    assert result.exit_code in (0, 1), result.stderr
+    plan = json.loads(result.stdout)["plan"]
+    assert not any(d.startswith("speculative steps") for d in plan["defaults"])
