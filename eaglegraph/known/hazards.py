@@ -4,12 +4,18 @@ The plan predicts a hazard from the configuration, the probe observes it as a st
 buffer, and triage meets it in a crash log: all three name it by the same id and show the same
 upstream reference and fix. A hazard records the mechanism, which releases have it, the change
 that fixed it (and so the first release that carries the fix) and what to do about it.
+
+Most hazards are rows of the table below; a hazard that an engine flag's off state reproduces
+can instead sit on the flag's row (`known.profiles` `Flag.hazard`, a `HazardSpec`), and
+`flag_hazards` brings it here with the flag's engine, change and name.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from eaglegraph.known.profiles import FLAGS, Flag
 from eaglegraph.known.tables import keyed
 from eaglegraph.known.upstream import Upstream, upstream
 from eaglegraph.known.versions import ENGINE_LABELS, Version, VersionRange
@@ -85,6 +91,27 @@ class Hazard:
 
 
 ARTICLES = {"vllm": "a", "sglang": "an"}
+
+
+def flag_hazards(flags: Iterable[Flag]) -> list[Hazard]:
+    """The hazards flags declare beside themselves (`Flag.hazard`): fixed by the flag's change,
+    reproduced by its off state."""
+    return [
+        Hazard(
+            spec.id,
+            flag.engine,
+            spec.mechanism,
+            fix=spec.fix,
+            fixed_by=flag.ref,
+            workaround=spec.workaround,
+            refs=spec.refs,
+            ref_note=spec.ref_note,
+            buffers=spec.buffers,
+            flag=flag.name,
+        )
+        for flag in flags
+        if (spec := flag.hazard) is not None
+    ]
 
 
 HAZARDS: dict[str, Hazard] = keyed(
@@ -338,6 +365,7 @@ HAZARDS: dict[str, Hazard] = keyed(
         refs=("sglang#37561",),
         flag="sglang_prefill_shared_bucket",
     ),
+    *flag_hazards(FLAGS.values()),
 )
 
 

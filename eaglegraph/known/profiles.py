@@ -17,9 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from eaglegraph.errors import unknown_choice
+from eaglegraph.known.hazard_spec import HazardSpec
 from eaglegraph.known.pool_policies import PoolPolicy
 from eaglegraph.known.runners import ModelRunner
-from eaglegraph.known.upstream import upstream
+from eaglegraph.known.upstream_records import TABLE, Upstream
 from eaglegraph.known.versions import VersionRange, between
 
 
@@ -28,6 +29,16 @@ class Flag:
     name: str
     ref: str  # the upstream change that set the flag's current value
     meaning: str
+    # The record of `ref`, when this row declares it (`pr(...)`) instead of the table of
+    # `known.upstream_records`; `known.upstream` collects it.
+    record: Upstream | None = None
+    hazard: HazardSpec | None = None  # what the off state reproduces; `known.hazards` collects it
+
+    def __post_init__(self) -> None:
+        if self.record is not None and self.record.ref != self.ref:
+            raise ValueError(
+                f"flag {self.name}: record {self.record.ref} is not its ref {self.ref}"
+            )
 
     @property
     def engine(self) -> str:
@@ -445,7 +456,9 @@ class Release:
 
 
 def _pr(ref: str) -> str:
-    return upstream(ref).pr
+    """How prose names a change: read from the flag that declares it, else from the table."""
+    declared = {f.record.ref: f.record for f in FLAGS.values() if f.record is not None}
+    return (declared.get(ref) or TABLE[ref]).pr
 
 
 RELEASES = (
