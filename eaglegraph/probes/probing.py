@@ -174,7 +174,10 @@ def plan_cases(
     seqs = spec.options.max_num_seqs
     live = live_schedules(spec, schedules, batches)
     cases = []
-    for mode in select_modes(modes, spec.options.framework):
+    selected = select_modes(modes, spec.options.framework)
+    # a schedule probed once runs in the run's own mode, else in the last one selected
+    own = spec.options.mode.name if spec.options.mode.name in selected else selected[-1]
+    for mode in selected:
         case_spec = spec.with_mode(mode)
         wanted = batches or padding_batches(build_plan(case_spec.options), seqs)
         for b in wanted:
@@ -182,6 +185,8 @@ def plan_cases(
                 raise BadInput(f"--batches {b}: must be between 1 and max_num_seqs-1 ({seqs - 1})")
             cases.append(ProbeCase(f"{mode.lower()}-b{b}", case_spec, large=seqs, batch=b))
         for schedule in live:
+            if schedule.once and mode != own:
+                continue
             most = max(len(_running_sizes(schedule)), 1)
             cases.append(
                 ProbeCase(f"{mode.lower()}-{schedule.name}", case_spec, seqs, most, schedule)

@@ -421,9 +421,10 @@ def capped_schedule(
         LiveStep(order=(0, 1)),
         LiveStep(arrive=(Arrive(2, 20, max_new_tokens=8, slot=r - 1),), finish=(0,), order=(2, 1)),
     )
-    return LiveSchedule(
-        "capped",
-        steps,
-        "a request reaching max_model_len (its drafts clamped, its last verify "
+    return LiveSchedule(  # a prompt near max_model_len is the probe's longest: one mode
+        once=True,
+        name="capped",
+        steps=steps,
+        what="a request reaching max_model_len (its drafts clamped, its last verify "
         "without drafts), then its slot and blocks reused",
     )

@@ -85,6 +85,8 @@ class LiveSchedule:
     steps: tuple[LiveStep, ...]
     what: str = ""
     seed: int = 0
+    # probed in one mode only (the run's own, where probed): a long one's cost, every mode
+    once: bool = False
 
 
 @dataclass

@@ -104,3 +104,17 @@ def test_edges_clean_on_the_current_rig() -> None:
     assert {c.schedule for c in run.cases} >= {"live", "capped"}
     assert all(c.status == "ok" for c in run.cases), [c.error for c in run.cases]
     assert not run.findings, [f.message for f in run.findings]
+
+
+def test_capped_probed_in_one_mode_only() -> None:
+    from eaglegraph.probes.probing import plan_cases
+    from eaglegraph.probes.spec import resolve_run
+
+    plan = {"max_num_seqs": 4, "num_speculative_tokens": 3}
+    spec = resolve_run("tiny-llama-eagle3", plan=plan, device="cpu", max_model_len=256)
+    cases = plan_cases(spec, ["all"])
+    capped = [c.mode for c in cases if c.schedule is not None and c.schedule.name == "capped"]
+    live = [c.mode for c in cases if c.schedule is not None and c.schedule.name == "live"]
+    assert capped == [spec.options.mode.name] and len(live) > 1
+    alone = plan_cases(spec, ["NONE"])  # a mode probed alone probes it there
+    assert {c.schedule.name for c in alone if c.schedule is not None} == {"live", "capped"}
