@@ -34,8 +34,10 @@ class CollectiveCall:
     def describe(self) -> str:
         if self.op == "replay":
             return f"replay of {self.scope} ({self.numel} captured collectives from #{self.seq})"
-        where = "captured in" if self.graph else "inside"
-        return f"{self.op} #{self.seq} ({self.numel} × {self.dtype}) {where} {self.scope}"
+        where = "captured in " if self.graph else "inside "
+        if self.scope.startswith("outside"):  # the ledger's label for no phase scope
+            where = ""
+        return f"{self.op} #{self.seq} ({self.numel} × {self.dtype}) {where}{self.scope}"
 
 
 @dataclass

@@ -28,6 +28,8 @@ from typing import IO, Any
 
 import torch
 
+OUTSIDE_PHASES = "outside any phase"
+
 
 class Ledger:
     """One rank's collective ledger file (JSON lines)."""
@@ -50,7 +52,9 @@ class Ledger:
 
     @property
     def scope(self) -> str:
-        return self.scopes[-1] if self.scopes else "outside the step"
+        # no phase scope: eager work between a step's phases (the logits the LM head computes
+        # outside the graphs, sampling) or before any step (the communicators' warm-up)
+        return self.scopes[-1] if self.scopes else OUTSIDE_PHASES
 
     @contextlib.contextmanager
     def scoped(self, label: str) -> Iterator[None]:

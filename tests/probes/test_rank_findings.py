@@ -65,3 +65,14 @@ def test_token_agreement_counts_drafts_and_missing_steps() -> None:
     got = token_agreement(ours, other)
     assert got["tokens"] == 3 and got["equal"] == 1
     assert got["first_difference"] == "step 0, request 0, draft token 1: 6 vs 9 at TP 1"
+
+
+def test_a_collective_outside_any_phase_reads_as_such() -> None:
+    from eaglegraph.rig.ledger import OUTSIDE_PHASES
+
+    eager = CollectiveCall(607, "all_gather", 1280, "bfloat16", OUTSIDE_PHASES, False, False)
+    assert eager.describe() == "all_gather #607 (1280 × bfloat16) outside any phase"
+    phase = CollectiveCall(5, "all_reduce", 64, "float32", "target FULL(tokens=4)", False, True)
+    assert phase.describe() == "all_reduce #5 (64 × float32) inside target FULL(tokens=4)"
+    captured = CollectiveCall(6, "all_reduce", 64, "float32", "target FULL(tokens=4)", True, True)
+    assert captured.describe().endswith("captured in target FULL(tokens=4)")
