@@ -13,7 +13,7 @@ def test_state_by_batch_row_is_found_by_the_live_case_only() -> None:
     with planted(by_name("block-table-by-row")):
         run = probe_once("flash_attn", "NONE", 3)
     by_case = {c.name: c for c in run.cases}
-    assert set(by_case) == {"none-b3", "none-live"}
+    assert set(by_case) == {"none-b3", "none-live", "none-capped"}
     assert all(c.status == "ok" for c in run.cases), [c.stderr for c in run.cases]
     assert by_case["none-b3"].hits == 0  # rows equal slots there: the bug cannot show
     live = by_case["none-live"]
@@ -37,4 +37,4 @@ def test_clean_rig_live_case_sees_permuted_slots() -> None:
     live = next(c for c in run.cases if c.schedule == "live")
     steps = live.reproduction["schedule"]["steps"]
     assert any(s.get("order") for s in steps) and any(s.get("preempt") for s in steps)
-    assert run.config["schedules"] == ["live"]
+    assert run.config["schedules"] == ["live", "capped"]
