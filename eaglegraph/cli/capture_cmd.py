@@ -25,6 +25,7 @@ from eaglegraph.cli.parallel_options import (
 )
 from eaglegraph.cli.rig_options import build_spec, rig_options
 from eaglegraph.results.capture import CaptureRun
+from eaglegraph.results.rank_runs import RankedRun
 from eaglegraph.rig.options import CPU_CAPTURE_MAX_NUM_SEQS, DEFAULT_MAX_NUM_SEQS
 
 _CPU_NOTE = (
@@ -101,6 +102,8 @@ def command(
         kwargs, framework_of(plan.framework, plan.behavior), plan.speculative_config
     )
     check_choices(model_dir, target_dir, draft_dir, plan)  # before torch is imported
+    if not layout.single:
+        outputs.refuse_beyond(RankedRun, f"a capture at {layout.describe()}")
     spec = build_spec(
         model_dir,
         kwargs,

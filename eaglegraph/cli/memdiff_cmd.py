@@ -24,7 +24,6 @@ from eaglegraph.cli.parallel_options import (
     rank_deadline_option,
 )
 from eaglegraph.cli.rig_options import build_spec, rig_options
-from eaglegraph.errors import BadInput
 from eaglegraph.results.memdiff import MemdiffRun
 from eaglegraph.results.memdiff_ranks import MemdiffRanksRun
 from eaglegraph.results.parallel import ParallelLayout
@@ -73,7 +72,7 @@ def command(
     )
     check_choices(model_dir, None, None, plan)  # before torch is imported
     if not layout.single:
-        _refuse_single_rank_outputs(outputs)
+        outputs.refuse_beyond(MemdiffRanksRun, f"a memdiff at {layout.describe()}")
         spec = build_spec(model_dir, kwargs, pool=pool, plan=plan)
         warn_suspicious(spec.open_pair(), spec.options, spec.max_model_len, force=outputs.force)
         _ranked(ctx, app, spec, layout, against, rank_deadline, timeout, outputs)
@@ -87,16 +86,6 @@ def command(
             spec, against, timeout, on_stage=lambda s: progress(s, milestone=s), predict=predict
         )
     app.finish(ctx, run, outputs)
-
-
-def _refuse_single_rank_outputs(outputs: Outputs) -> None:
-    """Formats that draw one capture's timeline have no multi-rank view: refused before work."""
-    for option, (exporter, _) in outputs.chosen.items():
-        if MemdiffRanksRun not in exporter.kinds:
-            raise BadInput(
-                f"{option} shows a single-rank memdiff; at TP/DP > 1 use --save or --json",
-                "or run memdiff without --tp/--dp",
-            )
 
 
 def _ranked(

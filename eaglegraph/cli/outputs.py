@@ -150,6 +150,17 @@ class Outputs:
                     exporter.instead,
                 )
 
+    def refuse_beyond(self, kind: type, what: str) -> None:
+        """Before any work: every chosen format must render the `kind` of run this command
+        will produce (a multi-rank run, say), or the run would end with a file it cannot
+        write. One line naming the option and what to use instead."""
+        for option, (exporter, _) in self.chosen.items():
+            if not issubclass(kind, exporter.kinds):
+                raise BadInput(
+                    f"{option} has no view of {what}; refused before any work",
+                    f"use --save or --json (the run file holds every rank), or leave {option} out",
+                )
+
     def write(self, run: Any) -> Writes:
         """Write every chosen file for `run`, in registry order; failures are kept."""
         writes = Writes()

@@ -20,6 +20,7 @@ from eaglegraph.cli.outputs import Outputs, output_files
 from eaglegraph.cli.parallel_options import framework_of, layout_from_options, parallel_options
 from eaglegraph.cli.rig_options import pop_rig_kwargs, refuse_tree, rig_options
 from eaglegraph.results.probe import ProbeRun
+from eaglegraph.results.rank_runs import RankedRun
 from eaglegraph.rig.options import PROBE_MAX_NUM_SEQS
 
 
@@ -110,6 +111,8 @@ def command(
     )
     refuse_tree(plan)
     check_choices(model_dir, None, None, plan)  # before torch is imported
+    if not layout.single:
+        outputs.refuse_beyond(RankedRun, f"a probe at {layout.describe()}")
     from eaglegraph.probes.schedules import load_schedule
 
     # a bad file is refused before torch is imported

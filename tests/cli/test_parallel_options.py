@@ -121,3 +121,25 @@ def test_inspect_json_and_view_carry_the_rank() -> None:
     assert "Per rank — TP 2 on H100 (2 ranks)" in view
     assert "max_num_seqs=" in view and ", TP 2 (2 ranks)" in " ".join(view.split())
     assert max(len(line) for line in view.splitlines()) <= 80
+
+
+@pytest.mark.parametrize(
+    ("command", "option", "suffix"),
+    [
+        ("capture", "--markdown", "md"),
+        ("capture", "--snapshot", "pickle"),
+        ("probe", "--markdown", "md"),
+        ("memdiff", "--trace", "json"),
+    ],
+)
+def test_a_format_without_a_rank_view_is_refused_before_any_rank(
+    tmp_path: Any, command: str, option: str, suffix: str
+) -> None:
+    """A multi-rank run would end unable to write these: refused first, nothing written."""
+    target = tmp_path / f"out.{suffix}"
+    result = CliRunner().invoke(
+        cli, [command, "tiny-llama-eagle3", "--tp", "2", option, str(target)]
+    )
+    assert result.exit_code == 2, result.output
+    assert f"{option} has no view of a {command} at TP 2" in result.output
+    assert not target.exists() and list(tmp_path.iterdir()) == []
