@@ -104,7 +104,8 @@ if want probe; then
   TAIL=30 run probe-sglang-current $EG probe tiny-llama-eagle3 --behavior sglang-current --mode all --no-color
   TAIL=30 run probe-k5 $EG probe tiny-llama-eagle3 --mode FULL_AND_PIECEWISE -K 5 --no-color
   # every mutant, four at a time (one process each; the stage must stay under ~500 s in all):
-  # expected "found 21/21, located 21/21", each mode's cell located or equivalent (with why)
+  # expected "found N/N, located N/N" (N: every mutant of benchmarks/mutants.py), each mode's
+  # cell located or equivalent (with why)
   TAIL=60 run probe-mutants python3 benchmarks/bench_mutants.py --device cuda --jobs 4 \
     --json "$OUT/probe-mutants.json"
   # a device fault is named by phase, kernel and buffer (a device assert kills the context; a
