@@ -12,15 +12,13 @@ from eaglegraph.cli.options import (
     pair_arguments,
     plan_options_for,
     pool_option,
-    pop_plan_kwargs,
     predict_option,
     warn_suspicious,
 )
 from eaglegraph.cli.outputs import Outputs, output_files
 from eaglegraph.cli.parallel_options import (
-    framework_of,
-    layout_from_options,
     parallel_options,
+    pop_plan_and_layout,
     rank_deadline_option,
 )
 from eaglegraph.cli.rig_options import build_spec, rig_options
@@ -97,10 +95,7 @@ def command(
     partial timeline is still shown and saved.
     """
     app = make_app(ctx, json_output, no_color)
-    plan = pop_plan_kwargs(kwargs)
-    layout = layout_from_options(
-        kwargs, framework_of(plan.framework, plan.behavior), plan.speculative_config
-    )
+    plan, layout = pop_plan_and_layout(kwargs)
     check_choices(model_dir, target_dir, draft_dir, plan)  # before torch is imported
     if not layout.single:
         outputs.refuse_beyond(RankedRun, f"a capture at {layout.describe()}")

@@ -13,11 +13,10 @@ from eaglegraph.cli.options import (
     fail_on_option,
     pair_arguments,
     plan_options_for,
-    pop_plan_kwargs,
     warn,
 )
 from eaglegraph.cli.outputs import Outputs, output_files
-from eaglegraph.cli.parallel_options import framework_of, layout_from_options, parallel_options
+from eaglegraph.cli.parallel_options import parallel_options, pop_plan_and_layout
 from eaglegraph.results.findings import reaches
 from eaglegraph.results.inspect import InspectReport
 
@@ -58,9 +57,7 @@ def command(
     and a memory estimate. Never loads tensor data.
     """
     app = make_app(ctx, json_output, no_color)
-    plan = pop_plan_kwargs(kwargs)
-    framework = framework_of(plan.framework, plan.behavior)
-    layout = layout_from_options(kwargs, framework, plan.speculative_config)
+    plan, layout = pop_plan_and_layout(kwargs)
     check_choices(model_dir, target_dir, draft_dir, plan)  # before torch is imported
     from eaglegraph.probes.inspection import InspectRequest
 

@@ -11,16 +11,14 @@ from eaglegraph.cli.options import (
     check_choices,
     plan_options,
     pool_option,
-    pop_plan_kwargs,
     predict_option,
     timeout_option,
     warn_suspicious,
 )
 from eaglegraph.cli.outputs import Outputs, output_files
 from eaglegraph.cli.parallel_options import (
-    framework_of,
-    layout_from_options,
     parallel_options,
+    pop_plan_and_layout,
     rank_deadline_option,
 )
 from eaglegraph.cli.rig_options import build_spec, rig_options
@@ -66,10 +64,7 @@ def command(
     the communicators'), and max − min across ranks. On CPU the ranks run as gloo processes
     and memory reads N/A."""
     app = make_app(ctx, json_output, no_color)
-    plan = pop_plan_kwargs(kwargs)
-    layout = layout_from_options(
-        kwargs, framework_of(plan.framework, plan.behavior), plan.speculative_config
-    )
+    plan, layout = pop_plan_and_layout(kwargs)
     check_choices(model_dir, None, None, plan)  # before torch is imported
     if not layout.single:
         outputs.refuse_beyond(MemdiffRanksRun, f"a memdiff at {layout.describe()}")

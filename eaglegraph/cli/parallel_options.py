@@ -19,6 +19,7 @@ import click
 from eaglegraph.errors import BadInput
 from eaglegraph.known import parallel as known
 from eaglegraph.results.parallel import ParallelLayout
+from eaglegraph.rig.options import PlanChoices
 
 PARALLEL_KEYS = (
     "tensor_parallel_size",
@@ -199,3 +200,13 @@ def framework_of(framework: str | None, behavior: str | None) -> str:
 
         return resolve_profile(behavior).framework
     return known.VLLM
+
+
+def pop_plan_and_layout(kwargs: dict[str, Any]) -> tuple[PlanChoices, ParallelLayout]:
+    """A planning command's choices and its deployment's layout, popped from its kwargs: the
+    layout flags are read in the spellings of the engine the plan names."""
+    from eaglegraph.cli.options import pop_plan_kwargs
+
+    plan = pop_plan_kwargs(kwargs)
+    framework = framework_of(plan.framework, plan.behavior)
+    return plan, layout_from_options(kwargs, framework, plan.speculative_config)

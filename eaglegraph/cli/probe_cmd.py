@@ -12,12 +12,11 @@ from eaglegraph.cli.options import (
     fail_on_option,
     plan_options_for,
     pool_option,
-    pop_plan_kwargs,
     timeout_option,
     warn_suspicious,
 )
 from eaglegraph.cli.outputs import Outputs, output_files
-from eaglegraph.cli.parallel_options import framework_of, layout_from_options, parallel_options
+from eaglegraph.cli.parallel_options import parallel_options, pop_plan_and_layout
 from eaglegraph.cli.rig_options import pop_rig_kwargs, refuse_tree, rig_options
 from eaglegraph.results.probe import ProbeRun
 from eaglegraph.results.rank_runs import RankedRun
@@ -105,10 +104,7 @@ def command(
         raise BadInput(f"--workers must be at least 1, got {workers}")
     if no_isolation:
         _warn_unused_with_no_isolation(ctx)
-    plan = pop_plan_kwargs(kwargs)
-    layout = layout_from_options(
-        kwargs, framework_of(plan.framework, plan.behavior), plan.speculative_config
-    )
+    plan, layout = pop_plan_and_layout(kwargs)
     refuse_tree(plan)
     check_choices(model_dir, None, None, plan)  # before torch is imported
     if not layout.single:
