@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -55,7 +56,14 @@ def _plan_option_list(seqs_help: str, tokens_help: str) -> list[Callable[[Any], 
             default=None,
             help="Semantics to rebuild (default: vllm, or the framework of --behavior).",
         ),
-        click.option("--max-num-seqs", type=int, default=None, help=seqs_help),
+        click.option(
+            "--max-num-seqs",
+            "--max-running-requests",
+            "max_num_seqs",
+            type=int,
+            default=None,
+            help=seqs_help,
+        ),
         click.option(
             "-K",
             "--num-speculative-tokens",
@@ -250,11 +258,12 @@ def _parse_json(text: str | None, flag: str) -> dict[str, Any] | None:
 
 
 def parse_capture_sizes(text: str | None) -> tuple[int, ...] | None:
-    """--capture-sizes 1,2,4 as integers (spaces allowed)."""
+    """--capture-sizes 1,2,4 as integers; "1 2 4" too, as SGLang's --cuda-graph-bs lists are
+    typed (spaces used to be dropped, which read "1 2 4" as 124)."""
     if text is None:
         return None
     try:
-        return tuple(int(s) for s in text.replace(" ", "").split(",") if s)
+        return tuple(int(s) for s in re.split(r"[\s,]+", text.strip()) if s)
     except ValueError:
         raise BadInput(
             f"--capture-sizes: expected comma-separated integers, got {text!r}"

@@ -414,8 +414,12 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
     # (`spec_utils.resolve_num_tokens_per_req`, sglang 0.5.23)
     ntok, topk = opts.num_draft_tokens or k + 1, opts.eagle_topk
     graphs = opts.mode is not Mode.NONE
-    if opts.capture_sizes is not None:
-        bs_list = sorted({s for s in opts.capture_sizes if s <= opts.max_num_seqs})
+    if opts.capture_sizes is not None:  # given sizes: the pool joins a list that passes it
+        # (model_executor/runner/base_cuda_graph_runner.py::get_batch_sizes_to_capture)
+        pool = opts.max_num_seqs
+        past = any(size > pool for size in opts.capture_sizes)
+        given = [*opts.capture_sizes, pool] if past else list(opts.capture_sizes)
+        bs_list = sorted({s for s in given if s <= pool})
     else:
         bs_list = sglang_decode_batch_sizes(beh, opts.gpu, opts.max_num_seqs, opts.tp_size)
     mode = Mode.FULL if graphs else Mode.NONE
