@@ -145,6 +145,17 @@ def _plan_option_list(seqs_help: str, tokens_help: str) -> list[Callable[[Any], 
             "--max-num-seqs).",
         ),
         click.option(
+            "--cuda-graph-max-bs",
+            "--cuda-graph-max-bs-decode",
+            "cuda_graph_max_bs",
+            type=int,
+            default=None,
+            metavar="N",
+            help="SGLang: the largest batch size of the decode graphs (its --cuda-graph-max-bs, "
+            "--cuda-graph-max-bs-decode from 0.5.14); default: the release's for --gpu and "
+            "--tp. vLLM: use --compilation-config '{\"max_cudagraph_capture_size\": N}'.",
+        ),
+        click.option(
             "--speculative-config",
             default=None,
             metavar="JSON",
@@ -176,6 +187,7 @@ PLAN_KEYS = (
     "eagle_topk",
     "num_draft_tokens",
     "capture_sizes",
+    "cuda_graph_max_bs",
     "speculative_config",
     "compilation_config",
 )

@@ -20,7 +20,7 @@ from eaglegraph.errors import unknown_choice
 from eaglegraph.known.hazard_spec import HazardSpec
 from eaglegraph.known.pool_policies import PoolPolicy
 from eaglegraph.known.runners import ModelRunner
-from eaglegraph.known.upstream_records import TABLE, Upstream
+from eaglegraph.known.upstream_records import TABLE, Upstream, release
 from eaglegraph.known.versions import VersionRange, between
 
 
@@ -255,6 +255,20 @@ FLAGS = {
             "GPUs under 35 GB default to cuda_graph_max_bs 48 at TP < 4 and 160 at TP >= 4 "
             "(24 and 80 before)",
         ),
+        Flag(
+            "sglang_max_bs_appended",
+            "sglang@0.5.10",
+            "a cuda_graph_max_bs off the speculative list (a --cuda-graph-max-bs such as 50) "
+            "joins the capture list (server_args.py::ServerArgs._generate_cuda_graph_batch_"
+            "sizes); before, the list stopped at the last size below it",
+            record=release(
+                "sglang-max-bs-appended",
+                "sglang",
+                "0.5.10",
+                "a cuda_graph_max_bs off the speculative capture list is appended to it "
+                "(ServerArgs._generate_cuda_graph_batch_sizes; absent in 0.5.9)",
+            ),
+        ),
         # --- DP agreement (issue 25): read through `known.dp_rules.dp_rule`, never directly
         Flag(
             "dp_cudagraph_mode_sync",
@@ -374,6 +388,7 @@ class Profile:
     sglang_tree_spec_v2: bool = True
     sglang_trtllm_mha_draft_extend_graph: bool = True
     sglang_small_gpu_max_bs_48: bool = True
+    sglang_max_bs_appended: bool = True
     dp_cudagraph_mode_sync: bool = True
     dp_explicit_drafter_syncs: bool = True
     dp_dummy_run_padded_descriptor: bool = True
@@ -705,6 +720,7 @@ RELEASES = (
             "sglang_tree_spec_v2",
             "sglang_trtllm_mha_draft_extend_graph",
             "sglang_small_gpu_max_bs_48",
+            "sglang_max_bs_appended",
         ),
     ),
     Release(
@@ -720,9 +736,9 @@ RELEASES = (
     Release(
         "sglang-0.5.4",
         "sglang",
-        "SGLang 0.5.4–0.5.10: positions reset on padded replay (#10892); EAGLEWorker (spec "
+        "SGLang 0.5.4–0.5.9: positions reset on padded replay (#10892); EAGLEWorker (spec "
         "v1, the default) captures draft-extend graphs for every backend; no draft BCG",
-        between("0.5.4", "0.5.11"),
+        between("0.5.4", "0.5.10"),
         refs=("sglang#10892",),
         version_note="contains #10892; spec v1 worker by default",
         on=(
@@ -730,6 +746,16 @@ RELEASES = (
             "sglang_bs_list_has_64",
             "sglang_small_gpu_max_bs_24",
         ),
+    ),
+    Release(
+        "sglang-0.5.10",
+        "sglang",
+        "SGLang 0.5.10: as 0.5.4; a --cuda-graph-max-bs off the speculative list joins the "
+        "capture list",
+        between("0.5.10", "0.5.11"),
+        refs=("sglang#10892",),
+        version_note="cuda_graph_max_bs appended to the capture list",
+        on=("sglang_max_bs_appended",),
     ),
     Release(
         "sglang-0.5.11",

@@ -75,6 +75,9 @@ class PlanOptions:
     # SGLang's own name for a default backend the rig family stands in for (trtllm_mha, fa4):
     # its draft-extend graph follows that backend's release rule
     engine_attention_backend: str | None = None
+    # SGLang's --cuda-graph-max-bs (--cuda-graph-max-bs-decode from 0.5.14): the decode list's
+    # largest batch size; None: the release's default for the GPU and TP
+    cuda_graph_max_bs: int | None = None
 
     def __post_init__(self) -> None:
         if self.runner is not None and not isinstance(self.runner, ModelRunner):
@@ -123,6 +126,7 @@ class PlanChoices:
     num_draft_tokens: int | None = None  # SGLang: tree tokens verified per request
     engine_version: str | None = None  # the exact release (`--engine`), when known
     tp_size: int | None = None  # the layout's TP size (SGLang's graph batch sizes read it)
+    cuda_graph_max_bs: int | None = None  # SGLang: the decode capture list's largest size
 
 
 def _runner(
@@ -308,6 +312,7 @@ def resolve_plan_options(
     if max_size is not None:
         max_size = _positive(max_size, "max_cudagraph_capture_size")
 
+    max_bs = _sglang_max_bs(fw, c.cuda_graph_max_bs)
     method_name = str(method) if method else draft_method
     runner, runner_why = _runner(fw, beh, c, target, method_name)
     target_gpu = get_gpu(c.gpu, c.gpu_memory_gib, c.gpu_capability)
@@ -379,7 +384,21 @@ def resolve_plan_options(
         num_draft_tokens=draft_tokens,
         tp_size=_positive(c.tp_size, "tp_size") if c.tp_size is not None else 1,
         engine_attention_backend=engine_name,
+        cuda_graph_max_bs=max_bs,
     )
+
+
+def _sglang_max_bs(fw: str, value: int | None) -> int | None:
+    """SGLang's cuda_graph_max_bs, refused under vLLM, which caps its capture list through
+    the compilation config instead."""
+    if value is None:
+        return None
+    if fw != "sglang":
+        raise BadInput(
+            "--cuda-graph-max-bs is SGLang's; vLLM takes --compilation-config "
+            "'{\"max_cudagraph_capture_size\": N}'"
+        )
+    return _positive(value, "--cuda-graph-max-bs")
 
 
 def _compiled(value: Any) -> bool:

@@ -421,7 +421,9 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
         given = [*opts.capture_sizes, pool] if past else list(opts.capture_sizes)
         bs_list = sorted({s for s in given if s <= pool})
     else:
-        bs_list = sglang_decode_batch_sizes(beh, opts.gpu, opts.max_num_seqs, opts.tp_size)
+        bs_list = sglang_decode_batch_sizes(
+            beh, opts.gpu, opts.max_num_seqs, opts.tp_size, opts.cuda_graph_max_bs
+        )
     mode = Mode.FULL if graphs else Mode.NONE
 
     def full(tokens_per_bs: int) -> list[BatchDescriptor]:

@@ -87,19 +87,27 @@ def _fixed_list(gpu: GpuSpec, max_bs: int | None, pool: int) -> list[int]:
 
 
 def sglang_decode_batch_sizes(
-    profile: Profile, gpu: GpuSpec, max_running_requests: int, tp_size: int = 1
+    profile: Profile,
+    gpu: GpuSpec,
+    max_running_requests: int,
+    tp_size: int = 1,
+    max_bs: int | None = None,
 ) -> list[int]:
     """The batch sizes every EAGLE graph runner captures (`get_batch_sizes_to_capture`):
-    the release's speculative list up to cuda_graph_max_bs, capped at the request pool
-    (max_running_requests), which joins the list when the list goes past it."""
-    max_bs = sglang_gpu_max_bs(gpu, tp_size, profile)
+    the release's speculative list up to cuda_graph_max_bs (`max_bs`, the user's
+    --cuda-graph-max-bs; None: the release's default for the GPU and TP), capped at the request
+    pool (max_running_requests), which joins the list when the list goes past it. A given
+    max_bs is never raised or capped before the list is built (0.5.22+ caps only its default at
+    max_running_requests, which the pool cap here already does)."""
+    if max_bs is None:
+        max_bs = sglang_gpu_max_bs(gpu, tp_size, profile)
     pool = max_running_requests
     if not profile.sglang_max_bs_every_gpu:
         return _fixed_list(gpu, max_bs, pool)
     assert max_bs is not None  # every GPU has a default from 0.5.3
     stretches = SPEC_STRETCHES if profile.sglang_bs_list_has_64 else SPEC_STRETCHES_053
     sizes = _sizes(stretches, max_bs)
-    if max_bs not in sizes:  # appended from 0.5.10; every default tier is on the list
+    if profile.sglang_max_bs_appended and max_bs not in sizes:  # every default is on the list
         sizes.append(max_bs)
     if max(sizes) > pool:
         sizes.append(pool)

@@ -25,7 +25,7 @@ RELEASE_PROFILE = {
     "0.5.7": "sglang-0.5.4",
     "0.5.8.post1": "sglang-0.5.4",
     "0.5.9": "sglang-0.5.4",
-    "0.5.10.post1": "sglang-0.5.4",
+    "0.5.10.post1": "sglang-0.5.10",
     "0.5.11": "sglang-0.5.11",
     "0.5.12.post1": "sglang-0.5.11",
     "0.5.13.post1": "sglang-0.5.13",
@@ -56,7 +56,12 @@ def test_sglang_profiles_tile_the_releases_without_gaps() -> None:
 
 def test_the_worker_flags_follow_the_releases() -> None:
     v1 = [p.name for p in engine_profiles("sglang") if not p.sglang_spec_v2_default]
-    assert v1 == ["sglang-pre-10892", "sglang-0.5.3", "sglang-0.5.4"]  # EAGLEWorker default
+    assert v1 == [
+        "sglang-pre-10892",
+        "sglang-0.5.3",
+        "sglang-0.5.4",
+        "sglang-0.5.10",
+    ]  # EAGLEWorker default
     bcg = [p.name for p in engine_profiles("sglang") if p.sglang_draft_breakable_prefill]
     assert bcg[0] == "sglang-0.5.13"  # force_for_draft_worker first in 0.5.13
 
