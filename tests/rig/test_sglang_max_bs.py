@@ -27,6 +27,7 @@ import pytest
 from click.testing import CliRunner
 
 from eaglegraph.cli import cli
+from eaglegraph.known.choose import profile_for_version
 
 pytestmark = pytest.mark.fast
 
@@ -125,8 +126,6 @@ def test_every_planning_command_takes_it(command: str) -> None:
 
 def test_the_append_flag_follows_the_releases() -> None:
     """0.5.9's `_generate_cuda_graph_batch_sizes` has no append; 0.5.10's has."""
-    from eaglegraph.known.choose import profile_for_version
-
-    assert not profile_for_version("sglang", "0.5.9").sglang_max_bs_appended
-    assert profile_for_version("sglang", "0.5.10.post1").sglang_max_bs_appended
-    assert profile_for_version("sglang", "0.5.23").sglang_max_bs_appended
+    assert not profile_for_version("sglang", "0.5.9").profile.sglang_max_bs_appended
+    assert profile_for_version("sglang", "0.5.10.post1").profile.sglang_max_bs_appended
+    assert profile_for_version("sglang", "0.5.23").profile.sglang_max_bs_appended
