@@ -5,14 +5,18 @@ a stale length, a table not refreshed) leaves every sentinel in place and every 
 bounds. The reference has no padding, no buffers and no kernels, so comparing it with the rig
 step by step — accepted and next tokens, draft tokens, the target hidden rows fed to the
 draft, and the K/V of every owned block in every layer, the draft's included — catches those.
-The first divergence is reported in pipeline order: target outputs, then draft position 0
-(prefill: its tokens and the draft KV of the accepted positions), then 1..K-1 (the draft KV
-the decodes wrote).
+The first divergence is reported in dataflow order, so a finding names the first buffer the
+wrong value reached, not a value computed from it: the target's K/V (written before its
+attention reads them; the lowest layer first, since each layer's K/V is computed from the one
+below), then the target hidden rows, then verify's outputs; then draft position 0 (prefill:
+the draft KV of the accepted positions and its tokens), then 1..K-1 (the draft KV the decodes
+wrote).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import torch
@@ -77,6 +81,9 @@ def compare_step(
 ) -> Divergence | None:
     """The first value in which the rig's step differs from the reference's, or None.
     `forced`: requests whose drafts the probe replaced at some step (see `_draft_kv`)."""
+    hit = _kv_blocks(step, rig, ref, batch) or _hidden_rows(step, rig, ref, batch)
+    if hit is not None:
+        return hit
     for j, b in enumerate(batch):
         if got.num_accepted[j] != want.num_accepted[j]:
             return Divergence(step, "target", b.rid, "verify.num_accepted", "greedy_verify",
@@ -86,11 +93,7 @@ def compare_step(
             return Divergence(step, "target", b.rid, "verify.next_tokens", "greedy_verify",
                               f"request row {j}", str(got.next_tokens[j]),
                               str(want.next_tokens[j]))  # fmt: skip
-    hit = (
-        _hidden_rows(step, rig, ref, batch)
-        or _kv_blocks(step, rig, ref, batch)
-        or _draft_kv(step, rig, ref, batch, decodes=False, forced=forced)
-    )
+    hit = _draft_kv(step, rig, ref, batch, decodes=False, forced=forced)
     if hit is not None:
         return hit
     k = rig.num_speculative_tokens
@@ -149,15 +152,22 @@ def _hidden_rows(
 def _kv_blocks(
     step: int, rig: Rig, ref: ReferenceEngine, batch: list[ScheduledRequest]
 ) -> Divergence | None:
-    """The target layers' K/V of every position each request owns, block by block."""
-    for b in batch:
-        trace = ref.last.get(b.rid)
-        if trace is None:
-            continue
-        end = b.start_pos + len(b.query)
-        hit = _kv_rows(step, rig, b, trace.kv, 0, end, "target", "target")
-        if hit is not None:
-            return hit
+    """The target layers' K/V of every position each request owns, block by block: the
+    lowest layer that differs in any request. Layer L's K/V is computed from layer L-1's
+    output, so where a layer above the first differs while the one below matched, the wrong
+    value came from that lower layer's attention (what it read) or from this layer's write."""
+    layers = sorted({L for b in batch if (t := ref.last.get(b.rid)) for L in t.kv})
+    for i, layer in enumerate(layers):
+        for b in batch:
+            trace = ref.last.get(b.rid)
+            if trace is None or layer not in trace.kv:
+                continue
+            end = b.start_pos + len(b.query)
+            hit = _kv_rows(step, rig, b, {layer: trace.kv[layer]}, 0, end, "target", "target")
+            if hit is not None and i > 0:  # the write is the same kernel the layer below ran
+                return replace(hit, kernel=f"attention (target layer {layers[i - 1]})")
+            if hit is not None:
+                return hit
     return None
 
 
