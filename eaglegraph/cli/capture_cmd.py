@@ -19,7 +19,7 @@ from eaglegraph.cli.outputs import Outputs, output_files
 from eaglegraph.cli.parallel_options import (
     parallel_options,
     pop_plan_and_layout,
-    rank_deadline_option,
+    rank_limit_options,
 )
 from eaglegraph.cli.rig_options import build_spec, rig_options
 from eaglegraph.results.capture import CaptureRun
@@ -51,15 +51,7 @@ _CPU_NOTE = (
     help="TP > 1 with --replay: rank 0 also rebuilds the pair unsharded and runs the same "
     "schedule (needs the whole model's memory on rank 0's device).",
 )
-@click.option(
-    "--rank-timeout",
-    type=click.FloatRange(min=1.0),
-    default=3600.0,
-    show_default=True,
-    help="TP/DP > 1: seconds the whole multi-rank run may take; then every rank is ended and "
-    "what was measured is shown.",
-)
-@rank_deadline_option
+@rank_limit_options
 @predict_option("On CUDA, predict each pool on the CPU first; stop with what fits if it will not.")
 @click.option(
     "--full-plan",

@@ -19,7 +19,7 @@ from eaglegraph.cli.outputs import Outputs, output_files
 from eaglegraph.cli.parallel_options import (
     parallel_options,
     pop_plan_and_layout,
-    rank_deadline_option,
+    rank_limit_options,
 )
 from eaglegraph.cli.rig_options import build_spec, rig_options
 from eaglegraph.results.memdiff import MemdiffRun
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 @plan_options
 @rig_options
 @parallel_options
-@rank_deadline_option
+@rank_limit_options
 @timeout_option(1800.0, "Seconds per capture.")
 @predict_option("Each capture predicts its pools on the CPU first and stops if they will not fit.")
 @output_files(MemdiffRun, MemdiffRanksRun, refusals=True)
@@ -51,6 +51,7 @@ def command(
     timeout: float,
     predict: bool,
     rank_deadline: float,
+    rank_timeout: float,
     outputs: Outputs,
     json_output: bool,
     no_color: bool,
@@ -70,7 +71,10 @@ def command(
         outputs.refuse_beyond(MemdiffRanksRun, f"a memdiff at {layout.describe()}")
         spec = build_spec(model_dir, kwargs, pool=pool, plan=plan)
         warn_suspicious(spec.open_pair(), spec.options, spec.max_model_len, force=outputs.force)
-        _ranked(ctx, app, spec, layout, against, rank_deadline, timeout, outputs)
+        # each policy's set of ranks is one multi-rank run: --rank-timeout bounds it, as it
+        # bounds capture's, within the --timeout of one capture
+        limit = min(timeout, rank_timeout)
+        _ranked(ctx, app, spec, layout, against, rank_deadline, limit, outputs)
         return
     from eaglegraph.probes.memdiff import memdiff
 

@@ -156,6 +156,13 @@ def _plan_option_list(seqs_help: str, tokens_help: str) -> list[Callable[[Any], 
             "--tp. vLLM: use --compilation-config '{\"max_cudagraph_capture_size\": N}'.",
         ),
         click.option(
+            "--enable-two-batch-overlap",
+            "two_batch_overlap",
+            is_flag=True,
+            default=None,
+            help="SGLang: two-batch overlap (graph batch sizes become multiples of 2).",
+        ),
+        click.option(
             "--speculative-config",
             default=None,
             metavar="JSON",
@@ -188,6 +195,7 @@ PLAN_KEYS = (
     "num_draft_tokens",
     "capture_sizes",
     "cuda_graph_max_bs",
+    "two_batch_overlap",
     "speculative_config",
     "compilation_config",
 )
@@ -309,6 +317,7 @@ def pop_plan_kwargs(kwargs: dict[str, Any]) -> PlanChoices:
             click.echo(f"eaglegraph: warning: {choice.range_note}", err=True)
     plan["runner"] = parse_runner(plan.pop("runner", None))
     plan["gpu_memory_gib"] = plan.pop("gpu_memory", None)
+    plan["two_batch_overlap"] = bool(plan.pop("two_batch_overlap", False))
     plan["gpu_capability"] = parse_capability(plan.pop("capability", None))
     speculative = _parse_json(plan.pop("speculative_config", None), "--speculative-config")
     compilation = _parse_json(plan.pop("compilation_config", None), "--compilation-config")
@@ -325,13 +334,14 @@ WEEK = 7 * 24 * 3600.0  # no run waits longer; `1e308` would overflow the OS's t
 
 
 class Seconds(click.ParamType):
-    """A finite number of seconds in (low, high]: `nan`, `inf`, 0 and negatives are refused,
-    and so are values past `high` (a week by default), which the OS's timers cannot hold."""
+    """A finite number of seconds in (low, high] (`inclusive`: [low, high]): `nan`, `inf`, 0
+    and negatives are refused, and so are values past `high` (a week by default), which the
+    OS's timers cannot hold."""
 
     name = "seconds"
 
-    def __init__(self, low: float = 0.0, high: float = WEEK) -> None:
-        self.low, self.high = low, high
+    def __init__(self, low: float = 0.0, high: float = WEEK, *, inclusive: bool = False) -> None:
+        self.low, self.high, self.inclusive = low, high, inclusive
 
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
@@ -340,9 +350,11 @@ class Seconds(click.ParamType):
             seconds = float(value)
         except (TypeError, ValueError):
             self.fail(f"{value!r} is not a number of seconds", param, ctx)
-        if not math.isfinite(seconds) or not self.low < seconds <= self.high:
+        above = seconds >= self.low if self.inclusive else seconds > self.low
+        if not math.isfinite(seconds) or not above or seconds > self.high:
             upper = "" if math.isinf(self.high) else f" and at most {self.high:g}"
-            self.fail(f"{value} is not a number above {self.low:g}{upper}", param, ctx)
+            least = "at least" if self.inclusive else "above"
+            self.fail(f"{value} is not a number {least} {self.low:g}{upper}", param, ctx)
         return seconds
 
 

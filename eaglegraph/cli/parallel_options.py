@@ -6,16 +6,22 @@ vLLM takes `--tensor-parallel-size/-tp`, `--data-parallel-size/-dp` and
 `--dp-size`, `--ep-size` (an EP group inside TP) and `--enable-dp-attention` (or its newer
 `--attn-dp-size N`). Every spelling is accepted on every command; a flag of the other engine is
 refused in one line naming the one this engine takes, and so is a combination the engine
-rejects at startup (`known.parallel`), before any work.
+rejects at startup (`known.parallel`), before any work. A planning command plans with the
+layout (SGLang's graph batch sizes read its TP and its attention-DP groups).
+
+`--rank-deadline` and `--rank-timeout`, the supervisor's two limits of a multi-rank run, are
+declared here once for every command that starts ranks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import click
 
+from eaglegraph.cli.options import Seconds, pop_plan_kwargs
 from eaglegraph.errors import BadInput
 from eaglegraph.known import parallel as known
 from eaglegraph.results.parallel import ParallelLayout
@@ -95,12 +101,26 @@ def _options() -> list[Callable[[Any], Any]]:
 
 rank_deadline_option = click.option(
     "--rank-deadline",
-    type=click.FloatRange(min=1.0),
+    type=Seconds(1.0, inclusive=True),
     default=60.0,
     show_default=True,
     help="TP/DP > 1: seconds without progress while a rank waits in a collective before the "
     "ranks are ended as stuck.",
 )
+
+rank_timeout_option = click.option(
+    "--rank-timeout",
+    type=Seconds(1.0, inclusive=True),
+    default=3600.0,
+    show_default=True,
+    help="TP/DP > 1: seconds a multi-rank run (memdiff: each policy's) may take; then every "
+    "rank is ended and what was measured is shown.",
+)
+
+
+def rank_limit_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`--rank-deadline` and `--rank-timeout`, for every command that starts ranks."""
+    return rank_deadline_option(rank_timeout_option(func))
 
 
 def parallel_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -204,9 +224,10 @@ def framework_of(framework: str | None, behavior: str | None) -> str:
 
 def pop_plan_and_layout(kwargs: dict[str, Any]) -> tuple[PlanChoices, ParallelLayout]:
     """A planning command's choices and its deployment's layout, popped from its kwargs: the
-    layout flags are read in the spellings of the engine the plan names."""
-    from eaglegraph.cli.options import pop_plan_kwargs
-
+    layout flags are read in the spellings of the engine the plan names, and the plan takes
+    what of the layout SGLang's graph batch sizes read (TP, attention-DP groups), so inspect, capture, probe and memdiff plan one deployment alike."""
     plan = pop_plan_kwargs(kwargs)
     framework = framework_of(plan.framework, plan.behavior)
-    return plan, layout_from_options(kwargs, framework, plan.speculative_config)
+    layout = layout_from_options(kwargs, framework, plan.speculative_config)
+    attn_dp = layout.dp if layout.dp_attention else 1
+    return replace(plan, tp_size=layout.tp, attn_dp_size=attn_dp), layout

@@ -16,7 +16,11 @@ from eaglegraph.cli.options import (
     warn_suspicious,
 )
 from eaglegraph.cli.outputs import Outputs, output_files
-from eaglegraph.cli.parallel_options import parallel_options, pop_plan_and_layout
+from eaglegraph.cli.parallel_options import (
+    parallel_options,
+    pop_plan_and_layout,
+    rank_limit_options,
+)
 from eaglegraph.cli.rig_options import pop_rig_kwargs, refuse_tree, rig_options
 from eaglegraph.results.probe import ProbeRun
 from eaglegraph.results.rank_runs import RankedRun
@@ -34,6 +38,7 @@ from eaglegraph.rig.options import PROBE_MAX_NUM_SEQS
 @plan_options_for(PROBE_MAX_NUM_SEQS, with_mode=False)
 @rig_options
 @parallel_options
+@rank_limit_options
 @pool_option("Graph pool policy for the captures (default: the behavior's).")
 @click.option(
     "--batches",
@@ -75,6 +80,8 @@ def command(
     timeout: float,
     list_behaviors: bool,
     fail_on: str,
+    rank_deadline: float,
+    rank_timeout: float,
     outputs: Outputs,
     json_output: bool,
     no_color: bool,
@@ -134,7 +141,15 @@ def command(
         from eaglegraph.probes.ranks import RankRequest, run_ranks
 
         args = {"modes": list(request.modes), "batches": list(request.batches or [])}
-        ranked = RankRequest(spec, layout, task="probe", args=args, command="probe")
+        ranked = RankRequest(
+            spec,
+            layout,
+            task="probe",
+            args=args,
+            command="probe",
+            deadline_s=rank_deadline,
+            timeout_s=rank_timeout,
+        )
         with app.progress(f"probe at {layout.describe()}") as progress:
             result = run_ranks(ranked, on_stage=lambda s: progress(s, milestone=s))
         code = 1 if reaches(result.findings, fail_on) else 0

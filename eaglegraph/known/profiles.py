@@ -269,6 +269,36 @@ FLAGS = {
                 "(ServerArgs._generate_cuda_graph_batch_sizes; absent in 0.5.9)",
             ),
         ),
+        Flag(
+            "sglang_bs_align_per_token",
+            "sglang@0.5.8",
+            "under DP attention or two-batch overlap a graph batch size is kept when "
+            "bs x the runner's tokens per request is a multiple of the alignment "
+            "(cuda_graph_runner.py::get_batch_sizes_to_capture, num_tokens_per_bs); before, "
+            "when bs itself was, for every runner",
+            record=release(
+                "sglang-bs-align-per-token",
+                "sglang",
+                "0.5.8",
+                "get_batch_sizes_to_capture aligns bs x num_tokens_per_bs (the target verify's "
+                "draft tokens) to the attention-TP size; absent in 0.5.7",
+            ),
+        ),
+        Flag(
+            "sglang_pool_per_dp_worker",
+            "sglang@0.5.10",
+            "the request pool the graph list is capped at is max_running_requests // "
+            "attention-DP size per DP worker, rounded up to the alignment "
+            "(model_runner_kv_cache_mixin.py::_resolve_max_num_reqs, get_batch_sizes_to_"
+            "capture); before, max_running_requests, unrounded",
+        ),
+        Flag(
+            "sglang_mla_prefill_cap_8192",
+            "sglang@0.5.23",
+            "under an MLA backend the prefill graphs' token ladder runs to "
+            "min(8192, chunked_prefill_size) (arg_groups/memory_hook.py::handle_gpu_memory_"
+            "settings); before, to 2048",
+        ),
         # --- DP agreement (issue 25): read through `known.dp_rules.dp_rule`, never directly
         Flag(
             "dp_cudagraph_mode_sync",
@@ -389,6 +419,9 @@ class Profile:
     sglang_trtllm_mha_draft_extend_graph: bool = True
     sglang_small_gpu_max_bs_48: bool = True
     sglang_max_bs_appended: bool = True
+    sglang_bs_align_per_token: bool = True
+    sglang_pool_per_dp_worker: bool = True
+    sglang_mla_prefill_cap_8192: bool = True
     dp_cudagraph_mode_sync: bool = True
     dp_explicit_drafter_syncs: bool = True
     dp_dummy_run_padded_descriptor: bool = True
@@ -721,6 +754,9 @@ RELEASES = (
             "sglang_trtllm_mha_draft_extend_graph",
             "sglang_small_gpu_max_bs_48",
             "sglang_max_bs_appended",
+            "sglang_bs_align_per_token",
+            "sglang_pool_per_dp_worker",
+            "sglang_mla_prefill_cap_8192",
         ),
     ),
     Release(
@@ -736,9 +772,9 @@ RELEASES = (
     Release(
         "sglang-0.5.4",
         "sglang",
-        "SGLang 0.5.4–0.5.9: positions reset on padded replay (#10892); EAGLEWorker (spec "
+        "SGLang 0.5.4–0.5.7: positions reset on padded replay (#10892); EAGLEWorker (spec "
         "v1, the default) captures draft-extend graphs for every backend; no draft BCG",
-        between("0.5.4", "0.5.10"),
+        between("0.5.4", "0.5.8"),
         refs=("sglang#10892",),
         version_note="contains #10892; spec v1 worker by default",
         on=(
@@ -748,6 +784,16 @@ RELEASES = (
         ),
     ),
     Release(
+        "sglang-0.5.8",
+        "sglang",
+        "SGLang 0.5.8–0.5.9: as 0.5.4; under DP attention or two-batch overlap the target's "
+        "graph batch sizes are aligned by their tokens (bs x draft tokens)",
+        between("0.5.8", "0.5.10"),
+        refs=("sglang#10892",),
+        version_note="batch sizes aligned per token (num_tokens_per_bs)",
+        on=("sglang_bs_align_per_token",),
+    ),
+    Release(
         "sglang-0.5.10",
         "sglang",
         "SGLang 0.5.10: as 0.5.4; a --cuda-graph-max-bs off the speculative list joins the "
@@ -755,7 +801,7 @@ RELEASES = (
         between("0.5.10", "0.5.11"),
         refs=("sglang#10892",),
         version_note="cuda_graph_max_bs appended to the capture list",
-        on=("sglang_max_bs_appended",),
+        on=("sglang_max_bs_appended", "sglang_pool_per_dp_worker"),
     ),
     Release(
         "sglang-0.5.11",
@@ -822,6 +868,7 @@ RELEASES = (
             "sglang_dp_draft_token_counts",
             "sglang_a2a_max_bucket",
             "sglang_prefill_shared_bucket",
+            "sglang_mla_prefill_cap_8192",
         ),
     ),
 )

@@ -117,3 +117,67 @@ AUTO_SPEC_OTHERWISE = (3, 1, 4)
 AUTO_SPEC_SOURCE = (
     "sglang 0.5.23 srt/arg_groups/speculative_hook.py::_auto_choose_speculative_params"
 )
+
+# --- alignment of the graph batch sizes (DP attention, two-batch overlap) -----------------
+# `get_batch_sizes_to_capture` keeps a listed batch size only when the runner's model input
+# for it is a multiple of `mul_base`: x2 under two-batch overlap, x the attention-TP size
+# (TP / attention-DP groups) when the runner needs a gathered buffer. Which input counts and
+# what the request pool is moved by release (profile flags sglang_bs_align_per_token and
+# sglang_pool_per_dp_worker); the rows below say where each part was read.
+TBO_ALIGNMENT = 2
+
+
+@dataclass(frozen=True)
+class AlignmentRow:
+    """One part of the alignment rule, the first release that had it and where it was read."""
+
+    since: str
+    rule: str
+    source: str
+
+
+ALIGNMENT_ROWS = (
+    AlignmentRow(
+        "0.5.1",
+        "x2 under --enable-two-batch-overlap; x attention-TP size with a gathered buffer; "
+        "a batch size is kept when it is a multiple",
+        "sglang 0.5.1 srt/model_executor/cuda_graph_runner.py::get_batch_sizes_to_capture "
+        "(0.5.23: srt/utils/common.py::get_cuda_graph_batch_size_alignment)",
+    ),
+    AlignmentRow(
+        "0.5.1",
+        "a gathered buffer is needed under DP attention (require_mlp_tp_gather: "
+        "moe_dense_tp_size unset) and not without it (require_attn_tp_gather: no A2A "
+        "backend, moe_dense_tp_size unset)",
+        "sglang 0.5.23 srt/utils/common.py::require_gathered_buffer",
+    ),
+    AlignmentRow(
+        "0.5.8",
+        "the multiple applies to bs x tokens per request of the runner (target verify: "
+        "speculative_num_draft_tokens; draft decode and draft extend: 1); two-batch overlap "
+        "counts one per request",
+        "sglang 0.5.8 srt/model_executor/cuda_graph_runner.py::get_batch_sizes_to_capture "
+        "(num_tokens_per_bs; 0.5.23 runner/base_cuda_graph_runner.py: captured_req_width, "
+        "runner/decode_cuda_graph_runner.py::DecodeCudaGraphRunner.__init__)",
+    ),
+    AlignmentRow(
+        "0.5.10",
+        "the request pool is max_running_requests // attention-DP size per DP worker, "
+        "rounded up to the multiple before it joins the list",
+        "sglang 0.5.10 srt/model_executor/cuda_graph_runner.py::get_batch_sizes_to_capture "
+        "and model_runner_kv_cache_mixin.py::_resolve_max_num_reqs (0.5.23 mem_cache/"
+        "kv_cache_configurator.py::resolve_max_num_reqs)",
+    ),
+)
+
+# --- the prefill (breakable) graphs' largest token count for MLA models -------------------
+# `_handle_gpu_memory_settings` defaults the prefill graphs' max_bs (their token ladder's top)
+# to chunked_prefill_size, except under an MLA backend: 2048 in 0.5.15-0.5.22 (0.5.13-0.5.14:
+# piecewise_cuda_graph_max_tokens), min(8192, chunked_prefill_size) from 0.5.23
+# (profile flag sglang_mla_prefill_cap_8192)
+MLA_PREFILL_TOKENS_BEFORE = 2048
+MLA_PREFILL_TOKENS_CAP = 8192
+MLA_PREFILL_SOURCE = (
+    "sglang 0.5.23 srt/arg_groups/memory_hook.py::handle_gpu_memory_settings "
+    "(0.5.15-0.5.18: srt/server_args.py::ServerArgs._handle_gpu_memory_settings, 2048)"
+)

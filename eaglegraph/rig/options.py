@@ -78,6 +78,11 @@ class PlanOptions:
     # SGLang's --cuda-graph-max-bs (--cuda-graph-max-bs-decode from 0.5.14): the decode list's
     # largest batch size; None: the release's default for the GPU and TP
     cuda_graph_max_bs: int | None = None
+    # SGLang: attention-DP groups inside TP (1: no DP attention) and two-batch overlap; both
+    # align the graph batch sizes (`rig.sglang_plan.GraphLayout`)
+    attn_dp_size: int = 1
+    two_batch_overlap: bool = False
+    mla: bool = False  # the target runs an MLA backend (SGLang caps its prefill graphs)
 
     def __post_init__(self) -> None:
         if self.runner is not None and not isinstance(self.runner, ModelRunner):
@@ -127,6 +132,8 @@ class PlanChoices:
     engine_version: str | None = None  # the exact release (`--engine`), when known
     tp_size: int | None = None  # the layout's TP size (SGLang's graph batch sizes read it)
     cuda_graph_max_bs: int | None = None  # SGLang: the decode capture list's largest size
+    attn_dp_size: int | None = None  # SGLang: the layout's attention-DP groups
+    two_batch_overlap: bool = False  # SGLang: --enable-two-batch-overlap
 
 
 def _runner(
@@ -385,7 +392,20 @@ def resolve_plan_options(
         tp_size=_positive(c.tp_size, "tp_size") if c.tp_size is not None else 1,
         engine_attention_backend=engine_name,
         cuda_graph_max_bs=max_bs,
+        attn_dp_size=_positive(c.attn_dp_size, "attn_dp_size") if c.attn_dp_size else 1,
+        two_batch_overlap=_two_batch_overlap(fw, c.two_batch_overlap),
+        mla=bool(target and target.mla),
     )
+
+
+def _two_batch_overlap(fw: str, value: bool) -> bool:
+    """SGLang's two-batch overlap, refused under vLLM (its dual-batch overlap is another
+    flag, which the plan does not model)."""
+    if value and fw != "sglang":
+        raise BadInput(
+            "--enable-two-batch-overlap is SGLang's; vLLM's --enable-dbo is not modelled"
+        )
+    return bool(value)
 
 
 def _sglang_max_bs(fw: str, value: int | None) -> int | None:

@@ -19,11 +19,14 @@ from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.mrv1_plan import drafter_keys, drafter_mode, mrv1_profile, target_keys
 from eaglegraph.rig.options import PlanOptions
 from eaglegraph.rig.sglang_plan import (
+    GraphLayout,
+    captured_batch_sizes,
     draft_decode_graph,
     draft_extend_graph,
     draft_extend_tokens,
     draft_prefill_bcg,
     eagle_worker_name,
+    prefill_graph_tokens,
     prefill_token_ladder,
     sglang_decode_batch_sizes,
 )
@@ -383,7 +386,8 @@ def _sglang_draft_prefills(
       backend has that runner; else `ModelRunner.forward` runs it on the prompt prefill's
       breakable graphs (`is_extend(include_draft_extend_v2=True)`), or eagerly without them.
     """
-    ladder = prefill_token_ladder(opts.max_num_batched_tokens) if bcg else []
+    top = prefill_graph_tokens(opts.behavior, opts.max_num_batched_tokens, opts.mla)
+    ladder = prefill_token_ladder(top) if bcg else []
     breakable = [BatchDescriptor(Mode.BREAKABLE, n, None) for n in ladder]
     prompt = PhasePlan(
         "draft_prompt_prefill", Mode.BREAKABLE if bcg else Mode.NONE, ntok, breakable,
@@ -407,6 +411,19 @@ def _sglang_draft_prefills(
     return prompt, extend_phase
 
 
+def _sglang_batch_sizes(opts: PlanOptions, width: int) -> list[int]:
+    """The batch sizes a runner of `width` tokens per request captures on this layout: the
+    given sizes or the release's list, through `get_batch_sizes_to_capture`."""
+    layout = GraphLayout(opts.tp_size, opts.attn_dp_size, opts.two_batch_overlap)
+    if opts.capture_sizes is not None:  # given sizes: the pool joins a list that passes it
+        listed = list(opts.capture_sizes)
+        return captured_batch_sizes(opts.behavior, listed, opts.max_num_seqs, width, layout)
+    return sglang_decode_batch_sizes(
+        opts.behavior, opts.gpu, opts.max_num_seqs, max_bs=opts.cuda_graph_max_bs,
+        width=width, layout=layout,
+    )  # fmt: skip
+
+
 def _sglang_plan(opts: PlanOptions) -> CapturePlan:
     k, beh = opts.num_speculative_tokens, opts.behavior
     # tokens per request of verify and draft extend: num_steps + 1 for a chain (topk = 1),
@@ -414,25 +431,19 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
     # (`spec_utils.resolve_num_tokens_per_req`, sglang 0.5.23)
     ntok, topk = opts.num_draft_tokens or k + 1, opts.eagle_topk
     graphs = opts.mode is not Mode.NONE
-    if opts.capture_sizes is not None:  # given sizes: the pool joins a list that passes it
-        # (model_executor/runner/base_cuda_graph_runner.py::get_batch_sizes_to_capture)
-        pool = opts.max_num_seqs
-        past = any(size > pool for size in opts.capture_sizes)
-        given = [*opts.capture_sizes, pool] if past else list(opts.capture_sizes)
-        bs_list = sorted({s for s in given if s <= pool})
-    else:
-        bs_list = sglang_decode_batch_sizes(
-            beh, opts.gpu, opts.max_num_seqs, opts.tp_size, opts.cuda_graph_max_bs
-        )
+    # each runner's own list: under DP attention the target aligns bs x draft tokens, the
+    # draft runners bs (`get_batch_sizes_to_capture`, captured_req_width)
+    bs_list = _sglang_batch_sizes(opts, ntok)
     mode = Mode.FULL if graphs else Mode.NONE
 
-    def full(tokens_per_bs: int) -> list[BatchDescriptor]:
+    def full(tokens_per_bs: int, width: int = 1) -> list[BatchDescriptor]:
         if not graphs:
             return []
-        return [BatchDescriptor(Mode.FULL, bs * tokens_per_bs, bs, tokens_per_bs) for bs in bs_list]
+        sizes = bs_list if width == ntok else _sglang_batch_sizes(opts, width)
+        return [BatchDescriptor(Mode.FULL, bs * tokens_per_bs, bs, tokens_per_bs) for bs in sizes]
 
     target = PhasePlan(
-        "target", mode, ntok, full(ntok), describe_padding(full(ntok), "sglang"),
+        "target", mode, ntok, full(ntok, ntok), describe_padding(full(ntok, ntok), "sglang"),
         ["TARGET_VERIFY graphs, one per batch size, largest first, global graph pool"],
     )  # fmt: skip
     if draft_decode_graph(beh, k):

@@ -11,6 +11,9 @@ data (known/).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from eaglegraph.errors import BadInput
 from eaglegraph.known.profiles import Profile
 from eaglegraph.known.sglang_backends import (
     PREFILL_GRAPHS_OFF_BY_DEFAULT,
@@ -28,9 +31,12 @@ from eaglegraph.known.sglang_capture import (
     FIXED_SPEC_STRETCHES,
     LARGE_TP,
     MAX_BS_TIERS,
+    MLA_PREFILL_TOKENS_BEFORE,
+    MLA_PREFILL_TOKENS_CAP,
     SMALL_GPU_TIERS,
     SPEC_STRETCHES,
     SPEC_STRETCHES_053,
+    TBO_ALIGNMENT,
     MaxBsTier,
     Stretch,
 )
@@ -69,9 +75,73 @@ def sglang_gpu_max_bs(gpu: GpuSpec, tp_size: int = 1, profile: Profile | None = 
     return tier.large_tp if large else tier.small_tp
 
 
-def _fixed_list(gpu: GpuSpec, max_bs: int | None, pool: int) -> list[int]:
+@dataclass(frozen=True)
+class GraphLayout:
+    """What of the deployment SGLang's `get_batch_sizes_to_capture` reads: the TP size, the
+    attention-DP groups inside it (1: no DP attention) and two-batch overlap."""
+
+    tp_size: int = 1
+    attn_dp_size: int = 1
+    two_batch_overlap: bool = False
+
+    @property
+    def alignment(self) -> int:
+        """`mul_base`: x2 under two-batch overlap, x the attention-TP size where a gathered
+        buffer is needed (under DP attention, with the default MoE layout)."""
+        base = TBO_ALIGNMENT if self.two_batch_overlap else 1
+        if self.attn_dp_size > 1:
+            base *= self.tp_size // self.attn_dp_size
+        return base
+
+
+def request_pool(profile: Profile, max_running_requests: int, layout: GraphLayout) -> int:
+    """`req_to_token_pool.size` as the graph list sees it: per DP worker from 0.5.10,
+    rounded up to the alignment."""
+    if not profile.sglang_pool_per_dp_worker:
+        return max_running_requests
+    pool = max(1, max_running_requests // layout.attn_dp_size)
+    step = layout.alignment
+    return -(-pool // step) * step
+
+
+def _aligned(profile: Profile, sizes: list[int], width: int, layout: GraphLayout) -> list[int]:
+    """The sizes whose model input (bs, or bs x width from 0.5.8 without two-batch overlap)
+    is a multiple of the alignment."""
+    per_token = profile.sglang_bs_align_per_token and not layout.two_batch_overlap
+    step = layout.alignment
+    return [s for s in sizes if (s * width if per_token else s) % step == 0]
+
+
+def captured_batch_sizes(
+    profile: Profile,
+    listed: list[int],
+    max_running_requests: int,
+    width: int = 1,
+    layout: GraphLayout | None = None,
+) -> list[int]:
+    """`get_batch_sizes_to_capture` for one runner (`width` tokens per request: the target
+    verify's draft tokens, 1 for the draft runners) over the server's list: the pool joins a
+    list that goes past it, the sizes are aligned and capped at the pool. An empty result is
+    SGLang's startup assertion (`len(capture_bs) > 0`), refused here."""
+    layout = layout or GraphLayout()
+    pool = request_pool(profile, max_running_requests, layout)
+    sizes = [*listed, pool] if max(listed) > pool else list(listed)
+    kept = sorted({s for s in _aligned(profile, sizes, width, layout) if s <= pool})
+    if not kept:
+        raise BadInput(
+            f"SGLang captures no graph batch size here (a multiple of {layout.alignment} up to "
+            f"{pool} requests): it fails its startup assertion `len(capture_bs) > 0`",
+            "raise --max-running-requests or --cuda-graph-max-bs",
+        )
+    return kept
+
+
+def _fixed_list(
+    gpu: GpuSpec, max_bs: int | None, pool: int, keep: list[int] | None = None
+) -> list[int]:
     """0.5.1-0.5.2 `get_batch_sizes_to_capture`: the fixed list and its memory extensions,
-    the pool size appended past it, cut (or extended by 16s) to cuda_graph_max_bs."""
+    the pool size appended past it, aligned (`keep`: the aligned sizes), cut (or extended by
+    16s) to cuda_graph_max_bs."""
     mib = gpu.memory_gib * 1024
     sizes = _sizes(FIXED_SPEC_STRETCHES, 10**9)
     for ext in FIXED_EXTENSIONS:
@@ -79,6 +149,8 @@ def _fixed_list(gpu: GpuSpec, max_bs: int | None, pool: int) -> list[int]:
             sizes += _sizes((ext.stretch,), 10**9)
     if max(sizes) > pool:
         sizes.append(pool)
+    if keep is not None:
+        sizes = [s for s in sizes if s in keep]
     if max_bs:
         sizes = [s for s in sizes if s <= max_bs]
         if max(sizes) < max_bs:
@@ -92,26 +164,30 @@ def sglang_decode_batch_sizes(
     max_running_requests: int,
     tp_size: int = 1,
     max_bs: int | None = None,
+    *,
+    width: int = 1,
+    layout: GraphLayout | None = None,
 ) -> list[int]:
-    """The batch sizes every EAGLE graph runner captures (`get_batch_sizes_to_capture`):
-    the release's speculative list up to cuda_graph_max_bs (`max_bs`, the user's
-    --cuda-graph-max-bs; None: the release's default for the GPU and TP), capped at the request
-    pool (max_running_requests), which joins the list when the list goes past it. A given
-    max_bs is never raised or capped before the list is built (0.5.22+ caps only its default at
-    max_running_requests, which the pool cap here already does)."""
+    """The batch sizes an EAGLE graph runner of `width` tokens per request captures
+    (`get_batch_sizes_to_capture`): the release's speculative list up to cuda_graph_max_bs
+    (`max_bs`, the user's --cuda-graph-max-bs; None: the release's default for the GPU and TP),
+    capped at the request pool (max_running_requests), which joins the list when the list goes
+    past it, aligned under DP attention or two-batch overlap (`layout`; its TP wins over
+    `tp_size`). A given max_bs is never raised or capped before the list is built (0.5.22+
+    caps only its default at max_running_requests, which the pool cap here already does)."""
+    layout = layout or GraphLayout(tp_size)
     if max_bs is None:
-        max_bs = sglang_gpu_max_bs(gpu, tp_size, profile)
-    pool = max_running_requests
+        max_bs = sglang_gpu_max_bs(gpu, layout.tp_size, profile)
     if not profile.sglang_max_bs_every_gpu:
-        return _fixed_list(gpu, max_bs, pool)
+        pool = request_pool(profile, max_running_requests, layout)
+        keep = captured_batch_sizes(profile, _fixed_list(gpu, None, pool), pool, width, layout)
+        return _fixed_list(gpu, max_bs, pool, keep)
     assert max_bs is not None  # every GPU has a default from 0.5.3
     stretches = SPEC_STRETCHES if profile.sglang_bs_list_has_64 else SPEC_STRETCHES_053
     sizes = _sizes(stretches, max_bs)
     if profile.sglang_max_bs_appended and max_bs not in sizes:  # every default is on the list
         sizes.append(max_bs)
-    if max(sizes) > pool:
-        sizes.append(pool)
-    return sorted({s for s in sizes if s <= pool})
+    return captured_batch_sizes(profile, sizes, max_running_requests, width, layout)
 
 
 def sglang_auto_spec(architecture: str | None) -> tuple[int, int, int]:
@@ -191,6 +267,17 @@ def draft_prefill_bcg(
     if engine_name in PREFILL_GRAPHS_OFF_BY_DEFAULT:
         return False
     return bool(profile.sglang_default_breakable_prefill)
+
+
+def prefill_graph_tokens(profile: Profile, chunked_prefill_size: int, mla: bool) -> int:
+    """The prefill (breakable) graphs' largest token count (`handle_gpu_memory_settings`):
+    the chunked prefill size, or under an MLA backend 2048 before 0.5.23 and
+    min(8192, chunked prefill size) from it."""
+    if not mla:
+        return chunked_prefill_size
+    if profile.sglang_mla_prefill_cap_8192:
+        return min(MLA_PREFILL_TOKENS_CAP, chunked_prefill_size)
+    return MLA_PREFILL_TOKENS_BEFORE
 
 
 def prefill_token_ladder(max_tokens: int) -> list[int]:

@@ -49,7 +49,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "eaglegraph"
         ("vllm==0.21.0", "vllm-0.22"),
         ("vllm=0.20.2", "vllm-0.20"),
         ("vllm==0.19.1", "vllm-pre-39773"),
-        ("sglang==0.5.9", "sglang-0.5.4"),
+        ("sglang==0.5.9", "sglang-0.5.8"),
         ("sglang v0.5.4.post1", "sglang-0.5.4"),
         ("sglang==0.5.14", "sglang-0.5.14"),
         ("sglang==0.5.20", "sglang-0.5.20"),

@@ -23,8 +23,8 @@ RELEASE_PROFILE = {
     "0.5.5.post3": "sglang-0.5.4",
     "0.5.6.post2": "sglang-0.5.4",
     "0.5.7": "sglang-0.5.4",
-    "0.5.8.post1": "sglang-0.5.4",
-    "0.5.9": "sglang-0.5.4",
+    "0.5.8.post1": "sglang-0.5.8",
+    "0.5.9": "sglang-0.5.8",
     "0.5.10.post1": "sglang-0.5.10",
     "0.5.11": "sglang-0.5.11",
     "0.5.12.post1": "sglang-0.5.11",
@@ -60,6 +60,7 @@ def test_the_worker_flags_follow_the_releases() -> None:
         "sglang-pre-10892",
         "sglang-0.5.3",
         "sglang-0.5.4",
+        "sglang-0.5.8",
         "sglang-0.5.10",
     ]  # EAGLEWorker default
     bcg = [p.name for p in engine_profiles("sglang") if p.sglang_draft_breakable_prefill]
