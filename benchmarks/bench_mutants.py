@@ -5,15 +5,19 @@ Signals: guards (stale/out-of-bounds reads logged by kernels), the sentinel diff
 NaN checks (outputs that change with the poison), KV canaries (writes into blocks no request
 owns or the null block), metadata invariants, and the reference differential (the dense
 plain-torch reference, step by step). Each mutant is probed under each mode on its own; in a
-mode it counts as found when any finding appears, as located when a finding names a phase,
-a kernel and one of its buffers, and as equivalent where it says it cannot change what that
+mode it counts as found when any finding appears, as located when a finding names one of its
+buffers in the phase it breaks (and a kernel), and as equivalent where it says it cannot change what that
 mode runs (a mutant that counts its firings must then not have fired). A mutant is found
 (located) when some mode finds (locates) it, and missed only when a mode it is not equivalent
 under finds nothing. The unmutated rig is probed first under each backend: no finding at all.
 
+`--equivalent` probes each mutant only under the modes it claims to be equivalent in (under
+the default live schedules too): none may produce a finding.
+
 Usage (CPU, about 30 s per mutant on an idle core; `--jobs N` runs N mutants at once, each
 in its own process):
     PYTHONPATH=. python3 benchmarks/bench_mutants.py [--only NAME ...] [--jobs N] [--json OUT]
+    PYTHONPATH=. python3 benchmarks/bench_mutants.py --equivalent [--only NAME ...]
 """
 
 from __future__ import annotations
@@ -74,10 +78,38 @@ def probe_once(
 
 
 def located(mutant: Mutant, findings: list[Finding]) -> bool:
+    """A finding names one of the mutant's buffers in the phase it breaks, and a kernel."""
     return any(
-        f.buffer in mutant.buffers and f.phase is not None and f.kernel is not None
+        f.buffer in mutant.buffers and f.phase == mutant.phase and f.kernel is not None
         for f in findings
     )
+
+
+def equivalent_named(name: str, batch: int, device: str) -> dict[str, list[str]]:
+    """A mutant's findings under each mode it claims to be equivalent in (none expected)."""
+    mutant = by_name(name)
+    out: dict[str, list[str]] = {}
+    for mode in mutant.equivalent:
+        with planted(mutant):
+            run = probe_once(mutant.backend, mode, batch, device, mutant.preset, **mutant.plan)
+        out[mode] = [f"{f.id}: {f.message}" for f in run.findings]
+        out[mode] += [f"case {c.name}: {c.error}" for c in run.cases if c.status != "ok"]
+    return out
+
+
+def _equivalents(names: list[str], args: argparse.Namespace) -> None:
+    with ProcessPoolExecutor(
+        max_workers=max(1, args.jobs), mp_context=multiprocessing.get_context("spawn")
+    ) as pool:
+        futures = [pool.submit(equivalent_named, n, args.batch, args.device) for n in names]
+        bad = 0
+        for name, future in zip(names, futures, strict=True):
+            for mode, found in future.result().items():
+                bad += bool(found)
+                print(f"{name:36} {mode:20} {'FINDINGS' if found else 'no finding'}")
+                for line in found[:4]:
+                    print(f"  {line}")
+    print(f"{bad} of the equivalent (mutant, mode) pairs produced a finding")
 
 
 def evaluate_named(name: str, mode: str, batch: int, device: str) -> dict[str, Any]:
@@ -159,8 +191,16 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1, help="mutants probed at once (processes)")
     ap.add_argument("--json", default=None)
     ap.add_argument("--skip-baseline", action="store_true")
+    ap.add_argument(
+        "--equivalent",
+        action="store_true",
+        help="probe each mutant only in the modes it claims equivalent",
+    )
     args = ap.parse_args()
     picked = [m for m in MUTANTS if not args.only or m.name in args.only]
+    if args.equivalent:
+        _equivalents([m.name for m in picked if m.equivalent], args)
+        return
     backends = [] if args.skip_baseline else sorted({m.backend for m in MUTANTS})
     common = (args.mode, args.batch, args.device)
     t0 = time.perf_counter()
@@ -169,8 +209,8 @@ def main() -> None:
     ) as pool:
         bases = [pool.submit(baseline, b, *common) for b in backends]
         futures = [pool.submit(evaluate_named, m.name, *common) for m in picked]
-        for backend, future in zip(backends, bases, strict=True):
-            found = future.result()
+        for backend, base in zip(backends, bases, strict=True):
+            found = base.result()
             print(f"baseline {backend}: {len(found)} finding(s)", flush=True)
             for line in found:
                 print(f"  FALSE POSITIVE {line}")

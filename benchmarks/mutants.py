@@ -345,6 +345,62 @@ def _draft_kv_write_one_short() -> Any:
     return stack
 
 
+def _draft_kv_into_target_layer() -> Any:
+    """The draft layers' K/V written into the first target layer's cache (a global layer
+    index not offset by the target's layer count): a later phase overwrites K/V rows the
+    target wrote right, so the end-of-step compare sees the target's K/V wrong."""
+    orig_write, run, init = rig_attention.write_kv, AttentionRuntime.run, Rig.__init__
+    state: dict[str, Any] = {"target_layers": 1 << 30, "into": None}
+
+    def rig_init(self: Rig, *a: Any, **k: Any) -> None:
+        init(self, *a, **k)
+        state["target_layers"] = self.models.target.num_layers
+
+    def patched_run(self: AttentionRuntime, layer: int, *a: Any) -> None:
+        # a Python decision per layer, so a captured graph records it per call site too
+        if layer >= state["target_layers"]:
+            state["into"] = self.kv_caches[0]
+        try:
+            run(self, layer, *a)
+        finally:
+            state["into"] = None
+
+    def write(k: Any, v: Any, kc: Any, vc: Any, slots: Any, n: int, *rest: Any) -> None:
+        into = state["into"]
+        if into is not None and into[0].shape == kc.shape and into[0] is not into[1]:
+            kc, vc = into
+        orig_write(k, v, kc, vc, slots, n, *rest)
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.object(Rig, "__init__", rig_init))
+    stack.enter_context(mock.patch.object(AttentionRuntime, "run", patched_run))
+    stack.enter_context(mock.patch.object(rig_attention, "write_kv", write))
+    return stack
+
+
+def _draft_shifts_hidden_in_place() -> Any:
+    """The draft prefill's input preparation shifts the hidden rows one token up (EAGLE
+    pairs token t+1 with hidden row t) in the target's own buffer instead of its copy: the
+    target's hidden rows are wrong after the target wrote them right."""
+    init = Rig.__init__
+    seen: dict[str, torch.Tensor] = {}
+
+    def rig_init(self: Rig, *a: Any, **k: Any) -> None:
+        init(self, *a, **k)
+        seen["hidden"] = self.bufs.target_hidden
+
+    def after(_: Any, *args: Any) -> None:
+        qsl, rb, hidden = args[0], args[12], seen["hidden"]
+        idx = torch.arange(hidden.shape[0], device=hidden.device)
+        inside = (idx < qsl[rb].to(idx.dtype) - 1)[:, None]  # device-only: also under capture
+        hidden.copy_(torch.where(inside, hidden.roll(-1, 0), hidden))
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.object(Rig, "__init__", rig_init))
+    stack.enter_context(_wrap(rig_eagle, "prepare_eagle_inputs", after))
+    return stack
+
+
 def _draft_csr_len_carried() -> Any:
     build = FlashInferBuilder.build
     last: dict[int, list[int]] = {}
@@ -584,6 +640,13 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("draft-kv-write-one-short", "draft_prefill", ("kv_cache",), "flash_attn",
            "the draft layers' KV writes stop one row short (the target's are whole)",
            _draft_kv_write_one_short),
+    # a later phase corrupts what an earlier one wrote right (issue 27: findings that locate)
+    Mutant("draft-kv-into-target-layer", "draft_prefill", ("kv_cache",), "flash_attn",
+           "the draft layers write their K/V into the first target layer's cache",
+           _draft_kv_into_target_layer),
+    Mutant("draft-shifts-hidden-in-place", "draft_prefill", ("target.hidden",), "flash_attn",
+           "the draft prefill shifts the target's hidden rows in place, not in its copy",
+           _draft_shifts_hidden_in_place),
     Mutant("draft-csr-len-carried", "draft_decode", ("draft.last_page_len", "draft.kv_indptr",
            "eagle.draft_tokens"), "flashinfer",
            "the draft's CSR built from the previous draft position's lengths",

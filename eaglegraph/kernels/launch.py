@@ -20,6 +20,9 @@ from eaglegraph.kernels.guard import GuardArgs
 # Called with (kernel, guard args) before every launch while set: the probe's host-side
 # breadcrumb of the last kernel launched, which names the kernel when a launch kills the device.
 on_launch: Callable[[Any, GuardArgs | None], None] | None = None
+# Called with the kernel once its launch returned, while set: where a replayed step's value
+# changed inside the kernel rather than in the torch ops after it (probes/locate.py).
+after_launch: Callable[[Any], None] | None = None
 
 
 def strides(*tensors: torch.Tensor, dims: int | None = None) -> tuple[int, ...]:
@@ -45,6 +48,8 @@ def launch(
         args = (*args, *guard.kernel_args)
         constexprs["GUARD"] = guard.enabled
     kernel[tuple(grid)](*args, **constexprs)
+    if after_launch is not None:
+        after_launch(kernel)
 
 
 def launch_rows(

@@ -24,6 +24,7 @@ from eaglegraph.kernels.poison import poison, scan
 from eaglegraph.probes.checkpoint import Checkpoint, recording
 from eaglegraph.probes.invariants import StepView, check_phase
 from eaglegraph.probes.kv_writes import CommittedKV
+from eaglegraph.probes.locate import locate
 from eaglegraph.probes.poisoning import (
     Canary,
     canary_regions,
@@ -33,7 +34,7 @@ from eaglegraph.probes.poisoning import (
     table,
     unmapped_buffer,
 )
-from eaglegraph.probes.reference_diff import compare_step, compared, reference_for
+from eaglegraph.probes.reference_diff import compared, first_divergence, reference_for
 from eaglegraph.probes.schedules import (
     Limits,
     check_schedule,
@@ -340,8 +341,10 @@ def _execute(case: ProbeCase, built: BuiltRig, start: float) -> CaseResult:
             result.reproduction["accepted"] = list(out.num_accepted)
         if run == "A" and result.divergence is None:
             with timer("reference"):
-                hit = compare_step(2, rig, ref, batch, out, ref_out, _forced(session))
-            result.divergence = hit
+                found = first_divergence(2, rig, ref, batch, out, ref_out, _forced(session))
+                if found is not None:  # replayed from the poisoned start to its last writer
+                    again = _poisoned(snapshot, tab)
+                    result.divergence = locate(rig, batch, found, again, _Snapshot(rig).restore)
         target_layers = rig.models.target.num_layers
         kv = [torch.stack([c[owned] for c in pair]).flatten() for pair in rig.kv_caches]
         outputs[run] = {
@@ -381,6 +384,16 @@ def _execute(case: ProbeCase, built: BuiltRig, start: float) -> CaseResult:
     result.signal_s = timer.totals
     result.duration_s = time.perf_counter() - start
     return result
+
+
+def _poisoned(snapshot: _Snapshot, tab: torch.Tensor) -> Callable[[], None]:
+    """The probed step's start state, poisoned as its run was (to replay it: `locate`)."""
+
+    def start() -> None:
+        snapshot.restore()
+        poison(tab)
+
+    return start
 
 
 def _live_blocks(case: ProbeCase) -> int:
@@ -646,6 +659,8 @@ def _lockstep(
             view.draft_step = draft_step
             check(phase, "launch")
 
+    with timer("reference"):
+        start = _Snapshot(rig)  # to replay the step to the kernel that diverged (`locate`)
     with rig.add_phase_hook(check), rig.add_launch_hook(launch):
         out = rig.step(batch)
     session.apply(batch, out)
@@ -653,7 +668,10 @@ def _lockstep(
         ref_batch = ref_session.batch()
         want = ref.step(ref_batch)
         ref_session.apply(ref_batch, want)
-        return compare_step(step, rig, ref, batch, out, want, _forced(session))
+        hit = first_divergence(step, rig, ref, batch, out, want, _forced(session))
+        if hit is None:
+            return None
+        return locate(rig, batch, hit, start.restore, _Snapshot(rig).restore)
 
 
 def result_to_json(result: CaseResult) -> dict[str, Any]:

@@ -10,7 +10,8 @@ wrong value reached, not a value computed from it: the target's K/V (written bef
 attention reads them; the lowest layer first, since each layer's K/V is computed from the one
 below), then the target hidden rows, then verify's outputs; then draft position 0 (prefill:
 the draft KV of the accepted positions and its tokens), then 1..K-1 (the draft KV the decodes
-wrote).
+wrote). Each divergence comes with the value it was found in (`locate.Site`), so a confirmed
+one can be replayed to the kernel that last wrote it (`locate.locate`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from eaglegraph.probes.locate import Hit, Site
 from eaglegraph.results.probe import ReferenceDivergence as Divergence
 from eaglegraph.rig.driver import StepOutput
 from eaglegraph.rig.reference import ReferenceEngine
@@ -81,18 +83,39 @@ def compare_step(
 ) -> Divergence | None:
     """The first value in which the rig's step differs from the reference's, or None.
     `forced`: requests whose drafts the probe replaced at some step (see `_draft_kv`)."""
+    hit = first_divergence(step, rig, ref, batch, got, want, forced)
+    return None if hit is None else hit.divergence
+
+
+def _exact(tensor: torch.Tensor, index: tuple[int, ...], want: int) -> Site:
+    return Site(tensor, index, torch.tensor(want))
+
+
+def first_divergence(
+    step: int,
+    rig: Rig,
+    ref: ReferenceEngine,
+    batch: list[ScheduledRequest],
+    got: StepOutput,
+    want: StepOutput,
+    forced: Collection[int] = (),
+) -> Hit | None:
+    """`compare_step`'s divergence and the value of the rig's state it was found in."""
     hit = _kv_blocks(step, rig, ref, batch) or _hidden_rows(step, rig, ref, batch)
     if hit is not None:
         return hit
+    bufs = rig.bufs
     for j, b in enumerate(batch):
         if got.num_accepted[j] != want.num_accepted[j]:
-            return Divergence(step, "target", b.rid, "verify.num_accepted", "greedy_verify",
-                              f"request row {j}", str(got.num_accepted[j]),
-                              str(want.num_accepted[j]))  # fmt: skip
+            return Hit(Divergence(step, "target", b.rid, "verify.num_accepted", "greedy_verify",
+                                  f"request row {j}", str(got.num_accepted[j]),
+                                  str(want.num_accepted[j])),
+                       _exact(bufs.num_accepted, (j,), want.num_accepted[j]))  # fmt: skip
         if got.next_tokens[j] != want.next_tokens[j]:
-            return Divergence(step, "target", b.rid, "verify.next_tokens", "greedy_verify",
-                              f"request row {j}", str(got.next_tokens[j]),
-                              str(want.next_tokens[j]))  # fmt: skip
+            return Hit(Divergence(step, "target", b.rid, "verify.next_tokens", "greedy_verify",
+                                  f"request row {j}", str(got.next_tokens[j]),
+                                  str(want.next_tokens[j])),
+                       _exact(bufs.next_tokens, (j,), want.next_tokens[j]))  # fmt: skip
     hit = _draft_kv(step, rig, ref, batch, decodes=False, forced=forced)
     if hit is not None:
         return hit
@@ -106,8 +129,9 @@ def compare_step(
                 first = pos == 0 or DraftFacts.DECODES not in rig.speculator.facts
                 phase = "draft_prefill" if first else "draft_decode"
                 kernel = "argmax_map_draft" if first else "update_eagle_draft_inputs"
-                return Divergence(step, phase, b.rid, "eagle.draft_tokens", kernel,
-                                  f"draft position {pos}", str(a), str(w))  # fmt: skip
+                return Hit(Divergence(step, phase, b.rid, "eagle.draft_tokens", kernel,
+                                      f"draft position {pos}", str(a), str(w)),
+                           _exact(bufs.draft_tokens, (j, pos), w))  # fmt: skip
     return _draft_kv(step, rig, ref, batch, decodes=True)
 
 
@@ -127,7 +151,7 @@ def _usable_drafts(rig: Rig, ref: ReferenceEngine, b: ScheduledRequest) -> int:
 
 def _hidden_rows(
     step: int, rig: Rig, ref: ReferenceEngine, batch: list[ScheduledRequest]
-) -> Divergence | None:
+) -> Hit | None:
     """The target hidden rows the draft prefill is fed, token by token."""
     hidden = rig.bufs.target_hidden
     tol = _tolerance(hidden.dtype)
@@ -141,17 +165,18 @@ def _hidden_rows(
             bad = ~torch.isclose(got, want, atol=tol, rtol=tol).all(dim=1)
             if bool(bad.any()):
                 row = int(bad.nonzero()[0, 0])
-                return Divergence(step, "target", b.rid, "target.hidden", "target forward",
-                                  f"token row {t + row} (position {b.start_pos + row})",
-                                  f"{float(got[row].abs().max()):.4g} max|x|",
-                                  f"{float(want[row].abs().max()):.4g} max|x|")  # fmt: skip
+                return Hit(Divergence(step, "target", b.rid, "target.hidden", "target forward",
+                                      f"token row {t + row} (position {b.start_pos + row})",
+                                      f"{float(got[row].abs().max()):.4g} max|x|",
+                                      f"{float(want[row].abs().max()):.4g} max|x|"),
+                           Site(hidden, (t + row,), want[row], tol))  # fmt: skip
         t += n
     return None
 
 
 def _kv_blocks(
     step: int, rig: Rig, ref: ReferenceEngine, batch: list[ScheduledRequest]
-) -> Divergence | None:
+) -> Hit | None:
     """The target layers' K/V of every position each request owns, block by block: the
     lowest layer that differs in any request. Layer L's K/V is computed from layer L-1's
     output, so where a layer above the first differs while the one below matched, the wrong
@@ -165,7 +190,8 @@ def _kv_blocks(
             end = b.start_pos + len(b.query)
             hit = _kv_rows(step, rig, b, {layer: trace.kv[layer]}, 0, end, "target", "target")
             if hit is not None and i > 0:  # the write is the same kernel the layer below ran
-                return replace(hit, kernel=f"attention (target layer {layers[i - 1]})")
+                below = f"attention (target layer {layers[i - 1]})"
+                return replace(hit, divergence=replace(hit.divergence, kernel=below))
             if hit is not None:
                 return hit
     return None
@@ -178,7 +204,7 @@ def _draft_kv(
     batch: list[ScheduledRequest],
     decodes: bool,
     forced: Collection[int] = (),
-) -> Divergence | None:
+) -> Hit | None:
     """The draft layers' K/V: the accepted positions [0, valid) the draft prefills wrote, or
     (`decodes`) the K-1 positions after them the draft decodes wrote. EAGLE-style drafting
     recomputes exactly those positions in its dense reference; other styles (a multi-module
@@ -217,7 +243,7 @@ def _kv_rows(
     hi: int,
     phase: str,
     owner: str,
-) -> Divergence | None:
+) -> Hit | None:
     """Positions [lo, hi) of one request in each of `layers` (global KV layer → reference
     K/V by position), through the request's own blocks; the first that differs."""
     bs = rig.block_size
@@ -242,9 +268,12 @@ def _kv_rows(
             if bool(bad.any()):
                 row, col = (int(i) for i in bad.nonzero()[0])
                 p = lo + row
-                return Divergence(step, phase, b.rid, "kv_cache", "write_kv",
-                                  f"{owner} layer {layer} {'KV'[which]} position {p} "
-                                  f"(block {b.blocks[p // bs]}, slot {p % bs}, element {col})",
-                                  f"{float(got[row, col]):.4g}",
-                                  f"{float(ref_rows[row, col]):.4g}")  # fmt: skip
+                where = (int(blocks[row]), int(offs[row]))
+                return Hit(Divergence(step, phase, b.rid, "kv_cache", "write_kv",
+                                      f"{owner} layer {layer} {'KV'[which]} position {p} "
+                                      f"(block {b.blocks[p // bs]}, slot {p % bs}, "
+                                      f"element {col})",
+                                      f"{float(got[row, col]):.4g}",
+                                      f"{float(ref_rows[row, col]):.4g}"),
+                           Site(cache, where, want[p], tol))  # fmt: skip
     return None

@@ -329,7 +329,8 @@ def _divergence_finding(case: CaseResult, label: str, d: ReferenceDivergence) ->
         d,
         message=f"{label}: step {d.step}, request {d.request}, {d.index}: the rig gives "
         f"{d.got}, the dense reference {d.want}",
-        evidence=f"first divergence from the plain-torch reference; reproduce with {repro}",
+        evidence=f"first divergence from the plain-torch reference; reproduce with {repro}"
+        + (f"; {d.location_note}" if d.location_note else ""),
         fix=f"look at what {d.kernel} reads for request {d.request} in {d.phase}",
     )
 

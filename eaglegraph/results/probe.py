@@ -87,6 +87,10 @@ class ReferenceDivergence:
     index: str
     got: str
     want: str
+    # how phase and kernel were found (probes/locate.py): "kernel" / "phase" (the segment of a
+    # replay that last wrote the value), "unwritten", "unreproduced"; None: not replayed
+    location: str | None = None
+    location_note: str | None = None
 
 
 @dataclass
