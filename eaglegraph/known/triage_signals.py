@@ -69,6 +69,9 @@ class SignalSpec:
     extra: tuple[str, ...] = ()
     unless: tuple[str, ...] = ()
     why: str = ""
+    # literals one of which every match of `regex` holds (lower case for a `(?i)` regex):
+    # a line without any is not searched (`triage.patterns.LinePattern.may_match`)
+    requires: tuple[str, ...] = ()
 
 
 def alternatives(words: str) -> tuple[str, ...]:
@@ -360,6 +363,7 @@ SIGNALS: tuple[SignalSpec, ...] = (
         anchors=("CUDA",),
         unless=("Not recommended", "Possible solutions", "--disable-cuda-graph"),
         extra=("cuda graph", "disabl", "Disabl", "fall", "Fall"),
+        requires=("Skipping", "isabl", "turned off", "not used", "back to"),
     ),
     SignalSpec(
         "mode.unsupported",
@@ -370,6 +374,7 @@ SIGNALS: tuple[SignalSpec, ...] = (
         r"(?:cudagraph_mode|CUDA ?graphs?|cuda ?graphs?|CUDAGraphMode)",
         anchors=("CUDA",),
         extra=("cuda graph", "cuda_graph", "_mode"),
+        requires=("supported", "compatible"),
         why="a graph mode the attention backend or draft cannot run",
     ),
     SignalSpec(
@@ -379,6 +384,9 @@ SIGNALS: tuple[SignalSpec, ...] = (
         r"wrong (?:draft )?tokens|accuracy (?:drops?|degrad\w*|collapses?)|gsm8k[^\n]{0,30}\b0\.0\b|"
         r"acceptance (?:rate |length )?(?:drops?|fell|falls|collapses?|goes) (?:to )?(?:zero|0\b|near)",
         extra=alternatives("gibberish|Gibberish|garbage|nonsense|wrong |accuracy|gsm8k|acceptance"),
+        requires=alternatives(
+            "gibberish|garbage|nonsense|wrong|accuracy|gsm8k|drop|fell|fall|collapse|goes"
+        ),
         why="a silent failure: drafts are wrong, nothing crashes",
     ),
     # --- draft loading, kernel limits, graph sizes, engine kernels (issue 29 blind spots) -------

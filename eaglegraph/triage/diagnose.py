@@ -11,7 +11,6 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import replace
-from io import BufferedReader
 from typing import BinaryIO
 
 from eaglegraph.known.hazards import Hazard
@@ -34,7 +33,7 @@ from eaglegraph.triage.commit import commitment, kb_plurality
 from eaglegraph.triage.distributed import distributed
 from eaglegraph.triage.fixes import FixContext, applies, matching_fixes
 from eaglegraph.triage.locate import crash_frames
-from eaglegraph.triage.reader import _Chain, _Reader, open_log, sniff
+from eaglegraph.triage.reader import _Reader, chain, open_log, sniff
 from eaglegraph.triage.scan import scan
 from eaglegraph.triage.similar import query_from, similar_reports
 from eaglegraph.triage.state import ScanState
@@ -57,7 +56,7 @@ def triage_path(
                 progress(len(head))
             return _triage_small(head, source, notes)
         state = ScanState(notes=notes)
-        state = scan(BufferedReader(_Chain(head, stream)), state, progress=progress)
+        state = scan(chain(head, stream), state, progress=progress)
     return diagnose(state, source)
 
 

@@ -42,11 +42,29 @@ class LinePattern:
     unless: tuple[str, ...] = ()
     last: bool = False
     why: str = ""
+    requires: tuple[str, ...] = ()
     _gate_res: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
 
     def gated(self, text: str) -> bool:
         """Cheap test that the line can match at all (an anchor occurs in it)."""
         return any(a in text for a in self.anchors) or any(r.search(text) for r in self._gate_res)
+
+    def may_match(self, text: str) -> bool:
+        """False when none of `requires` occurs in the text, so the regex cannot match.
+
+        `requires` lists literals of which every match holds one (lower case when the whole
+        regex ignores case; then only an ASCII line is checked, where lower-casing is exactly
+        what the regex's case folding does). It spares a slow regex the lines its anchors let
+        through but it cannot match: metrics lines that say "cuda graph" or "acceptance"
+        every few seconds for hours.
+        """
+        if not self.requires:
+            return True
+        if self.regex.flags & re.IGNORECASE:
+            if not text.isascii():
+                return True
+            text = text.lower()
+        return any(r in text for r in self.requires)
 
 
 class PatternGroup(list[LinePattern]):
@@ -66,9 +84,11 @@ class PatternGroup(list[LinePattern]):
         last: bool = False,
         flags: int = 0,
         why: str = "",
+        requires: Iterable[str] = (),
     ) -> LinePattern:
-        """Add a pattern. `unless` strings veto a line cheaply; `last` reads the last match
-        (progress bars pasted without carriage returns)."""
+        """Add a pattern. `unless` strings veto a line cheaply; `requires` literals, one of
+        which every match holds, spare the regex lines that lack them (`LinePattern.may_match`);
+        `last` reads the last match (progress bars pasted without carriage returns)."""
         res = (*anchor_res, *extra_res)
         pattern = LinePattern(
             id=id,
@@ -79,6 +99,7 @@ class PatternGroup(list[LinePattern]):
             unless=tuple(unless),
             last=last,
             why=why,
+            requires=tuple(requires),
             _gate_res=tuple(re.compile(r) for r in res),
         )
         self.append(pattern)
@@ -130,6 +151,26 @@ def _alternation(literals: Iterable[str], regexes: Iterable[str]) -> bytes:
     return "|".join(parts).encode("ascii")
 
 
+def _stays_in_line(source: str) -> bool:
+    """True when an anchor regex can match no line end and looks at nothing but what it
+    matches: no `.`, `^`, `$`, negated class, lookaround, inline flag, or escape that is a
+    class (`\\s`, `\\W`, ...) other than `\\d`. Conservative: anything unusual is False."""
+    i = 0
+    while i < len(source):
+        c = source[i]
+        nxt = source[i + 1 : i + 2]
+        if c == "\\":
+            if (nxt.isalnum() and nxt != "d") or nxt in ("\r", "\n"):
+                return False
+            i += 2
+            continue
+        special = c in ".^$\r\n" or (c == "[" and nxt == "^") or (c == "(" and nxt == "?")
+        if special and not source.startswith("(?:", i):
+            return False
+        i += 1
+    return True
+
+
 class Matcher:
     """Matches lines against an ordered sequence of patterns through the anchor prefilter.
 
@@ -154,6 +195,17 @@ class Matcher:
         )
 
     @cached_property
+    def anchors_stay_in_line(self) -> bool:
+        """Whether no anchor can match across a line or `\\r` segment end, nor depend on text
+        outside its match: then the prefilter's matches over a whole ASCII line are the
+        anchors `match_line` finds in the message (`scan` hands them on instead of searching
+        twice)."""
+        literals = [a for p in self.patterns for a in p.anchors]
+        return not any("\r" in a or "\n" in a for a in literals) and all(
+            _stays_in_line(r) for p in self.patterns for r in p.anchor_res
+        )
+
+    @cached_property
     def prefilter(self) -> re.Pattern[bytes]:
         """A bytes regex that finds candidate lines in a region of the log."""
         return re.compile(self._alt, re.MULTILINE)
@@ -175,13 +227,17 @@ class Matcher:
                 self._cache[found] = hit
         return hit
 
-    def match_line(self, text: str) -> list[tuple[LinePattern, re.Match[str]]]:
+    def match_line(
+        self, text: str, found: list[str] | None = None
+    ) -> list[tuple[LinePattern, re.Match[str]]]:
         """Every pattern that matches the message, in the declared order.
 
         One scan finds which anchors occur (anchors contained in a longer anchor found at the
         same position count too); only the patterns gated by those anchors run their regex.
+        `found`, when given, is that scan's result, already made over the line.
         """
-        found = self._index.findall(text)
+        if found is None:
+            found = self._index.findall(text)
         if not found:
             return []
         candidates: set[int] = set()
@@ -191,6 +247,8 @@ class Matcher:
         for i in sorted(candidates):
             p = self.patterns[i]
             if p.unless and any(u in text for u in p.unless):
+                continue
+            if p.requires and not p.may_match(text):
                 continue
             m: re.Match[str] | None = None
             if p.last:

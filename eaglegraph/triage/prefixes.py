@@ -43,6 +43,7 @@ _ISO_TS = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\
 _COMPOSE = re.compile(r"[\w.-]+-\d+\s+\| ")
 _JOURNAL = re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@-]+(?:\[\d+\])?: ")
 
+_LEVEL_WORDS = ("DEBUG ", "INFO ", "WARNING ", "WARN ", "ERROR ", "CRITICAL ")
 _VLLM_PROCS = ("EngineCore", "APIServer", "Worker", "VllmWorker", "RayWorkerWrapper", "Api")
 _SGLANG_PROCS = ("SGLang", "Scheduler", "TokenizerManager", "DetokenizerManager")
 _LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "V": "DEBUG", "D": "DEBUG", "WARN": "WARNING"}
@@ -144,7 +145,7 @@ def strip_prefixes(line: str) -> tuple[str, Prefix]:
             if m and m.end() < len(text):
                 text = text[m.end() :]
                 continue
-        elif head in "DIWEC":
+        elif head in "DIWEC" and text.startswith(_LEVEL_WORDS):
             m = _VLLM_LEVEL.match(text)
             if m:
                 prefix.level = _LEVELS.get(m.group("lvl"), m.group("lvl"))
@@ -152,7 +153,9 @@ def strip_prefixes(line: str) -> tuple[str, Prefix]:
                 prefix.framework = prefix.framework or "vllm"
                 text = text[m.end() :]
                 continue
-        if head.isalpha():
+        # the two cheap tests are what every journald / compose prefix has (a month name
+        # and a space; a "| " after the service), so most lines skip both regexes
+        if head.isalpha() and (text[3:4] == " " or "| " in text):
             m = _JOURNAL.match(text) or _COMPOSE.match(text)
             if m:
                 text = text[m.end() :]

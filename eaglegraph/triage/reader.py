@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from eaglegraph.errors import BadInput
 
@@ -43,25 +43,45 @@ _XZ = b"\xfd7zXZ\x00"
 
 
 class _Chain(io.RawIOBase):
-    """Bytes already read (to sniff the format) followed by the rest of the stream."""
+    """Bytes already read (to sniff the format) followed by the rest of the stream.
+
+    `read` and `read1` hand the rest's bytes on as they come, so a chain needs no
+    `BufferedReader` around it: every layer of buffering copied each block of a large log
+    once more (sniffing, the text check and the ticket head each put one in front).
+    """
 
     def __init__(self, head: bytes, rest: BinaryIO) -> None:
         self._head = head
+        self._at = 0  # how much of the head has been handed out
         self._rest = rest
+        self._step = getattr(rest, "read1", rest.read)
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buf) -> int:
-        n = len(buf)
+    def _take(self, n: int) -> bytes:
+        if n < 0:
+            n = len(self._head) - self._at
+        take = self._head[self._at : self._at + n]
+        self._at += len(take)
+        if self._at >= len(self._head):
+            self._head, self._at = b"", 0
+        return take
+
+    def read(self, n: int | None = -1) -> bytes:
+        if n is None or n < 0:
+            return self._take(-1) + self._rest.read()
         if self._head:
-            take = self._head[:n]
-            self._head = self._head[len(take) :]
-            buf[: len(take)] = take
-            return len(take)
-        data = self._rest.read(n)
-        if not data:
-            return 0
+            return self._take(n)
+        return self._rest.read(n)
+
+    def read1(self, n: int = -1) -> bytes:
+        if self._head:
+            return self._take(n)
+        return self._step(n)
+
+    def readinto(self, buf) -> int:
+        data = self.read1(len(buf))
         buf[: len(data)] = data
         return len(data)
 
@@ -101,6 +121,11 @@ def _utf16_without_bom(head: bytes) -> str | None:
     if even > 0.8 * half and odd < 0.1 * half:
         return "utf-16-be"
     return None
+
+
+def chain(head: bytes, rest: BinaryIO) -> BinaryIO:
+    """`head` (bytes read ahead to look at them) put back in front of the rest of the stream."""
+    return cast(BinaryIO, _Chain(head, rest))
 
 
 _READ_ERRORS = (EOFError, OSError, zlib.error, lzma.LZMAError, ValueError)
@@ -143,7 +168,7 @@ def _read_head(stream: BinaryIO, notes: list[str]) -> bytes:
 def sniff(raw: BinaryIO, notes: list[str]) -> BinaryIO:
     """Undo compression and UTF-16 by looking at the first bytes, not at the file name."""
     head = _read_head(raw, notes)
-    stream: BinaryIO = io.BufferedReader(_Chain(head, raw), buffer_size=BLOCK)
+    stream: BinaryIO = chain(head, raw)
     if head.startswith(_GZIP):
         notes.append("input is gzip-compressed")
         stream = gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[assignment]
@@ -158,7 +183,7 @@ def sniff(raw: BinaryIO, notes: list[str]) -> BinaryIO:
         head = b""
     if not head:
         head = _read_head(stream, notes)
-        stream = io.BufferedReader(_Chain(head, stream), buffer_size=BLOCK)
+        stream = chain(head, stream)
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         notes.append("input is UTF-16 text")
         return io.BufferedReader(_Transcode(stream, "utf-16"), buffer_size=BLOCK)
@@ -239,7 +264,7 @@ def _checked(stream: BinaryIO) -> BinaryIO:
     """The stream with its head checked by `check_text` and put back in front of the rest."""
     head = _Reader(stream, []).read(_TEXT_HEAD)
     check_text(head)
-    return io.BufferedReader(_Chain(head, stream), buffer_size=BLOCK)
+    return chain(head, stream)
 
 
 def iter_blocks(
@@ -304,7 +329,9 @@ def iter_blocks(
 class _Undecodable:
     """Counts the lines with bytes that are not UTF-8 (the scan decodes them with
     errors="replace", so the input is repaired, and the result says so). ASCII blocks, nearly
-    every block of a log, cost one C-level check."""
+    every block of a log, cost one C-level check; in the others, decoding resumes after each
+    bad line (a line being what `bytes.splitlines` cuts: `\\n`, `\\r` or both), so a block
+    is decoded about once however many bad lines it holds."""
 
     def __init__(self) -> None:
         self.lines = 0
@@ -312,11 +339,21 @@ class _Undecodable:
     def count(self, block: bytes) -> None:
         if block.isascii():
             return
-        try:
-            block.decode("utf-8")
-        except UnicodeDecodeError:
-            for line in block.splitlines():
-                try:
-                    line.decode("utf-8")
-                except UnicodeDecodeError:
-                    self.lines += 1
+        view = memoryview(block)
+        pos = 0
+        cr = block.find(b"\r")  # the next b"\r" (-1: none left), looked up again once passed
+        while True:
+            try:
+                str(view[pos:], "utf-8")
+                return
+            except UnicodeDecodeError as exc:
+                bad = pos + exc.start
+            self.lines += 1
+            # UTF-8 decoding starts afresh at every ASCII byte, so the bad bytes lie in the
+            # line that holds the first of them; go on after that line's end
+            if 0 <= cr < bad:
+                cr = block.find(b"\r", bad)
+            nl = block.find(b"\n", bad)
+            if nl < 0 and cr < 0:
+                return
+            pos = (nl if cr < 0 or 0 <= nl < cr else cr) + 1

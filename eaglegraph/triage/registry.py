@@ -20,6 +20,7 @@ GROUPS: tuple[tuple[str, tuple[LinePattern, ...]], ...] = (
     ("signals", tuple(signals.PATTERNS)),
 )
 MATCHER = Matcher([p for _, group in GROUPS for p in group])
+ANCHORS_STAY_IN_LINE = MATCHER.anchors_stay_in_line
 
 
 def patterns() -> tuple[LinePattern, ...]:
@@ -30,5 +31,7 @@ def prefilter() -> re.Pattern[bytes]:
     return MATCHER.prefilter
 
 
-def match_line(text: str) -> list[tuple[LinePattern, re.Match[str]]]:
-    return MATCHER.match_line(text)
+def match_line(
+    text: str, found: list[str] | None = None
+) -> list[tuple[LinePattern, re.Match[str]]]:
+    return MATCHER.match_line(text, found)

@@ -25,7 +25,7 @@ from typing import BinaryIO
 
 from eaglegraph.triage.prefixes import strip_prefixes
 from eaglegraph.triage.reader import MAX_LINE, iter_blocks
-from eaglegraph.triage.registry import match_line, prefilter
+from eaglegraph.triage.registry import ANCHORS_STAY_IN_LINE, match_line, prefilter
 from eaglegraph.triage.state import ScanState
 
 HEAD_BYTES = 1024 * 1024
@@ -53,28 +53,36 @@ class _Scanner:
 
     # -- regions --------------------------------------------------------------------------
     def full(self, buf: bytes, buf_off: int, buf_lines: int, start: int, end: int) -> None:
-        """Read lines of buf[start:end] (line-aligned) that were not read before."""
+        """Read lines of buf[start:end] (line-aligned) that were not read before.
+
+        One `finditer` of the anchor prefilter over the region finds the candidate lines and,
+        for each, every anchor in it, which `match_line` then needs not look for again.
+        """
         skip = self.done_to - buf_off
         if skip > start:
             start = min(skip, end)
         if start >= end:
             return
-        search = self.complete.search
         seen = buf_lines + buf.count(b"\n", 0, start)
         counted_to = start
-        pos = start
-        while pos < end:
-            m = search(buf, pos, end)
-            if m is None:
-                break
+        ls = le = -1  # the candidate line being gathered: buf[ls:le]
+        hits: list[re.Match[bytes]] = []
+        for m in self.complete.finditer(buf, start, end):
+            if m.start() <= le:
+                hits.append(m)
+                continue
+            if hits:
+                seen += buf.count(b"\n", counted_to, ls)
+                counted_to = ls
+                _handle(self.state, buf, ls, le, seen + 1, hits)
             ls = buf.rfind(b"\n", 0, m.start()) + 1
             le = buf.find(b"\n", m.end(), end)
             if le < 0:
                 le = end
+            hits = [m]
+        if hits:
             seen += buf.count(b"\n", counted_to, ls)
-            counted_to = ls
-            _handle(self.state, buf, ls, le, seen + 1)
-            pos = le + 1
+            _handle(self.state, buf, ls, le, seen + 1, hits)
         self.done_to = buf_off + end
 
     def block(self, data: bytes, mode: str) -> None:
@@ -179,13 +187,55 @@ def _line_at(block: bytes, start: int, end: int) -> str:
     return text
 
 
-def _handle(state: ScanState, block: bytes, start: int, end: int, lineno: int) -> None:
+def _anchors_in(
+    hits: list[re.Match[bytes]], line_start: int, msg_start: int, msg_end: int
+) -> list[str] | None:
+    """The anchors `match_line` would find in the message at line offsets [msg_start, msg_end),
+    from the prefilter's matches over the whole line; None when they may differ.
+
+    They are the same when the line is ASCII (a byte is a character, and the bytes and str
+    patterns agree), no match straddles the message's start (the prefixes peeled off before
+    it), and no anchor can match across a line's or segment's end (`ANCHORS_STAY_IN_LINE`):
+    the prefilter's scan then meets the message's start between matches, exactly where
+    `findall` over the message starts.
+    """
+    found: list[str] = []
+    for m in hits:
+        s = m.start() - line_start
+        if s >= msg_end:
+            break
+        if s >= msg_start:
+            found.append(m.group().decode("ascii"))
+        elif m.end() - line_start > msg_start:
+            return None
+    return found
+
+
+def _handle(
+    state: ScanState,
+    block: bytes,
+    start: int,
+    end: int,
+    lineno: int,
+    hits: list[re.Match[bytes]] | None = None,
+) -> None:
+    if hits is not None and (
+        end - start > MAX_LINE or not ANCHORS_STAY_IN_LINE or not block[start:end].isascii()
+    ):
+        hits = None
     text = _line_at(block, start, end)
+    if hits is not None and len(text) != end - start:
+        hits = None  # NULs were dropped: offsets no longer line up
     segments = text.split("\r") if "\r" in text else (text,)
+    seg_start = 0
     for seg in segments:
+        seg_end = seg_start + len(seg)
         if not seg.strip():
+            seg_start = seg_end + 1
             continue
         msg, prefix = strip_prefixes(seg)
+        found = None if hits is None else _anchors_in(hits, start, seg_end - len(msg), seg_end)
+        seg_start = seg_end + 1
         if prefix.framework:
             state.framework_votes[prefix.framework] += 1
         elif "vllm" in msg:
@@ -197,7 +247,7 @@ def _handle(state: ScanState, block: bytes, start: int, end: int, lineno: int) -
         if prefix.ranks:
             for kind, idx in prefix.ranks.items():
                 state.ranks[kind] = max(idx, state.ranks.get(kind, -1))
-        for pattern, m in match_line(msg):
+        for pattern, m in match_line(msg, found):
             pattern.handler(state, lineno, msg, m, prefix)
             if pattern.id in _FRAME_IDS:
                 _attach_code(state, block, end)

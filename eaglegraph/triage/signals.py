@@ -39,6 +39,7 @@ for _spec in SIGNALS:
         extra=_spec.extra,
         unless=_spec.unless,
         why=_spec.why,
+        requires=_spec.requires,
     )
 
 

@@ -181,3 +181,81 @@ def test_no_import_cycle_inside_triage() -> None:
         return False
 
     assert [m for m in graph if reaches(m, m, set())] == []
+
+
+def _raw_lines() -> list[str]:
+    lines: list[str] = []
+    for r in dev_reports():
+        lines += r["log_excerpt"].split("\n")
+    for path in sorted(LOGS.glob("*.log")):
+        lines += path.read_text(encoding="utf-8").split("\n")
+    return lines + EXTRA_LINES
+
+
+def test_required_literals_hold_in_every_match() -> None:
+    """`requires` may skip a regex only where it cannot match: every corpus match (and the
+    same line in other cases, for a regex that ignores case) holds one of the literals."""
+    with_requires = [p for p in patterns() if p.requires]
+    assert with_requires, "no pattern declares required literals any more"
+    for p in with_requires:
+        ignores_case = bool(p.regex.flags & re.IGNORECASE)
+        # a scoped (?i:...) would make a case-sensitive check wrong
+        assert ignores_case or "(?i" not in p.regex.pattern, p.id
+        assert not ignores_case or all(r == r.lower() for r in p.requires), p.id
+        for msg in CORPUS:
+            for variant in (msg, msg.upper(), msg.lower()) if ignores_case else (msg,):
+                if p.regex.search(variant):
+                    assert p.may_match(variant), (p.id, variant)
+
+
+def test_required_literals_skip_metrics_lines() -> None:
+    by_id = {p.id: p for p in patterns()}
+    decode = (
+        "Decode batch. #running-req: 12, #token: 3311, token usage: 0.04, accept len: 2.31, "
+        "cuda graph: True, gen throughput (token/s): 811.3, #queue-req: 0, "
+    )
+    metrics = (
+        "SpecDecoding metrics: Mean acceptance length: 3.16, Accepted: 92 tokens, Drafted: 120 "
+        "tokens, Per-position acceptance rate: 0.844, 0.600, Avg Draft acceptance rate: 43.1%"
+    )
+    assert not by_id["mode.skip"].may_match(decode)
+    assert not by_id["mode.unsupported"].may_match(decode)
+    assert not by_id["health.gibberish"].may_match(metrics)
+    assert by_id["health.gibberish"].may_match("Acceptance rate DROPS to zero")
+    # non-ASCII text is always searched: lower() is not the regex's case folding there
+    assert by_id["health.gibberish"].may_match("acceptance ſtays")
+
+
+def test_anchors_found_over_the_line_equal_findall_over_the_message() -> None:
+    """The scan hands `match_line` the prefilter's matches over the whole raw line; for ASCII
+    lines they must be exactly what `findall` over the prefix-stripped message finds."""
+    from eaglegraph.triage.registry import ANCHORS_STAY_IN_LINE, MATCHER
+    from eaglegraph.triage.scan import _anchors_in
+
+    assert ANCHORS_STAY_IN_LINE
+    straddled = 0
+    lines = [*_raw_lines(), "(APIServer pid=1) Timed out of range", "[2025-07-25 TP0] ERRORx"]
+    for line in lines:
+        if not line.isascii() or "\x00" in line:
+            continue
+        raw = line.encode()
+        hits = list(prefilter().finditer(raw))
+        seg_start = 0
+        for seg in line.split("\r"):
+            seg_end = seg_start + len(seg)
+            msg, _ = strip_prefixes(seg)
+            found = _anchors_in(hits, 0, seg_end - len(msg), seg_end)
+            if found is None:
+                straddled += 1
+            else:
+                assert found == MATCHER._index.findall(msg), (line, seg)
+            seg_start = seg_end + 1
+    assert straddled < len(lines) // 100
+
+
+def test_anchor_regexes_that_could_leave_the_line_turn_the_shortcut_off() -> None:
+    from eaglegraph.triage.patterns import _stays_in_line
+
+    assert _stays_in_line(r"GPU \d") and _stays_in_line(r"Thread (?:0x)?[0-9A-Fa-f]+ \(")
+    for source in (r"a.b", r"a\sb", r"x(?=y)", r"(?<=x)y", r"[^a]b", r"a$", r"(?i)ab", r"\Wab"):
+        assert not _stays_in_line(source), source

@@ -166,3 +166,28 @@ def test_permission_denied_is_bad_input(tmp_path: Path) -> None:
     path.chmod(0)
     with pytest.raises(BadInput, match="permission denied"):
         triage_path(path)
+
+
+def test_undecodable_lines_are_counted_as_splitlines_cuts_them() -> None:
+    """The count resumes decoding after each bad line; it must equal decoding every line."""
+    import random
+
+    from eaglegraph.triage.reader import _Undecodable
+
+    def reference(block: bytes) -> int:
+        bad = 0
+        for line in block.splitlines():
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                bad += 1
+        return bad
+
+    pieces = [b"a", b"\n", b"\r", b"\r\n", b"\xe9", b"\xc3\xa9", b"\xe2\x82\xac", b"\xe2\x82"]
+    pieces += [b"\xff", b"\xed\xa0\x80", b"\xf0\x9f\x98\x80", b"\xf0\x9f", b" "]
+    rng = random.Random(0)
+    for _ in range(3000):
+        block = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 40))) + b"\n"
+        counter = _Undecodable()
+        counter.count(block)
+        assert counter.lines == reference(block), block
