@@ -268,7 +268,8 @@ def _execute(case: ProbeCase, built: BuiltRig, start: float) -> CaseResult:
         if step and divergence is None:
             with timer("reference"):
                 _force_acceptance(session, ref_session, ref, shift=1)
-        hit = _lockstep(step, rig, session, ref, ref_session, timer, broken, touched, cp)
+        hit = _lockstep(step, rig, session, ref, ref_session, timer, broken, touched, cp,
+                        replay=divergence is None)  # fmt: skip
         divergence = divergence or hit
     for s in (session, ref_session):
         for request in list(s.running[case.batch :]):
@@ -470,7 +471,7 @@ def _execute_live(case: ProbeCase, built: BuiltRig, start: float) -> CaseResult:
             _force_counts(session, ref_session, ref, dict(step.accept))
         cp.update(stage="step", step=i)
         hit = _lockstep(i, rig, session, ref, ref_session, timer, result.invariants, touched, cp,
-                        watch)  # fmt: skip
+                        watch, replay=result.divergence is None)  # fmt: skip
         if session.last is not None:
             result.descriptors = dict(session.last.descriptors)
         if hit is not None and result.divergence is None:
@@ -635,11 +636,14 @@ def _lockstep(
     touched: list[int],
     checkpoint: Checkpoint,
     watch: Callable[[list[ScheduledRequest]], Callable[[str], None]] | None = None,
+    replay: bool = True,
 ) -> ReferenceDivergence | None:
     """One step of the rig and of the reference over the same requests, compared; the rig's
     metadata invariants are checked around each phase of it too (prefill steps included):
     slot mappings before the phase's kernels run, the rest once it is done. `watch(batch)`:
-    a further hook called after each phase (a live schedule reads guards and KV there)."""
+    a further hook called after each phase (a live schedule reads guards and KV there).
+    `replay`: a divergence is replayed to the kernel that last wrote it (the case's first
+    only: after it, the two sessions no longer run the same requests)."""
     batch = session.batch()
     touched.append(sum(len(b.query) for b in batch))
     view = StepView(rig, batch)
@@ -659,8 +663,8 @@ def _lockstep(
             view.draft_step = draft_step
             check(phase, "launch")
 
-    with timer("reference"):
-        start = _Snapshot(rig)  # to replay the step to the kernel that diverged (`locate`)
+    with timer("reference"):  # to replay the step to the kernel that diverged (`locate`)
+        start = _Snapshot(rig) if replay else None
     with rig.add_phase_hook(check), rig.add_launch_hook(launch):
         out = rig.step(batch)
     session.apply(batch, out)
@@ -669,8 +673,8 @@ def _lockstep(
         want = ref.step(ref_batch)
         ref_session.apply(ref_batch, want)
         hit = first_divergence(step, rig, ref, batch, out, want, _forced(session))
-        if hit is None:
-            return None
+        if hit is None or start is None:
+            return None if hit is None else hit.divergence
         return locate(rig, batch, hit, start.restore, _Snapshot(rig).restore)
 
 

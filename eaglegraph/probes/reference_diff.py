@@ -152,7 +152,8 @@ def _usable_drafts(rig: Rig, ref: ReferenceEngine, b: ScheduledRequest) -> int:
 def _hidden_rows(
     step: int, rig: Rig, ref: ReferenceEngine, batch: list[ScheduledRequest]
 ) -> Hit | None:
-    """The target hidden rows the draft prefill is fed, token by token."""
+    """The target hidden rows the draft prefill is fed, token by token (those the reference
+    computed: once an earlier step diverged, the two sessions' requests may differ)."""
     hidden = rig.bufs.target_hidden
     tol = _tolerance(hidden.dtype)
     t = 0
@@ -161,7 +162,7 @@ def _hidden_rows(
         n = len(b.query)
         if trace is not None:
             want = trace.hidden[b.start_pos : b.start_pos + n].float()
-            got = hidden[t : t + n].float()
+            got = hidden[t : t + want.shape[0]].float()
             bad = ~torch.isclose(got, want, atol=tol, rtol=tol).all(dim=1)
             if bool(bad.any()):
                 row = int(bad.nonzero()[0, 0])
