@@ -44,6 +44,7 @@ class LinePattern:
     why: str = ""
     requires: tuple[str, ...] = ()
     _gate_res: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
+    _folds: bool = field(default=False, compare=False, repr=False)  # the regex ignores case
 
     def gated(self, text: str) -> bool:
         """Cheap test that the line can match at all (an anchor occurs in it)."""
@@ -60,7 +61,7 @@ class LinePattern:
         """
         if not self.requires:
             return True
-        if self.regex.flags & re.IGNORECASE:
+        if self._folds:
             if not text.isascii():
                 return True
             text = text.lower()
@@ -102,6 +103,7 @@ class PatternGroup(list[LinePattern]):
             requires=tuple(requires),
             _gate_res=tuple(re.compile(r) for r in res),
         )
+        object.__setattr__(pattern, "_folds", bool(pattern.regex.flags & re.IGNORECASE))
         self.append(pattern)
         return pattern
 
@@ -186,6 +188,9 @@ class Matcher:
             seen.add(p.id)
         self.patterns: tuple[LinePattern, ...] = tuple(patterns)
         self._cache: dict[str, tuple[int, ...]] = {}
+        # the patterns a list of found anchors gates, in order: lines of one kind (metrics
+        # every few seconds) find the same anchors again and again
+        self._gated: dict[tuple[str, ...], tuple[LinePattern, ...]] = {}
 
     @cached_property
     def _alt(self) -> bytes:
@@ -240,12 +245,17 @@ class Matcher:
             found = self._index.findall(text)
         if not found:
             return []
-        candidates: set[int] = set()
-        for f in set(found):
-            candidates.update(self._patterns_for(f))
+        key = tuple(found)
+        gated = self._gated.get(key)
+        if gated is None:
+            candidates: set[int] = set()
+            for f in set(found):
+                candidates.update(self._patterns_for(f))
+            gated = tuple(self.patterns[i] for i in sorted(candidates))
+            if len(self._gated) < 4096:
+                self._gated[key] = gated
         out: list[tuple[LinePattern, re.Match[str]]] = []
-        for i in sorted(candidates):
-            p = self.patterns[i]
+        for p in gated:
             if p.unless and any(u in text for u in p.unless):
                 continue
             if p.requires and not p.may_match(text):

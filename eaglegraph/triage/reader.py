@@ -299,15 +299,19 @@ def iter_blocks(
             yield long_head + b"\r" + long_tail + b"\n"
             long_head, long_tail = None, b""
             data = data[nl + 1 :]
-        buf = pending + data if pending else data
-        cut = buf.rfind(b"\n")
+        # `pending` never holds a newline, so the block ends at data's last one; joining
+        # through a memoryview copies the bytes once
+        cut = data.rfind(b"\n")
         if cut < 0:
-            pending = buf
+            pending = pending + data if pending else data
         else:
-            block, pending = buf[: cut + 1], buf[cut + 1 :]
-            if block:
-                undecodable.count(block)
-                yield block
+            if pending:
+                block = b"".join((pending, memoryview(data)[: cut + 1]))
+            else:
+                block = data if cut + 1 == len(data) else data[: cut + 1]
+            pending = data[cut + 1 :]
+            undecodable.count(block)
+            yield block
         if len(pending) > max_line:
             shortened += 1
             long_head, long_tail, pending = pending[:half], pending[-half:], b""
@@ -326,12 +330,15 @@ def iter_blocks(
         )
 
 
+_DECODE_PIECE = 16 * 1024
+
+
 class _Undecodable:
     """Counts the lines with bytes that are not UTF-8 (the scan decodes them with
     errors="replace", so the input is repaired, and the result says so). ASCII blocks, nearly
     every block of a log, cost one C-level check; in the others, decoding resumes after each
-    bad line (a line being what `bytes.splitlines` cuts: `\\n`, `\\r` or both), so a block
-    is decoded about once however many bad lines it holds."""
+    bad line (a line being what `bytes.splitlines` cuts: `\\n`, `\\r` or both), in pieces of
+    16 KiB, so a block is decoded about once however many bad lines it holds."""
 
     def __init__(self) -> None:
         self.lines = 0
@@ -342,10 +349,14 @@ class _Undecodable:
         view = memoryview(block)
         pos = 0
         cr = block.find(b"\r")  # the next b"\r" (-1: none left), looked up again once passed
-        while True:
+        while pos < len(block):
+            # a piece ending after a newline decodes as it would inside the whole block
+            stop = block.find(b"\n", pos + _DECODE_PIECE)
+            stop = len(block) if stop < 0 else stop + 1
             try:
-                str(view[pos:], "utf-8")
-                return
+                str(view[pos:stop], "utf-8")
+                pos = stop
+                continue
             except UnicodeDecodeError as exc:
                 bad = pos + exc.start
             self.lines += 1

@@ -168,11 +168,18 @@ def test_permission_denied_is_bad_input(tmp_path: Path) -> None:
         triage_path(path)
 
 
-def test_undecodable_lines_are_counted_as_splitlines_cuts_them() -> None:
-    """The count resumes decoding after each bad line; it must equal decoding every line."""
+@pytest.mark.parametrize("piece", [1, 7, 16 * 1024])
+def test_undecodable_lines_are_counted_as_splitlines_cuts_them(
+    piece: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The count decodes in pieces and resumes after each bad line; it must equal decoding
+    every line on its own."""
     import random
 
+    from eaglegraph.triage import reader
     from eaglegraph.triage.reader import _Undecodable
+
+    monkeypatch.setattr(reader, "_DECODE_PIECE", piece)
 
     def reference(block: bytes) -> int:
         bad = 0
