@@ -6,8 +6,12 @@ all the weight in the report. Which of those rules it rests on is its *evidence 
 confidence it states is that kind's rate on reports no rule was written for
 (`known.triage_calibration`), and it commits only when the kind is proven there and its rate
 reaches COMMIT. The knowledge base is one more kind: the nearest known reports all filed under
-the verdict's class (`kb-unanimous`), whatever the tier. Every other verdict states its tier's rate on the same reports, capped below
-WEAK, says "not enough evidence" and lists what to ask the customer for.
+the verdict's class (`kb-unanimous`), counted only beside evidence of the report's own that
+names the class (a named tier): similar reports are not evidence that names anything in this
+report, and alone they were wrong as often as the unproven kinds on the dev sets (a guess of
+an OOM as a capture failure, a stale read taken for an index check). Every other verdict
+states its tier's rate on the same reports, capped below WEAK, says "not enough evidence" and
+lists what to ask the customer for.
 """
 
 from __future__ import annotations
@@ -116,8 +120,9 @@ def commitment(
 ) -> Commitment:
     """`neighbours`: the categories of the nearest known reports, best first."""
     tier = tier_of(v)
-    kinds = evidence_kinds(v) if tier.startswith("named") else []
-    if kb_unanimous(v, neighbours or []):
+    named = tier.startswith("named")
+    kinds = evidence_kinds(v) if named else []
+    if named and kb_unanimous(v, neighbours or []):
         kinds.append(KB_UNANIMOUS)
     kind = best_kind(kinds)
     if kind is not None:

@@ -86,6 +86,33 @@ def test_nearest_known_reports_all_of_the_class_commit() -> None:
     assert all(s.category == "pool-memory/oom" for s in r.similar[:KB_VOTERS])
 
 
+def test_nearest_known_reports_alone_do_not_commit_a_guess() -> None:
+    """Unanimous nearest reports count only beside evidence of the report's own that names the
+    class: an inference (an async fault while serving is most often a stale read) stays a
+    guess even when every neighbour is a stale read."""
+    import io
+
+    from eaglegraph.triage import facts, rules
+    from eaglegraph.triage.commit import commitment
+    from eaglegraph.triage.diagnose import _settle_config
+    from eaglegraph.triage.scan import scan
+    from eaglegraph.triage.state import ScanState
+
+    def commit_of(text: str) -> tuple[str, bool, list[str]]:
+        state = scan(io.BytesIO(text.encode()), ScanState())
+        cfg = _settle_config(state)
+        v = rules.verdict(facts.read_log(state))
+        c = commitment(v, cfg, state, [v.category] * KB_VOTERS)
+        return c.tier, c.committed, c.kinds
+
+    tier, committed, kinds = commit_of(
+        ENGINE.format(v="0.23.0").replace("VLLM_USE_V2_MODEL_RUNNER=1\n", "") + IMA
+    )
+    assert tier == "guess" and not committed and KB_UNANIMOUS not in kinds
+    tier, committed, kinds = commit_of(ENGINE.format(v="0.23.0") + OOM)
+    assert tier.startswith("named") and committed and KB_UNANIMOUS in kinds
+
+
 def test_evidence_proven_on_unseen_reports_commits_at_its_rate() -> None:
     r = triage_text(
         "[Bug] EAGLE server hangs forever after the first request\n\n"
