@@ -189,13 +189,16 @@ def locate(
     reads."""
     d, site = hit.divergence, hit.site
     left = site.read()
+    where = f"{d.kernel} in {d.phase}"
     try:
         timeline = replay(rig, batch, site, start)
+    except Exception as exc:  # the finding stands as compared; the replay's failure is told
+        note = f"the replay of the step failed ({type(exc).__name__}: {exc}); named as compared"
+        return replace(d, location="unreproduced", location_note=f"{note} ({where})")
     finally:
         end()
         if rig.guard_log is not None:
             rig.guard_log.reset()
-    where = f"{d.kernel} in {d.phase}"
     if not _same(timeline.values[-1], left):
         note = f"the replay of the step did not leave the same value; named as compared ({where})"
         return replace(d, location="unreproduced", location_note=note)

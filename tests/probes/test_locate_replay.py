@@ -151,6 +151,20 @@ def test_a_replay_that_ends_elsewhere_is_not_located() -> None:
     assert (d.phase, d.kernel, d.location) == ("target", "write_kv", "unreproduced"), d
 
 
+def test_a_replay_that_fails_keeps_the_finding_as_compared() -> None:
+    calls = {"n": 0}
+
+    def draft(buf: torch.Tensor) -> None:
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise RuntimeError("host state the first run used up")
+        buf[0] = 2.0
+
+    d = _locate(_Step(draft))
+    assert (d.phase, d.kernel, d.location) == ("target", "write_kv", "unreproduced"), d
+    assert "RuntimeError" in (d.location_note or ""), d
+
+
 # ---------------------------------------------------------------- the probe, planted bugs
 
 
