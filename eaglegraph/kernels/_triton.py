@@ -16,6 +16,8 @@ import torch
 import triton
 import triton.language as tl
 
+from eaglegraph.kernels.language_patch import patch_once_per_launch
+
 __all__ = [
     "by_backend",
     "check_device",
@@ -85,6 +87,7 @@ reduce_min: Reduction = tl.min
 reduce_sum: Reduction = tl.sum
 if interpreting():
     _skip_discarded_overflow_checks()
+    patch_once_per_launch()
     reduce_max = _direct_reduction("_elementwise_max", tl.max)
     reduce_min = _direct_reduction("_elementwise_min", tl.min)
     reduce_sum = _direct_reduction("_sum_combine", tl.sum)

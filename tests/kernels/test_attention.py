@@ -259,7 +259,7 @@ def test_tile_choices(monkeypatch: pytest.MonkeyPatch, interpreted: bool) -> Non
                         assert rows * bn * kvh * bd <= tiles.INTERP_MAX_DOT
                 kvh, bh, bn, bd = tiles.decode_tiles(head_dim, nkv, group, max_kv)
                 assert nkv % kvh == 0 and bh >= max(16, kvh * group) and bn >= 16
-                assert not interpreted or bn == 16 or bh * bn * kvh * bd <= 1 << 18
+                assert not interpreted or bn == 16 or bh * bn * kvh * bd <= tiles.INTERP_MAX_DOT
 
 
 def test_varlen_empty_and_long_queries(device: torch.device, gen: torch.Generator) -> None:

@@ -12,6 +12,7 @@ import math
 import torch
 
 from eaglegraph.kernels._triton import interpreting, next_pow2
+from eaglegraph.kernels.blas import one_blas_thread
 
 LOG2E = 1.4426950408889634
 
@@ -37,13 +38,20 @@ def check_attention_shapes(
 
 
 # Under the interpreter a program costs ~0.1 ms per executed operation however wide its tiles
-# are, so tiles grow until one query block and one KV block cover a short request. Two caps:
-# 256 rows/positions (numpy's work per operation stays small) and rows * BLOCK_N * BLOCK_D
-# <= 2**18, below which numpy's OpenBLAS runs a dot on the calling thread; above it, its
-# worker threads make a dot 10-1000x slower on a busy 2-core machine. Compiled, tiles keep
-# their register-friendly sizes.
+# are, so tiles grow until one query block and one KV block cover a short request. Caps:
+# rows and KV positions per tile (numpy's work per operation stays small next to the
+# interpreter's), and rows * BLOCK_N * cols per dot. numpy's OpenBLAS splits a dot of more
+# than 2**18 multiply-adds over threads that make it 10-1000x slower on a busy 2-core
+# machine; once it is told to use one thread (`kernels.blas`), a dot may grow to 2**24,
+# which with every tile dimension >= 16 keeps each tile under Triton's 2**20 elements, and a
+# 1,000-token prefill takes 6 KV steps per layer instead of 272. Compiled, tiles keep their
+# register-friendly sizes.
+ONE_BLAS_THREAD = interpreting() and one_blas_thread()
 INTERP_MAX_TILE = 256
-INTERP_MAX_DOT = 1 << 18
+INTERP_MAX_DOT = 1 << 24 if ONE_BLAS_THREAD else 1 << 18
+# a prefill tile's query rows and KV positions: the KV cap sizes every launch (a launch knows
+# only the block table's width), so it stays at 512 for short requests' sake
+INTERP_MAX_ROWS, INTERP_MAX_KV = (1024, 512) if ONE_BLAS_THREAD else (256, 256)
 
 
 def fit_interpreted(rows: int, block_n: int, cols: int, min_rows: int) -> tuple[int, int]:
@@ -90,8 +98,8 @@ def prefill_tiles(
     kv_heads = interpreted_kv_heads(num_kv_heads)
     while True:
         heads = kv_heads * group_p2
-        rows = min(heads * next_pow2(max_query_len), max(INTERP_MAX_TILE, heads))
-        block_n = min(next_pow2(max_kv_len, 16), INTERP_MAX_TILE)
+        rows = min(heads * next_pow2(max_query_len), max(INTERP_MAX_ROWS, heads))
+        block_n = min(next_pow2(max_kv_len, 16), INTERP_MAX_KV)
         min_rows = max(heads, 16)
         rows, block_n = fit_interpreted(max(rows, 16), block_n, kv_heads * block_d, min_rows)
         if kv_heads == 1 or rows * block_n * kv_heads * block_d <= INTERP_MAX_DOT:

@@ -1,0 +1,83 @@
+"""The interpreter's speed-ups change no result: ``triton.language`` patched once per launch
+(`kernels.language_patch`), numpy's BLAS on one thread (`kernels.blas`) and the prefill tiles
+that allows."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from eaglegraph.kernels._triton import interpreting, tl, triton
+from eaglegraph.kernels.attention import tiles
+
+pytestmark = pytest.mark.skipif(not interpreting(), reason="Triton's CPU interpreter only")
+
+
+@triton.jit
+def _scaled(x, factor):
+    return x * factor
+
+
+@triton.jit
+def _offset(x, extra):
+    return _scaled(x, 2) + extra
+
+
+@triton.jit
+def _helpers_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = offs < n
+    x = tl.load(x_ptr + offs, mask=ok, other=0.0)
+    for i in range(3):  # a helper per loop step, as the attention kernels call them
+        x = _offset(x, i)
+    tl.store(out_ptr + offs, x, mask=ok)
+
+
+def test_helpers_patch_the_language_once_per_launch(monkeypatch: pytest.MonkeyPatch) -> None:
+    interpreter: Any = importlib.import_module("triton.runtime.interpreter")
+    assert getattr(interpreter._patch_lang, "_once", False), "kernels._triton installs it"
+    patched: list[object] = []  # each real patch starts with the builtins of triton.language
+    builtins = interpreter._patch_builtin
+
+    def counting(pkg: Any, *args: Any) -> Any:
+        if pkg is tl:
+            patched.append(pkg)
+        return builtins(pkg, *args)
+
+    monkeypatch.setattr(interpreter, "_patch_builtin", counting)
+    x = torch.arange(37, dtype=torch.float32)
+    out = torch.empty_like(x)
+    _helpers_kernel[(3,)](x, out, 37, BLOCK=16)
+    want = x.clone()
+    for i in range(3):
+        want = want * 2 + i
+    assert torch.equal(out, want)
+    # one patch for the launch; the 18 helper calls (3 programs x 3 steps x 2) find it done
+    assert len(patched) == 1
+    # the launch still restores the language when its grid is done
+    assert tl.core.is_builtin(tl.arange)
+
+
+def test_numpy_blas_runs_on_one_thread() -> None:
+    """With numpy's own OpenBLAS (the wheels'), the dot cap is the large one."""
+    blas = np.__config__.CONFIG["Build Dependencies"]["blas"]["name"]  # type: ignore[attr-defined]
+    if "openblas" not in blas:
+        pytest.skip(f"numpy uses {blas}")
+    assert tiles.ONE_BLAS_THREAD
+    assert tiles.INTERP_MAX_DOT == 1 << 24
+
+
+def test_long_prefill_takes_few_kv_steps() -> None:
+    """A 1,000-token prompt of the tiny presets (2 kv heads of 16, 2 query heads each) under
+    a 1,024-position block table: 256 tokens per program, 512 positions per KV step; each
+    tile stays within Triton's 2**20 elements."""
+    if not tiles.ONE_BLAS_THREAD:
+        pytest.skip("numpy's BLAS could not be limited to one thread")
+    bm, gp2, kvh, bn, bd = tiles.prefill_tiles(16, 2, 2, 1017, 1024)
+    assert (bm, gp2, kvh, bn, bd) == (256, 2, 2, 512, 16)
+    rows = bm * kvh * gp2
+    assert rows * bn <= 1 << 20 and rows * kvh * bd <= 1 << 20
