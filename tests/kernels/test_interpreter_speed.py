@@ -73,11 +73,11 @@ def test_numpy_blas_runs_on_one_thread() -> None:
 
 def test_long_prefill_takes_few_kv_steps() -> None:
     """A 1,000-token prompt of the tiny presets (2 kv heads of 16, 2 query heads each) under
-    a 1,024-position block table: 256 tokens per program, 512 positions per KV step; each
+    a 1,024-position block table: 256 tokens per program, 128 positions per KV step; each
     tile stays within Triton's 2**20 elements."""
     if not tiles.ONE_BLAS_THREAD:
         pytest.skip("numpy's BLAS could not be limited to one thread")
     bm, gp2, kvh, bn, bd = tiles.prefill_tiles(16, 2, 2, 1017, 1024)
-    assert (bm, gp2, kvh, bn, bd) == (256, 2, 2, 512, 16)
+    assert (bm, gp2, kvh, bn, bd) == (256, 2, 2, 128, 16)
     rows = bm * kvh * gp2
     assert rows * bn <= 1 << 20 and rows * kvh * bd <= 1 << 20

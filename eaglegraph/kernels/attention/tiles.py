@@ -44,14 +44,15 @@ def check_attention_shapes(
 # than 2**18 multiply-adds over threads that make it 10-1000x slower on a busy 2-core
 # machine; once it is told to use one thread (`kernels.blas`), a dot may grow to 2**24,
 # which with every tile dimension >= 16 keeps each tile under Triton's 2**20 elements, and a
-# 1,000-token prefill takes 6 KV steps per layer instead of 272. Compiled, tiles keep their
+# 1,000-token prefill takes 20 KV steps per layer instead of 272. Compiled, tiles keep their
 # register-friendly sizes.
 ONE_BLAS_THREAD = interpreting() and one_blas_thread()
 INTERP_MAX_TILE = 256
 INTERP_MAX_DOT = 1 << 24 if ONE_BLAS_THREAD else 1 << 18
 # a prefill tile's query rows and KV positions: the KV cap sizes every launch (a launch knows
-# only the block table's width), so it stays at 512 for short requests' sake
-INTERP_MAX_ROWS, INTERP_MAX_KV = (1024, 512) if ONE_BLAS_THREAD else (256, 256)
+# only the block table's width, not the requests' lengths), so it stays at 128, where short
+# requests lose least (measured on the tiny presets: 128 beat 64, 256 and 512)
+INTERP_MAX_ROWS, INTERP_MAX_KV = (1024, 128) if ONE_BLAS_THREAD else (256, 256)
 
 
 def fit_interpreted(rows: int, block_n: int, cols: int, min_rows: int) -> tuple[int, int]:
