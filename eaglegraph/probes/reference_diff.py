@@ -46,7 +46,7 @@ def compared(rig: Rig) -> list[str]:
     exact = DraftFacts.REFERENCE_KV in rig.speculator.facts
     k = rig.num_speculative_tokens
     out = [
-        "accepted counts and next tokens of every request, every step",
+        "accepted and rejected counts and next tokens of every request, every step",
         "target hidden rows fed to the draft, per token",
         "target K/V of every position each request owns, every layer",
         f"draft tokens at positions 0..{k - 1}"
@@ -111,6 +111,14 @@ def first_divergence(
                                   f"request row {j}", str(got.num_accepted[j]),
                                   str(want.num_accepted[j])),
                        _exact(bufs.num_accepted, (j,), want.num_accepted[j]))  # fmt: skip
+        # what the draft's input preparation drops from each query (greedy_verify: drafts
+        # minus accepted; a prefill 0): read back, as no step output carries it
+        rejected = b.num_drafts - want.num_accepted[j]
+        if int(bufs.num_rejected[j]) != rejected:
+            return Hit(Divergence(step, "target", b.rid, "verify.num_rejected", "greedy_verify",
+                                  f"request row {j}", str(int(bufs.num_rejected[j])),
+                                  str(rejected)),
+                       _exact(bufs.num_rejected, (j,), rejected))  # fmt: skip
         if got.next_tokens[j] != want.next_tokens[j]:
             return Hit(Divergence(step, "target", b.rid, "verify.next_tokens", "greedy_verify",
                                   f"request row {j}", str(got.next_tokens[j]),
