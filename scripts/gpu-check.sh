@@ -354,4 +354,12 @@ if named live-mutants; then
   TAIL=16 run live-mutants python3 benchmarks/bench_mutants.py --device cuda --jobs 2 \
     --only block-table-by-row mtp-cache-by-row mtp-window-not-cached gather-one-row-past
 fi
+# issue 27: findings that locate: a divergence replayed from its step's start names the phase
+# and kernel that last wrote it (inside CUDA graphs: the phase). Expect 0 baseline findings and
+# "found 5/5, located 5/5" in each mode. Run only when named: scripts/gpu-check.sh locate
+if named locate; then
+  TAIL=30 run locate python3 benchmarks/bench_mutants.py --device cuda --jobs 2 \
+    --mode NONE,FULL_AND_PIECEWISE --only draft-kv-into-target-layer draft-shifts-hidden-in-place \
+    kv-write-one-short rejected-not-counted next-token-row-off --json "$OUT/locate.json"
+fi
 ls -la "$OUT"
