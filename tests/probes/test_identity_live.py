@@ -32,7 +32,10 @@ def test_one_row_past_the_batch_names_idx_mapping() -> None:
 
 
 def test_clean_rig_live_case_sees_permuted_slots() -> None:
+    """Also the schedule edges' clean run (`test_schedule_edges`): one probe serves both."""
     run = probe_once("flash_attn", "NONE", 3)
+    assert {c.schedule for c in run.cases} >= {"live", "capped"}
+    assert all(c.status == "ok" for c in run.cases), [c.error for c in run.cases]
     assert not run.findings, [f.message for f in run.findings]
     live = next(c for c in run.cases if c.schedule == "live")
     steps = live.reproduction["schedule"]["steps"]

@@ -98,12 +98,9 @@ def test_edge_mutant_found_by_buffer(name: str) -> None:
     assert any(p == mutant.phase and b in mutant.buffers for p, b in hits), hits
 
 
-@pytest.mark.slow
-def test_edges_clean_on_the_current_rig() -> None:
-    run = probe_once("flash_attn", "NONE", 3, capture_sizes=(4, 16))
-    assert {c.schedule for c in run.cases} >= {"live", "capped"}
-    assert all(c.status == "ok" for c in run.cases), [c.error for c in run.cases]
-    assert not run.findings, [f.message for f in run.findings]
+# the clean rig at these edges: test_identity_live.test_clean_rig_live_case_sees_permuted_slots
+# (the same NONE probe, live and capped schedules included; NONE captures no graph, so the
+# capture sizes this file's mutants use change nothing there)
 
 
 def test_capped_probed_in_one_mode_only() -> None:
