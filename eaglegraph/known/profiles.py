@@ -293,6 +293,21 @@ FLAGS = {
             "capture); before, max_running_requests, unrounded",
         ),
         Flag(
+            "sglang_mla_breakable_prefill",
+            "sglang@0.5.18",
+            "an MLA attention backend keeps the default breakable prefill graphs; 0.5.14-0.5.17 "
+            "turned them off for MLA unless the prefill backend was set explicitly "
+            "(server_args.py::ServerArgs._disable_breakable_cudagraph_if_incompatible, rule "
+            "'MLA attention'; 0.5.17: non-DSA MLA)",
+            record=release(
+                "sglang-mla-breakable-prefill",
+                "sglang",
+                "0.5.18",
+                "the breakable-graph compatibility rules no longer turn the default prefill "
+                "graphs off for MLA attention (the rule is in 0.5.14-0.5.17)",
+            ),
+        ),
+        Flag(
             "sglang_mla_prefill_cap_8192",
             "sglang@0.5.23",
             "under an MLA backend the prefill graphs' token ladder runs to "
@@ -422,6 +437,7 @@ class Profile:
     sglang_bs_align_per_token: bool = True
     sglang_pool_per_dp_worker: bool = True
     sglang_mla_prefill_cap_8192: bool = True
+    sglang_mla_breakable_prefill: bool = True
     dp_cudagraph_mode_sync: bool = True
     dp_explicit_drafter_syncs: bool = True
     dp_dummy_run_padded_descriptor: bool = True
@@ -757,6 +773,7 @@ RELEASES = (
             "sglang_bs_align_per_token",
             "sglang_pool_per_dp_worker",
             "sglang_mla_prefill_cap_8192",
+            "sglang_mla_breakable_prefill",
         ),
     ),
     Release(
@@ -839,11 +856,21 @@ RELEASES = (
     Release(
         "sglang-0.5.15",
         "sglang",
-        "SGLang 0.5.15–0.5.19: breakable prefill graphs on by default on CUDA, the draft's too",
-        between("0.5.15", "0.5.20"),
+        "SGLang 0.5.15–0.5.17: breakable prefill graphs on by default on CUDA, the draft's too "
+        "(not under an MLA backend)",
+        between("0.5.15", "0.5.18"),
         refs=("sglang#25795",),
         version_note="default breakable prefill graphs",
         on=("sglang_default_breakable_prefill", "sglang_dsa_seed_eager_fallback"),
+    ),
+    Release(
+        "sglang-0.5.18",
+        "sglang",
+        "SGLang 0.5.18–0.5.19: as 0.5.15; MLA backends keep the default breakable prefill graphs",
+        between("0.5.18", "0.5.20"),
+        refs=("sglang#25795",),
+        version_note="breakable prefill graphs under MLA too",
+        on=("sglang_mla_breakable_prefill",),
     ),
     Release(
         "sglang-0.5.20",

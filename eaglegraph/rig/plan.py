@@ -456,7 +456,7 @@ def _sglang_plan(opts: PlanOptions) -> CapturePlan:
     else:
         decode = PhasePlan("draft_decode", Mode.NONE, 1, [], "no draft decode graph (steps = 1)")
     explicit_bcg = True if opts.breakable else (False if opts.explicit_mode else None)
-    bcg = graphs and draft_prefill_bcg(explicit_bcg, beh, opts.engine_attention_backend)
+    bcg = graphs and draft_prefill_bcg(explicit_bcg, beh, opts.engine_attention_backend, opts.mla)
     extend = graphs and draft_extend_graph(
         opts.attention_backend, beh, topk, opts.engine_attention_backend
     )

@@ -255,16 +255,23 @@ def draft_extend_graph(
 
 
 def draft_prefill_bcg(
-    explicit: bool | None, profile: Profile, engine_name: str | None = None
+    explicit: bool | None,
+    profile: Profile,
+    engine_name: str | None = None,
+    mla: bool = False,
 ) -> bool:
     """Breakable prefill graphs for the draft: the default on CUDA where the profile has it
-    (not under a default backend that turns prefill graphs off), else only when asked for
-    (and only where the draft can have them at all)."""
+    (not under a default backend that turns prefill graphs off, nor under an MLA backend in
+    the releases whose compatibility rules turned them off for MLA), else only when asked
+    for (and only where the draft can have them at all): an explicit choice skips those
+    rules, as SGLang skips them for a prefill backend the user set."""
     if not profile.sglang_draft_breakable_prefill:
         return False
     if explicit is not None:
         return explicit
     if engine_name in PREFILL_GRAPHS_OFF_BY_DEFAULT:
+        return False
+    if mla and not profile.sglang_mla_breakable_prefill:
         return False
     return bool(profile.sglang_default_breakable_prefill)
 

@@ -33,8 +33,8 @@ RELEASE_PROFILE = {
     "0.5.15.post1": "sglang-0.5.15",
     "0.5.16": "sglang-0.5.15",
     "0.5.17": "sglang-0.5.15",
-    "0.5.18": "sglang-0.5.15",
-    "0.5.19": "sglang-0.5.15",
+    "0.5.18": "sglang-0.5.18",  # MLA keeps default breakable prefill graphs
+    "0.5.19": "sglang-0.5.18",
     "0.5.20": "sglang-0.5.20",
     "0.5.21": "sglang-0.5.20",
     "0.5.22": "sglang-0.5.20",
