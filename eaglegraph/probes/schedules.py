@@ -285,8 +285,9 @@ def check_schedule(schedule: LiveSchedule, limits: Limits) -> int:
             if slot is not None and slot in held:
                 owner = next(q for q, x in running.items() if x.slot == slot)
                 raise _fail(f"{where}.slot", f"slot {slot} is held by request {owner}")
-            free = [s for s in range(r) if s not in held]
-            if not free:
+            # the lowest free slot: at most len(held) + 1 tries, whatever max_num_seqs is
+            first_free = next((s for s in range(r) if s not in held), None)
+            if first_free is None:
                 raise _fail(where, f"no free request slot (max_num_seqs {r})")
             need = live.prompt + live.max_new  # vLLM caps max_tokens at max_model_len - prompt
             if need > limits.max_model_len:
@@ -296,7 +297,7 @@ def check_schedule(schedule: LiveSchedule, limits: Limits) -> int:
                 )
             # what its KV can hold: K lookahead slots twice over, up to max_model_len
             holds[rid] = -(-min(need + 2 * k + 2, limits.max_model_len) // limits.block_size)
-            live.slot = free[0] if slot is None else slot
+            live.slot = first_free if slot is None else slot
             running[rid] = live
         if not running:
             raise _fail(w, "no request is running")
