@@ -41,7 +41,7 @@ def reference_for(rig: Rig) -> ReferenceEngine:
 
 
 def compared(rig: Rig) -> list[str]:
-    """What `compare_step` compares for the rig's drafting, in words (for the run's result)."""
+    """What `first_divergence` compares for the rig's drafting, in words (for the run's result)."""
     style = rig.speculator.style
     exact = DraftFacts.REFERENCE_KV in rig.speculator.facts
     k = rig.num_speculative_tokens
@@ -72,21 +72,6 @@ def _tolerance(dtype: torch.dtype) -> float:
     return 1e-3 if dtype == torch.float32 else 5e-2
 
 
-def compare_step(
-    step: int,
-    rig: Rig,
-    ref: ReferenceEngine,
-    batch: list[ScheduledRequest],
-    got: StepOutput,
-    want: StepOutput,
-    forced: Collection[int] = (),
-) -> Divergence | None:
-    """The first value in which the rig's step differs from the reference's, or None.
-    `forced`: requests whose drafts the probe replaced at some step (see `_draft_kv`)."""
-    hit = first_divergence(step, rig, ref, batch, got, want, forced)
-    return None if hit is None else hit.divergence
-
-
 def _exact(tensor: torch.Tensor, index: tuple[int, ...], want: int) -> Site:
     return Site(tensor, index, torch.tensor(want))
 
@@ -100,7 +85,9 @@ def first_divergence(
     want: StepOutput,
     forced: Collection[int] = (),
 ) -> Hit | None:
-    """`compare_step`'s divergence and the value of the rig's state it was found in."""
+    """The first value, in dataflow order, in which the rig's step differs from the
+    reference's, and where it lives in the rig's state (for `locate`); None when none does.
+    `forced`: requests whose drafts the probe replaced at some step (see `_draft_kv`)."""
     hit = _kv_blocks(step, rig, ref, batch) or _hidden_rows(step, rig, ref, batch)
     if hit is not None:
         return hit
