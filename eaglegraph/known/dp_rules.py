@@ -4,8 +4,8 @@ Every engine makes its DP ranks exchange one small integer row per rank before a
 derive the padding and graph mode from all rows; which rows, which reductions and which
 collectives follow depend on the runner and the release. `dp_rule` turns a profile (and, for
 vLLM, the model runner) into a `DpRule`: the rule's rows as the engine builds them, where they
-were read, and the behaviours the profile's DP flags switch. `rig.dp_agreement` runs it; this
-module is the only reader of those flags.
+were read, and the profile whose DP flags switch its behaviours. `rig.dp_agreement` runs it;
+the rule's programs are the only readers of those flags.
 
 Sources (read in the wheels): vLLM 0.33 `v1/worker/dp_utils.py`, `v1/worker/gpu/dp_utils.py`,
 `v1/spec_decode/llm_base_proposer.py`, `v1/worker/gpu/spec_decode/speculator.py`; vLLM 0.11.0
@@ -148,24 +148,15 @@ CONSEQUENCES = {
 
 @dataclass(frozen=True)
 class DpRule:
-    """The agreement one profile computes: its rule and what its DP flags switch on."""
+    """The agreement one profile computes: its rule, and the profile whose DP flags (`dp_*`,
+    `sglang_dp_*`, `sglang_dsa_seed_eager_fallback`, `sglang_a2a_max_bucket`,
+    `sglang_prefill_shared_bucket`) the rule's programs (`rig.dp_vllm`, `rig.dp_sglang`) read.
+    The rule keeps the profile itself rather than a copy of each flag: a new DP flag is read
+    where it acts, under its one name."""
 
     spec: RuleSpec
-    profile: str
+    profile: Profile
     runner: ModelRunner | None
-    # vLLM V1 (coordinate_batch_across_dp and the EAGLE proposer)
-    explicit_drafter_syncs: bool = True
-    dummy_padded_descriptor: bool = True
-    unfit_drafter_dummy: bool = True
-    # vLLM MRV2
-    idle_ranks_propose: bool = True
-    draft_reuses_sync: bool = True
-    # SGLang
-    draft_graph_vote: bool = True
-    draft_token_counts: bool = True
-    dsa_seed_fallback: bool = True
-    a2a_max_bucket: bool = True
-    prefill_shared_bucket: bool = True
     hazards: tuple[str, ...] = ()  # the DP hazards this profile still has
 
     @property
@@ -196,22 +187,7 @@ def dp_rule(profile: Profile, runner: ModelRunner | None = None) -> DpRule:
         for hid, kinds in DP_HAZARDS.items()
         if kind in kinds and (flag := HAZARDS[hid].flag) and not getattr(profile, flag)
     )
-    return DpRule(
-        spec=RULES[kind],
-        profile=profile.name,
-        runner=runner,
-        explicit_drafter_syncs=profile.dp_explicit_drafter_syncs,
-        dummy_padded_descriptor=profile.dp_dummy_run_padded_descriptor,
-        unfit_drafter_dummy=profile.dp_unfit_drafter_dummy,
-        idle_ranks_propose=profile.dp_idle_ranks_propose,
-        draft_reuses_sync=profile.dp_draft_reuses_target_sync,
-        draft_graph_vote=profile.sglang_dp_draft_graph_vote,
-        draft_token_counts=profile.sglang_dp_draft_token_counts,
-        dsa_seed_fallback=profile.sglang_dsa_seed_eager_fallback,
-        a2a_max_bucket=profile.sglang_a2a_max_bucket,
-        prefill_shared_bucket=profile.sglang_prefill_shared_bucket,
-        hazards=lacking,
-    )
+    return DpRule(spec=RULES[kind], profile=profile, runner=runner, hazards=lacking)
 
 
 def require_mlp_tp_gather(a2a: A2ABackend, rule: DpRule) -> bool:
@@ -222,7 +198,7 @@ def require_mlp_tp_gather(a2a: A2ABackend, rule: DpRule) -> bool:
     if a2a is A2ABackend.NONE:
         return True
     if a2a is A2ABackend.FLASHINFER:
-        return rule.a2a_max_bucket
+        return rule.profile.sglang_a2a_max_bucket
     return False
 
 

@@ -58,8 +58,8 @@ def mlp_sync_row(batch: RankBatch, setup: DpSetup, rule: DpRule) -> list[int]:
         )
     # _spec_input_cuda_graph_compatible: idle inputs stay permissive; before the draft graph
     # vote the row had no such column (filled permissive) and the seed veto stayed local
-    seed_ok = batch.dsa_seed or not rule.dsa_seed_fallback
-    can_draft = idle or not rule.draft_graph_vote or seed_ok
+    seed_ok = batch.dsa_seed or not rule.profile.sglang_dsa_seed_eager_fallback
+    can_draft = idle or not rule.profile.sglang_dp_draft_graph_vote or seed_ok
     mode = "idle" if idle else ("decode" if kind is BatchKind.DECODE else "extend")
     if kind is BatchKind.MIXED:
         mode = "mixed"
@@ -104,12 +104,14 @@ def sglang_program(
     trace.add(_decode_choice("target_verify", verify_bs, local, can_graph, setup, target_bound))
     # EAGLEDraftCudaGraphRunner.can_run_graph: the draft's counts follow its own A2A backend
     # (draft_global_num_tokens) with the draft token-counts flag, the target's before
-    uses_gather = draft_gather if rule.draft_token_counts else target_gather
+    uses_gather = draft_gather if rule.profile.sglang_dp_draft_token_counts else target_gather
     draft_bs = max(counts) if uses_gather else local
-    if rule.draft_graph_vote:
+    if rule.profile.sglang_dp_draft_graph_vote:
         draft_ok = can_graph and min(r[8] for r in rows) == 1
     else:  # a rank-local veto: only this rank falls back to eager
-        draft_ok = can_graph and (idle or batch.dsa_seed or not rule.dsa_seed_fallback)
+        draft_ok = can_graph and (
+            idle or batch.dsa_seed or not rule.profile.sglang_dsa_seed_eager_fallback
+        )
     choice = _decode_choice("draft_decode", draft_bs, local, draft_ok, setup, draft_bound, tokens=1)
     trace.add(choice)
     trace.add(_decode_choice("draft_extend", draft_bs, local, can_graph, setup, draft_bound))
@@ -152,7 +154,7 @@ def _prefill_choice(
         return eager
     if setup.prefill_graph_dp_gather:
         # the graph body holds a DP gather captured at MAX_LEN geometry
-        if rule.prefill_shared_bucket:
+        if rule.profile.sglang_prefill_shared_bucket:
             bucket = pad_up(max(counts), sizes)
         elif batch.kind is BatchKind.IDLE:
             return eager  # stays IDLE and runs the SUM_LEN all_reduce eagerly

@@ -76,7 +76,7 @@ def v1_program(rank: int, batch: RankBatch, setup: DpSetup, rule: DpRule, trace:
         rows = yield "target", _vote(tokens, mode, setup)
         agreed = _coordinate(rows, rank)
         run_mode, padded, size = agreed.mode, agreed.tokens, agreed.tokens
-    if idle and not rule.dummy_padded_descriptor and run_mode != NONE:
+    if idle and not rule.profile.dp_dummy_run_padded_descriptor and run_mode != NONE:
         # before the fix the dummy run dispatched the graph of its unpadded count
         size = pad_up(tokens, setup.capture_sizes) or tokens
         run_mode = _target_mode(tokens, uniform, setup)
@@ -90,8 +90,10 @@ def _v1_drafter(
     k = setup.num_speculative_tokens
     idle = batch.kind is BatchKind.IDLE
     fits = batch.near_cap_reqs == 0  # GPUModelRunner._input_fits_in_drafter
-    explicit = rule.explicit_drafter_syncs and rule.kind is not DpRuleKind.VLLM_V1_TOKEN_SYNC
-    if not idle and not fits and not (rule.unfit_drafter_dummy and explicit):
+    explicit = (
+        rule.profile.dp_explicit_drafter_syncs and rule.kind is not DpRuleKind.VLLM_V1_TOKEN_SYNC
+    )
+    if not idle and not fits and not (rule.profile.dp_unfit_drafter_dummy and explicit):
         return  # the rank skips the drafter, and every DP collective in it
     dummy = idle or not fits
     if not explicit:
@@ -149,9 +151,9 @@ def mrv2_program(
     max_reqs = max(r[5] for r in rows)
     if all(r[6] == 1 for r in rows):
         return  # every rank allows skipping the drafts: all skip together
-    if idle and not rule.idle_ranks_propose:
+    if idle and not rule.profile.dp_idle_ranks_propose:
         return  # without idle-rank propose an idle rank ran the target's dummy forward only
-    if not rule.draft_reuses_sync:
+    if not rule.profile.dp_draft_reuses_target_sync:
         yield "draft_prefill", row  # without reuse the draft prefill ran its own DP sync
     trace.graph("draft_prefill", run_mode, tokens, size if run_mode != NONE else padded)
     bs = pad_up(max_reqs, setup.capture_sizes)
