@@ -17,15 +17,18 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from eaglegraph.errors import BadInput, closest, unknown_choice
 from eaglegraph.known.tables import keyed
 from eaglegraph.pair import presets_mtp
 from eaglegraph.pair.kinds import DraftKind
 from eaglegraph.pair.weights_file import save_safetensors
+
+# numpy is imported where weights are built: triage reads presets' configs only, and the
+# import cost each triage 0.1 s (issue 29).
+if TYPE_CHECKING:
+    import numpy as np
 
 PRESET_FORMAT = 3  # bump when preset contents change, so caches are rebuilt
 
@@ -375,14 +378,20 @@ class _Weights:
     """Seeded numpy generator with the helpers the preset builders share."""
 
     def __init__(self, seed: int) -> None:
+        import numpy as np
+
         self.rng = np.random.default_rng(seed)
 
     def normal(self, *shape: int, std: float) -> np.ndarray:
+        import numpy as np
+
         return (self.rng.standard_normal(shape) * std).astype(np.float32)
 
 
 def _layer(w: _Weights, cfg: dict[str, Any], prefix: str, qkv_in: int, std: float,
            input_norm: bool = True) -> dict[str, np.ndarray]:  # fmt: skip
+    import numpy as np
+
     h, i_ = cfg["hidden_size"], cfg["intermediate_size"]
     nh, nkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     hd = cfg.get("head_dim", h // nh)
@@ -405,6 +414,8 @@ def _layer(w: _Weights, cfg: dict[str, Any], prefix: str, qkv_in: int, std: floa
 
 
 def _tiny_weights(preset: Preset) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    import numpy as np
+
     t, d = preset.target, preset.draft
     if d is None:  # MTP modules inside the target checkpoint
         return presets_mtp.deepseek_mtp_weights(t, preset.seed), {}

@@ -15,17 +15,15 @@ from __future__ import annotations
 import json
 import struct
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
-# numpy dtype → the safetensors dtype name, for the dtypes stored as they are
-_STORED = {
-    np.dtype(np.float32): "F32",
-    np.dtype(np.float16): "F16",
-    np.dtype(np.int64): "I64",
-    np.dtype(np.int32): "I32",
-    np.dtype(np.bool_): "BOOL",
-}
+# numpy dtype (its `.str`, little-endian as numpy spells it on x86/ARM) → the safetensors dtype
+# name, for the dtypes stored as they are. Keyed by string so that importing this module does
+# not import numpy: triage reaches it through the presets, and numpy cost it 0.1 s (issue 29).
+_STORED = {"<f4": "F32", "<f2": "F16", "<i8": "I64", "<i4": "I32", "|b1": "BOOL"}
 # the float storage a config's dtype names (anything else stays float32)
 _FLOAT_STORAGE = {"bfloat16": "BF16", "float16": "F16"}
 
@@ -33,6 +31,8 @@ _FLOAT_STORAGE = {"bfloat16": "BF16", "float16": "F16"}
 def bfloat16_bits(array: np.ndarray) -> np.ndarray:
     """float32 values as bfloat16 bit patterns (uint16), rounded to nearest even; a NaN
     becomes 0xFFFF, as torch's CPU conversion gives (the presets hold none)."""
+    import numpy as np
+
     values = np.ascontiguousarray(array, dtype=np.float32)
     bits = values.view(np.uint32)
     out = ((bits + (((bits >> 16) & 1) + 0x7FFF)) >> 16).astype(np.uint16)
@@ -42,6 +42,8 @@ def bfloat16_bits(array: np.ndarray) -> np.ndarray:
 
 def _stored(array: np.ndarray, float_dtype: str) -> tuple[str, bytes]:
     """The safetensors dtype and little-endian bytes of one tensor."""
+    import numpy as np
+
     array = np.ascontiguousarray(array)
     if array.dtype.kind == "f":
         storage = _FLOAT_STORAGE.get(float_dtype, "F32")
@@ -49,9 +51,9 @@ def _stored(array: np.ndarray, float_dtype: str) -> tuple[str, bytes]:
             return storage, bfloat16_bits(array).astype("<u2").tobytes()
         dtype = np.float16 if storage == "F16" else np.float32
         return storage, array.astype(np.dtype(dtype).newbyteorder("<")).tobytes()
-    if array.dtype not in _STORED:
+    if array.dtype.str not in _STORED:
         raise TypeError(f"no safetensors dtype for {array.dtype}")
-    return _STORED[array.dtype], array.astype(array.dtype.newbyteorder("<")).tobytes()
+    return _STORED[array.dtype.str], array.astype(array.dtype.newbyteorder("<")).tobytes()
 
 
 def save_safetensors(
@@ -62,6 +64,8 @@ def save_safetensors(
 ) -> None:
     """Write `tensors` to `path`: floating arrays stored as `float_dtype` (bfloat16, float16,
     else float32), integer and boolean arrays as they are."""
+    import numpy as np
+
     header: dict[str, object] = {"__metadata__": dict(metadata or {"format": "pt"})}
     blobs: list[bytes] = []
     offset = 0
