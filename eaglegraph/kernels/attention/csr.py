@@ -26,13 +26,7 @@ from eaglegraph.kernels.attention.request import (
     qk_scores,
     softmax_step,
 )
-from eaglegraph.kernels.attention.tiles import (
-    LOG2E,
-    check_attention_shapes,
-    decode_tiles,
-    dot_in_f32,
-    num_warps,
-)
+from eaglegraph.kernels.attention.tiles import LOG2E, Tiles, check_attention_shapes
 from eaglegraph.kernels.guard import (
     Guard,
     check_bounds_pair,
@@ -231,20 +225,17 @@ def csr_paged_decode(
     entry each row reads. Guard roles as in :func:`csr_paged_prefill` (no ``qo_indptr``).
     """
     check_device(q, k_cache, v_cache, out, kv_indptr, kv_indices, last_page_len)
-    num_heads, num_kv_heads, head_dim, block_size = check_attention_shapes(q, k_cache, v_cache, out)
+    heads = check_attention_shapes(q, k_cache, v_cache, out)
     csr_decode_meta(q, kv_indptr, kv_indices, last_page_len, batch_size)  # checks sizes
     if batch_size <= 0:
         return
-    group = num_heads // num_kv_heads
-    kv_heads, block_h, block_n, block_d = decode_tiles(
-        head_dim, num_kv_heads, group, kv_indices.numel() * block_size
-    )
+    tiles = Tiles.decode(heads, kv_indices.numel() * heads.page_size)
     g = guard_args(
         guard, "csr_paged_decode", ("kv_indptr", "last_page_len", "kv_indices"), kv_indptr
     )
     launch(
         _csr_decode_kernel,
-        (batch_size, num_kv_heads // kv_heads),
+        (batch_size, tiles.kv_head_programs),
         q,
         k_cache,
         v_cache,
@@ -256,17 +247,9 @@ def csr_paged_decode(
         k_cache.shape[0],
         *strides(q, out, k_cache, v_cache),
         float(scale) * LOG2E,
-        head_dim,
+        heads.head_dim,
         guard=g,
-        PAGE_SIZE=block_size,
-        GROUP=group,
-        GROUP_P2=next_pow2(group),
-        KV_HEADS=kv_heads,
-        BLOCK_H=block_h,
-        BLOCK_N=block_n,
-        BLOCK_D=block_d,
-        DOT_F32=dot_in_f32(q, k_cache),
-        num_warps=num_warps(block_h, kv_heads * block_d),
+        **tiles.constexprs(),
     )
 
 

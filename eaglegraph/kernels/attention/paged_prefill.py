@@ -14,13 +14,7 @@ from eaglegraph.kernels.attention.request import (
     request_kv,
     softmax_step,
 )
-from eaglegraph.kernels.attention.tiles import (
-    LOG2E,
-    check_attention_shapes,
-    dot_in_f32,
-    num_warps,
-    prefill_tiles,
-)
+from eaglegraph.kernels.attention.tiles import LOG2E, Tiles, check_attention_shapes
 from eaglegraph.kernels.guard import Guard, guard_args
 from eaglegraph.kernels.launch import launch, strides
 
@@ -154,15 +148,12 @@ def launch_prefill(
     guard: Guard | None,
     causal: bool = True,
 ) -> None:
-    num_heads, num_kv_heads, head_dim, block_size = check_attention_shapes(q, k_cache, v_cache, out)
+    heads = check_attention_shapes(q, k_cache, v_cache, out)
     if meta.num_reqs <= 0 or max_query_len <= 0:
         return
-    group = num_heads // num_kv_heads
-    block_m, group_p2, kv_heads, block_n, block_d = prefill_tiles(
-        head_dim, num_kv_heads, group, max_query_len, meta.pages_extent * block_size
-    )
+    tiles = Tiles.prefill(heads, max_query_len, meta.pages_extent * heads.page_size)
     g = guard_args(guard, kernel, meta.roles, meta.qo)
-    grid = (meta.num_reqs, num_kv_heads // kv_heads, triton.cdiv(max_query_len, block_m))
+    grid = (meta.num_reqs, tiles.kv_head_programs, triton.cdiv(max_query_len, tiles.block_rows))
     launch(
         _paged_prefill_kernel,
         grid,
@@ -177,17 +168,9 @@ def launch_prefill(
         meta.bt_stride,
         *strides(q, out, k_cache, v_cache),
         float(scale) * LOG2E,
-        head_dim,
+        heads.head_dim,
         guard=g,
         CSR=meta.csr,
         CAUSAL=causal,
-        PAGE_SIZE=block_size,
-        GROUP=group,
-        GROUP_P2=group_p2,
-        KV_HEADS=kv_heads,
-        BLOCK_M=block_m,
-        BLOCK_N=block_n,
-        BLOCK_D=block_d,
-        DOT_F32=dot_in_f32(q, k_cache),
-        num_warps=num_warps(block_m * kv_heads * group_p2, kv_heads * block_d),
+        **tiles.constexprs(),
     )

@@ -8,6 +8,8 @@ one step and one program takes every kv head.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -17,10 +19,23 @@ from eaglegraph.kernels.blas import one_blas_thread
 LOG2E = 1.4426950408889634
 
 
+@dataclass(frozen=True)
+class Heads:
+    """What q and the caches of one launch say: kv heads, the query heads sharing each
+    (``group``, GQA), the head width, the page size, and whether the kernel's dots run in
+    fp32 (:func:`dot_in_f32`)."""
+
+    num_kv_heads: int
+    group: int
+    head_dim: int
+    page_size: int
+    dot_f32: bool
+
+
 def check_attention_shapes(
     q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, out: torch.Tensor
-) -> tuple[int, int, int, int]:
-    """Validate q/out/cache shapes; returns (num_heads, num_kv_heads, head_dim, page size)."""
+) -> Heads:
+    """Validate q/out/cache shapes; returns what they say of the launch."""
     if q.dim() != 3 or out.shape != q.shape:
         raise ValueError(f"q {tuple(q.shape)} and out {tuple(out.shape)} must be [T, nh, hd]")
     if k_cache.dim() != 4 or v_cache.shape != k_cache.shape:
@@ -34,7 +49,8 @@ def check_attention_shapes(
     for t in (q, out, k_cache, v_cache):
         if t.stride(-1) != 1:
             raise ValueError("q, out and the caches need a contiguous last dimension")
-    return num_heads, num_kv_heads, head_dim, block_size
+    group = num_heads // num_kv_heads
+    return Heads(num_kv_heads, group, head_dim, block_size, dot_in_f32(q, k_cache))
 
 
 # Under the interpreter a program costs ~0.1 ms per executed operation however wide its tiles
@@ -128,6 +144,61 @@ def decode_tiles(
 
 def num_warps(rows: int, block_d: int) -> int:
     return 4 if rows * block_d <= 64 * 128 else 8
+
+
+@dataclass(frozen=True)
+class Tiles:
+    """One program's tile and the constants an attention kernel compiles for it.
+
+    A tile's rows are KV_HEADS kv heads of GROUP_P2 query heads each, times ``block_rows``
+    query tokens for a prefill (the kernel's ``BLOCK_M``) or padded to ``block_rows`` rows
+    for a decode (``BLOCK_H``); ``rows_name`` says which. Both kernels take the same
+    constants otherwise, so they are built here once instead of spelled out per launch.
+    """
+
+    heads: Heads
+    rows_name: str
+    block_rows: int
+    rows: int
+    kv_heads: int
+    block_n: int
+    block_d: int
+
+    @classmethod
+    def prefill(cls, heads: Heads, max_query_len: int, max_kv_len: int) -> Tiles:
+        """The prefill kernel's tile (:func:`prefill_tiles`)."""
+        block_m, group_p2, kv_heads, block_n, block_d = prefill_tiles(
+            heads.head_dim, heads.num_kv_heads, heads.group, max_query_len, max_kv_len
+        )
+        rows = block_m * kv_heads * group_p2
+        return cls(heads, "BLOCK_M", block_m, rows, kv_heads, block_n, block_d)
+
+    @classmethod
+    def decode(cls, heads: Heads, max_kv_len: int) -> Tiles:
+        """The decode kernel's tile (:func:`decode_tiles`)."""
+        kv_heads, block_h, block_n, block_d = decode_tiles(
+            heads.head_dim, heads.num_kv_heads, heads.group, max_kv_len
+        )
+        return cls(heads, "BLOCK_H", block_h, block_h, kv_heads, block_n, block_d)
+
+    @property
+    def kv_head_programs(self) -> int:
+        """Programs per request (or decode row) along the kv heads."""
+        return self.heads.num_kv_heads // self.kv_heads
+
+    def constexprs(self) -> dict[str, Any]:
+        """The kernel's compile-time keyword arguments and its warp count."""
+        return {
+            "PAGE_SIZE": self.heads.page_size,
+            "GROUP": self.heads.group,
+            "GROUP_P2": next_pow2(self.heads.group),
+            "KV_HEADS": self.kv_heads,
+            self.rows_name: self.block_rows,
+            "BLOCK_N": self.block_n,
+            "BLOCK_D": self.block_d,
+            "DOT_F32": self.heads.dot_f32,
+            "num_warps": num_warps(self.rows, self.kv_heads * self.block_d),
+        }
 
 
 def dot_in_f32(q: torch.Tensor, k_cache: torch.Tensor) -> bool:
