@@ -10,7 +10,7 @@ device gives the same weights; parameters are visited in their registration orde
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
@@ -43,6 +43,16 @@ def fill_random(module: nn.Module, gen: torch.Generator, std: float = INIT_STD) 
                 param.zero_()
 
 
+ModuleT = TypeVar("ModuleT", bound=nn.Module)
+
+
+def seeded(model: ModuleT, device: torch.device, seed: int) -> ModuleT:
+    """`model` with every weight drawn from `seed` on `device` (`fill_random`): one rule for
+    every module built with `--random-weights`, whatever its kind."""
+    fill_random(model, generator(device, seed))
+    return model
+
+
 def random_target(
     geometry: Geometry,
     dtype: torch.dtype | str,
@@ -56,5 +66,4 @@ def random_target(
     model = TargetModel(
         geometry, resolve_dtype(dtype), dev, max_positions=max_positions, rope_extras=rope_extras
     )
-    fill_random(model, generator(dev, seed))
-    return model
+    return seeded(model, dev, seed)

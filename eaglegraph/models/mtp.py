@@ -206,15 +206,8 @@ class MTPDraft(DraftBase[MTPArch, Target]):
 
     kind = "mtp"
 
-    def __init__(
-        self,
-        arch: MTPArch,
-        target: Target,
-        args: BuildArgs,
-        *,
-        mla: MLADims | None = None,
-        moe: MoEDims | None = None,
-    ) -> None:
+    def __init__(self, arch: MTPArch, target: Target, args: BuildArgs) -> None:
+        mla, moe = arch.mla, arch.moe
         if arch.style == "deepseek" and mla is None:
             raise ValueError("a DeepSeek-style MTP draft needs the MLA dims")
         super().__init__(arch, target, args, _rope_cache(arch, target, args))

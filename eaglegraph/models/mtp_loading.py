@@ -14,13 +14,13 @@ permuted after loading (see `models.mla`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from eaglegraph.models.drafts.base import BuildArgs
-from eaglegraph.models.init import fill_random, generator
 from eaglegraph.models.layers import GatedMLP, modules_of
 from eaglegraph.models.loading import (
     Plan,
@@ -35,6 +35,7 @@ from eaglegraph.models.moe import RoutedMoE
 from eaglegraph.models.mtp import MTPArch, MTPDraft, MTPModule, StandardBlock, Target
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.mla import MLADims, MoEDims
+from eaglegraph.pair.tensors import CheckpointIndex
 
 
 def deinterleave_rope_(attn: MLAAttention) -> None:
@@ -165,26 +166,16 @@ def mtp_module_names(style: str, num_target_layers: int, index: int) -> dict[str
 
 
 def load_mtp_draft(
-    folder: Path | str,
-    geometry: Geometry,
-    arch: MTPArch,
-    target: Target,
-    dtype: torch.dtype | str,
-    device: torch.device | str,
-    *,
-    mla: MLADims | None = None,
-    moe: MoEDims | None = None,
-    rope_interleave: bool = True,
-    max_positions: int | None = None,
+    index: CheckpointIndex, arch: MTPArch, target: Target, args: BuildArgs
 ) -> MTPDraft:
-    """MTP modules from `folder` (the target's own folder for DeepSeek-style MTP)."""
-    folder = Path(folder)
-    index = open_index(folder)
+    """MTP modules from `index` (the target's own folder for DeepSeek-style MTP); the modules
+    follow the target's layers and take the folder's rope keys, whatever `args` says."""
     plan = Plan(index)
-    dev = torch.device(device)
-    rope = folder_rope_extras(folder)
-    args = BuildArgs(geometry, resolve_dtype(dtype), dev, target.num_layers, max_positions, rope)
-    draft = MTPDraft(arch, target, args, mla=mla, moe=moe)
+    dev = args.device
+    rope = folder_rope_extras(index.folder)
+    args = replace(args, layer_offset=target.num_layers, rope_extras=rope)
+    draft = MTPDraft(arch, target, args)
+    geometry = args.geometry
     shape = (target.vocab_size, geometry.hidden_size)
     for i, module in enumerate(modules_of(draft.modules_, MTPModule)):
         names = mtp_module_names(arch.style, target.num_layers, i)
@@ -205,7 +196,7 @@ def load_mtp_draft(
     if arch.style == "deepseek":
         # the target's own tensors are the target loader's business
         unused = tuple(n for n in unused if _is_mtp_name(n, target.num_layers))
-        if rope_interleave:
+        if arch.rope_interleave:
             for module in modules_of(draft.modules_, MTPModule):
                 deinterleave_rope_(module.block.self_attn)  # type: ignore[arg-type]
     draft.extra_tensors = unused
@@ -220,28 +211,3 @@ def _is_mtp_name(name: str, num_layers: int) -> bool:
         and parts[2].isdigit()
         and (int(parts[2]) >= num_layers)
     )
-
-
-def random_mla_target(
-    geometry: Geometry,
-    mla: MLADims,
-    moe: MoEDims | None,
-    dtype: torch.dtype | str,
-    device: torch.device | str,
-    seed: int,
-    *,
-    max_positions: int | None = None,
-    rope_extras: Mapping[str, Any] | None = None,
-) -> MLATarget:
-    dev = torch.device(device)
-    model = MLATarget(
-        geometry,
-        mla,
-        moe,
-        resolve_dtype(dtype),
-        dev,
-        max_positions=max_positions,
-        rope_extras=rope_extras,
-    )
-    fill_random(model, generator(dev, seed))
-    return model

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from eaglegraph.models.init import random_target
-from eaglegraph.models.loading import load_target
+from eaglegraph.models.init import random_target, seeded
+from eaglegraph.models.loading import load_target, resolve_dtype
 from eaglegraph.models.mla import MLATarget
-from eaglegraph.models.mtp_loading import load_mla_target, random_mla_target
+from eaglegraph.models.mtp_loading import load_mla_target
 from eaglegraph.models.rope import rope_extras_from_config
 from eaglegraph.models.target import TargetModel
 from eaglegraph.pair.config import Config
@@ -37,10 +37,17 @@ def build_target(
         return load_target(side.path, side.geometry, dtype, device, max_positions=max_positions)
     moe = moe_dims(side.config)
     if random_weights:
-        return random_mla_target(
-            side.geometry, mla, moe, dtype, device, seed,
-            max_positions=max_positions, rope_extras=rope_extras_from_config(side.config),
-        )  # fmt: skip
+        rope = rope_extras_from_config(side.config)
+        model = MLATarget(
+            side.geometry,
+            mla,
+            moe,
+            resolve_dtype(dtype),
+            device,
+            max_positions=max_positions,
+            rope_extras=rope,
+        )
+        return seeded(model, device, seed)
     return load_mla_target(
         side.path, side.geometry, mla, moe, dtype, device,
         rope_interleave=rope_interleave(side.config), max_positions=max_positions,

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 import torch
 
+from eaglegraph.models.drafts.base import BuildArgs
+from eaglegraph.models.loading import open_index
 from eaglegraph.models.mtp import MTPArch
 from eaglegraph.models.mtp_loading import load_mla_target, load_mtp_draft
 from eaglegraph.pair.config import Config
@@ -135,9 +137,9 @@ def test_mtp_module_matches_transformers(tmp_path: Path) -> None:
     target, geometry, cfg = _load(tmp_path)
     mla, moe = mla_dims(cfg), moe_dims(cfg)
     assert {n.split(".")[2] for n in target.extra_tensors} == {str(SMALL["num_hidden_layers"])}
-    draft = load_mtp_draft(
-        tmp_path, geometry, MTPArch("deepseek", 1), target, "float32", "cpu", mla=mla, moe=moe
-    )
+    args = BuildArgs(geometry, torch.float32, torch.device("cpu"), 0, None, None)
+    arch = MTPArch("deepseek", 1, mla=mla, moe=moe)
+    draft = load_mtp_draft(open_index(tmp_path), arch, target, args)
     assert draft.extra_tensors == ()
     t = 9
     gen = torch.Generator().manual_seed(11)

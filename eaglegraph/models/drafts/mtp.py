@@ -98,7 +98,7 @@ class MTPBuild(BuildDefaults[MTPArch, Target, MTPDraft]):
     def fresh(self, arch: MTPArch, target: Target, args: BuildArgs) -> MTPDraft:
         if arch.rope_extras:
             args = replace(args, rope_extras=dict(arch.rope_extras))
-        return MTPDraft(arch, target, args, mla=arch.mla, moe=arch.moe)
+        return MTPDraft(arch, target, args)
 
     def random(
         self, arch: MTPArch, target: Target, args: BuildArgs, gen: torch.Generator
@@ -114,11 +114,7 @@ class MTPBuild(BuildDefaults[MTPArch, Target, MTPDraft]):
     def load(
         self, index: CheckpointIndex, arch: MTPArch, target: Target, args: BuildArgs
     ) -> MTPDraft:
-        return load_mtp_draft(
-            index.folder, args.geometry, arch, target, args.dtype, args.device,
-            mla=arch.mla, moe=arch.moe, rope_interleave=arch.rope_interleave,
-            max_positions=args.max_positions,
-        )  # fmt: skip
+        return load_mtp_draft(index, arch, target, args)
 
     def dense_drafts(self, draft: MTPDraft, verified: Verified) -> list[int]:
         if min(draft.num_modules, verified.num_speculative_tokens) > 1:
