@@ -62,30 +62,13 @@ def geometry_spec(geometry: Geometry, **switches: bool) -> LayerSpec:
     )
 
 
-def layer_spec(
-    geometry: Geometry,
-    family: str,
-    *,
-    qkv_bias: bool | None = None,
-    o_bias: bool | None = None,
-    qk_norm: bool | None = None,
-    mlp_bias: bool = False,
-) -> LayerSpec:
+def layer_spec(geometry: Geometry, family: str) -> LayerSpec:
     """Config defaults per family; the loader overrides the bias/norm switches by what the
     checkpoint holds, since configs name those biases inconsistently (research §1.1, §4.3)."""
-    if qkv_bias is None:
-        qkv_bias = family == "qwen2" or (family != "mistral" and geometry.attention_bias)
-    if o_bias is None:
-        o_bias = family in ("llama", "qwen3") and geometry.attention_bias
-    if qk_norm is None:
-        qk_norm = family == "qwen3"
-    return geometry_spec(
-        geometry,
-        qkv_bias=qkv_bias,
-        o_bias=o_bias,
-        qk_norm=qk_norm,
-        mlp_bias=mlp_bias,
-    )
+    bias = geometry.attention_bias
+    qkv_bias = family == "qwen2" or (family != "mistral" and bias)
+    o_bias = family in ("llama", "qwen3") and bias
+    return geometry_spec(geometry, qkv_bias=qkv_bias, o_bias=o_bias, qk_norm=family == "qwen3")
 
 
 class DecoderStack(nn.Module):
