@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from eaglegraph.known.hazards import Hazard, hazard
-from eaglegraph.known.profiles import FLAGS, Profile
+from eaglegraph.known.profiles import FLAGS
 from eaglegraph.known.runners import ModelRunner
 from eaglegraph.known.upstream import cite
 from eaglegraph.results.findings import Finding, Severity
@@ -30,13 +30,8 @@ from eaglegraph.rig.sglang_plan import (
     prefill_token_ladder,
     sglang_decode_batch_sizes,
 )
-from eaglegraph.rig.vllm_plan import (
-    VllmSizing,
-    draft_decode_mode,
-    fused_draft_decode,
-    phase_descriptors,
-    vllm_sizing,
-)
+from eaglegraph.rig.vllm_plan import draft_decode_mode, fused_draft_decode, phase_descriptors
+from eaglegraph.rig.vllm_sizing import VllmSizing, vllm_sizing
 
 PHASES = ("target", "draft_prefill", "draft_decode")
 
@@ -110,25 +105,6 @@ class CapturePlan:
         return sum(p.graph_count for p in self.phases) + len(outside)
 
 
-def _sizing(opts: PlanOptions, profile: Profile) -> VllmSizing:
-    """Sizes, support and resolved mode for these options under `profile`'s rules."""
-    return vllm_sizing(
-        profile=profile,
-        gpu=opts.gpu,
-        requested=opts.mode,
-        backend=opts.attention_backend,
-        max_num_seqs=opts.max_num_seqs,
-        num_spec_tokens=opts.num_speculative_tokens,
-        max_num_batched_tokens=opts.max_num_batched_tokens,
-        capture_sizes=opts.capture_sizes,
-        max_capture_size=opts.max_capture_size,
-        breakable=opts.breakable,
-        compiled=opts.compiled,
-        trtllm_artifacts=opts.trtllm_artifacts,
-        head_dim=opts.head_dim,
-    )
-
-
 def _vllm_capture_plan(
     opts: PlanOptions, sizing: VllmSizing, phases: list[PhasePlan]
 ) -> CapturePlan:
@@ -160,7 +136,7 @@ def _vllm_capture_plan(
 def _vllm_plan(opts: PlanOptions) -> CapturePlan:
     k, k1, r = opts.num_speculative_tokens, opts.num_speculative_tokens + 1, opts.max_num_seqs
     beh = opts.behavior
-    sizing = _sizing(opts, beh)
+    sizing = vllm_sizing(opts, beh)
     resolved, sizes = sizing.resolution.mode, sizing.sizes
     per_mode = bool(beh.per_mode_dispatch)
 
@@ -234,7 +210,7 @@ def _mrv1_plan(opts: PlanOptions) -> CapturePlan:
     """The V1 GPU model runner's plan (`rig.mrv1_plan`): the target's dispatcher keys and one
     drafter dispatcher for every draft pass."""
     k, r = opts.num_speculative_tokens, opts.max_num_seqs
-    sizing = _sizing(opts, mrv1_profile(opts.behavior))
+    sizing = vllm_sizing(opts, mrv1_profile(opts.behavior))
     resolved, sizes = sizing.resolution.mode, sizing.sizes
 
     def phase(name: str, mode: Mode, dql: int, descs: list[BatchDescriptor]) -> PhasePlan:

@@ -11,30 +11,11 @@ releases comes from the profile's flags (known/), never from a version number he
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from eaglegraph.known.breakable import BREAKABLE_ARCHITECTURES
 from eaglegraph.known.profiles import Profile
-from eaglegraph.rig.capture_sizes import round_for_spec_decode, user_sizes, vllm_default_sizes
 from eaglegraph.rig.descriptors import BatchDescriptor, build_descriptors
 from eaglegraph.rig.gpus import GpuSpec
-from eaglegraph.rig.mode_resolution import (
-    Resolution,
-    SupportLevel,
-    SupportRules,
-    attention_support,
-    resolve_mode,
-)
 from eaglegraph.rig.modes import Mode
-
-
-def support_rules(profile: Profile) -> SupportRules:
-    return SupportRules(
-        flashinfer_xqa_sm90=profile.flashinfer_xqa_sm90,
-        flashinfer_xqa_sm12x=profile.flashinfer_xqa_sm12x,
-        flashinfer_fa2_native_decode=profile.flashinfer_fa2_native_decode,
-        fa4_full_graphs=profile.fa4_full_graphs,
-    )
 
 
 def vllm_batch_defaults(gpu: GpuSpec, profile: Profile) -> tuple[int, int]:
@@ -46,11 +27,6 @@ def vllm_batch_defaults(gpu: GpuSpec, profile: Profile) -> tuple[int, int]:
     return 256, 2048
 
 
-def capture_ceiling(gpu: GpuSpec, profile: Profile) -> int:
-    """The default largest capture size: 1024 on SM10x where the profile has it, else 512."""
-    return 1024 if gpu.family == 100 and profile.sm100_capture_ceiling else 512
-
-
 def breakable_enabled(requested: bool | None, architecture: str | None, profile: Profile) -> bool:
     """Explicit choice, else on for the architectures the engine lists (where it lists any)."""
     if not profile.breakable_graphs:
@@ -58,69 +34,6 @@ def breakable_enabled(requested: bool | None, architecture: str | None, profile:
     if requested is not None:
         return requested
     return architecture in BREAKABLE_ARCHITECTURES
-
-
-@dataclass(frozen=True)
-class VllmSizing:
-    """Everything before the managers: sizes, support, resolved mode."""
-
-    sizes_before_rounding: list[int]
-    sizes: list[int]
-    support: SupportLevel
-    resolution: Resolution
-    breakable: bool
-
-
-def vllm_sizing(
-    *,
-    profile: Profile,
-    gpu: GpuSpec,
-    requested: Mode,
-    backend: str,
-    max_num_seqs: int,
-    num_spec_tokens: int,
-    max_num_batched_tokens: int,
-    capture_sizes: tuple[int, ...] | None,
-    max_capture_size: int | None,
-    breakable: bool,
-    compiled: bool = True,
-    trtllm_artifacts: bool = True,
-    head_dim: int | None = None,
-) -> VllmSizing:
-    support = attention_support(
-        backend, gpu, support_rules(profile), trtllm_artifacts=trtllm_artifacts, head_dim=head_dim
-    )
-    resolution = resolve_mode(
-        requested,
-        support,
-        num_spec_tokens,
-        attention_splits=compiled and not breakable,
-        compiled=compiled,
-        breakable=breakable,
-        compile_off_keeps_full=profile.compile_off_keeps_full,
-    )
-    if capture_sizes is not None:
-        base = user_sizes(list(capture_sizes), max_num_batched_tokens)
-    else:
-        base = vllm_default_sizes(
-            max_num_seqs,
-            num_spec_tokens,
-            max_num_batched_tokens,
-            max_capture_size,
-            ceiling=capture_ceiling(gpu, profile),
-            decode_sizes=profile.spec_decode_capture_sizes,
-            add_max_num_batched_tokens=profile.captures_max_num_batched_tokens,
-        )
-    rounds = not profile.per_descriptor_rounding and (
-        profile.rounds_every_mode or resolution.mode.decode_mode() is Mode.FULL
-    )
-    if not resolution.mode:
-        sizes: list[int] = []
-    elif rounds:
-        sizes = round_for_spec_decode(base, num_spec_tokens + 1)
-    else:
-        sizes = base
-    return VllmSizing(base, sizes, support, resolution, breakable)
 
 
 def phase_descriptors(

@@ -51,6 +51,7 @@ MEMORY_ONLY = ("graph_memory_profiling",)  # the KV-budget estimate, never a rep
 PLAN_MODULES = {
     "plan.py",
     "vllm_plan.py",
+    "vllm_sizing.py",
     "sglang_plan.py",
     "mode_resolution.py",
     "capture_sizes.py",
