@@ -6,6 +6,7 @@ named: repository + number, and URL."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -23,6 +24,8 @@ OTHER_GLOBS = (
     (ROOT, "eaglegraph/known/data/reports/*.jsonl"),
     (ROOT.parent / "shared", "fixtures/crash-logs-dev*.jsonl"),
 )
+# The SHA-256 of the set as frozen at its completing commit: nobody edits it afterwards.
+FROZEN_SHA256 = "ea41715cdf4b7855f5b9ee6b3e28d6c7127472fa4be1da97de9ffaec28439b28"
 _GITHUB = re.compile(r"github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/(\d+)")
 
 
@@ -50,6 +53,10 @@ def _keys(record: dict) -> set[str]:
         if match:
             keys.add(f"{match.group(1).lower()}#{int(match.group(2))}")
     return keys
+
+
+def test_heldout4_is_frozen_as_committed() -> None:
+    assert hashlib.sha256(HELDOUT4.read_bytes()).hexdigest() == FROZEN_SHA256
 
 
 def test_other_sets_are_found_and_named() -> None:
