@@ -40,13 +40,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eaglegraph.known.triage_calibration import KB_VOTERS
+from eaglegraph.known.triage_calibration import COMMIT_LOWER, KB_VOTERS, MIN_SUPPORT, KindRate
 from eaglegraph.known.triage_commit import COMMIT
 from eaglegraph.results.similar import SimilarReport
 from eaglegraph.results.triage import TriageResult
+from eaglegraph.triage.commit import best_kind
 from eaglegraph.triage.diagnose import triage_text
 
 PARTS = ("tune", "calibration")
+# The lower bounds --cv compares (`known.triage_calibration.COMMIT_LOWER` is one of them).
+CV_BOUNDS = (0.0, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7)
 BINS = (0.3, 0.5, 0.6, 0.8, 1.01)
 COMMAND_TIMEOUT_S = 300.0
 
@@ -221,6 +224,56 @@ def fit(rows: list[Graded]) -> dict:
     }
 
 
+def _commits(rows: list[Graded], table: dict[str, KindRate], bound: float | None) -> list[bool]:
+    """Which rows commit when the kinds' counts are `table`: under the interval gate at `bound`,
+    or (bound None) under the gate it replaced (seen on MIN_SUPPORT reports, rate >= COMMIT)."""
+    out = []
+    for g in rows:
+        if bound is None:
+            seen = [table[k] for k in g.kinds if k in table and table[k].n >= MIN_SUPPORT]
+            kind = max(seen, key=lambda k: (k.rate, k.n), default=None)
+        else:
+            kind = best_kind(g.kinds, table, bound)
+        out.append(kind is not None and kind.rate >= COMMIT)
+    return out
+
+
+def cross_validate(sources: dict[str, list[Graded]]) -> dict:
+    """Leave one source out: fit the kinds' counts on the other sources, count on the one left
+    out how many verdicts each gate commits and how many of those are right."""
+    out: dict[str, Any] = {"bounds": {}}
+    gates: list[float | None] = [None, *CV_BOUNDS]
+    for bound in gates:
+        per: dict[str, list[int]] = {}
+        for name, rows in sources.items():
+            rest = [g for other, rs in sources.items() if other != name for g in rs]
+            table = {k: KindRate(k, r, n) for k, (r, n) in fit(rest)["kinds"].items()}
+            done = _commits(rows, table, bound)
+            committed = [g for g, c in zip(rows, done, strict=True) if c]
+            per[name] = [sum(g.category == g.label for g in committed), len(committed)]
+        right = sum(r for r, _ in per.values())
+        n = sum(n for _, n in per.values())
+        key = "support>=3" if bound is None else f"{bound:.2f}"
+        out["bounds"][key] = {"sources": per, "right": right, "committed": n}
+    out["chosen"] = f"{COMMIT_LOWER:.2f}"
+    return out
+
+
+def render_cv(cv: dict) -> str:
+    names = list(next(iter(cv["bounds"].values()))["sources"])
+    lines = [
+        "leave one source out: committed right/n on the source left out",
+        "gate        " + " ".join(f"{Path(n).stem[:12]:>12}" for n in names) + "   all  prec",
+    ]
+    for key, row in cv["bounds"].items():
+        cells = " ".join(f"{f'{r}/{n}':>12}" for r, n in row["sources"].values())
+        prec = f"{100 * row['right'] / row['committed']:.0f}%" if row["committed"] else "-"
+        mark = " <" if key == cv["chosen"] else ""
+        label = key if key.startswith("support") else f"lower>={key}"
+        lines.append(f"{label:<12}{cells} {row['right']:>3}/{row['committed']:<3} {prec:>4}{mark}")
+    return "\n".join(lines)
+
+
 def render_fit(f: dict) -> str:
     lines = [f"fitted on {f['reports']} reports: evidence kind  right/n"]
     lines += [f"  {k:<34} {r}/{n}" for k, (r, n) in f["kinds"].items()]
@@ -277,12 +330,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run-commands", action="store_true", help="run every suggested command")
     ap.add_argument("--jobs", type=int, default=1, help="commands run at once (--run-commands)")
     ap.add_argument("--fit", action="store_true", help="count known.triage_calibration's rows")
+    ap.add_argument(
+        "--cv", action="store_true", help="leave one file out: commits under each gate's bound"
+    )
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per report")
     args = ap.parse_args(argv)
     for f in args.files:
         if not f.is_file():
             ap.error(f"no such file: {f}")
+    if args.cv:
+        sources = {str(f): [grade(r) for r in load(f)] for f in args.files}
+        cv = cross_validate(sources)
+        print(json.dumps(cv, indent=2) if args.json else render_cv(cv))
+        return 0
     reports = [r for f in args.files for r in load(f)]
     if args.part:
         reports = [r for r in reports if part_of(r) == args.part]

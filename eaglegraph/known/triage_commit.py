@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eaglegraph.known.triage_rules import WEAK
+from eaglegraph.known.triage_categories import Category
+from eaglegraph.known.triage_rules import OOB, STALE, WEAK, Conditions, when
 
 # A verdict at or above this stated confidence is committed (and must be right >= 90 %).
 COMMIT = 0.6
@@ -86,6 +87,7 @@ TIER_WHY: dict[str, str] = {
     "named-log": "a line of the log names the class",
     "named-said": "only the reporter's own statements name the class",
     "guess": "evidence points at the class, but none names it",
+    "between": "the evidence names a pair of classes it cannot tell apart (UNDECIDED)",
     "nothing": "no rule fired: nothing in the report points anywhere",
 }
 
@@ -114,5 +116,66 @@ ASK_FOR: tuple[Ask, ...] = (
         "ranks",
         "the stacks of every rank while it is stuck: `eaglegraph stacks PID --subprocesses` "
         "on each host, and every rank's log",
+    ),
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Undecided(Conditions):
+    """Evidence that cannot tell `classes` apart: when its facts hold and the verdict is one
+    of them, the verdict names both and never commits (its tier is "between"); `ask` is what
+    separates them, `{probe}` the reproduction triage suggests."""
+
+    id: str
+    classes: tuple[Category, ...]
+    why: str
+    ask: str
+
+
+# What separates a stale read from an index computed out of range (crash-triage.md,
+# "Discriminating facts" 3 and 4): a synchronous error names the faulting index, and a stale
+# replayed buffer goes away with graphs off.
+_SEPARATE = (
+    "what separates an out-of-range index from a stale buffer: the first error with "
+    "`CUDA_LAUNCH_BLOCKING=1` (the faulting line and its index), and whether it still fails "
+    'with CUDA graphs off (vLLM `--compilation-config \'{{"cudagraph_mode": "NONE"}}\'`, '
+    "SGLang `--disable-cuda-graph`); `{probe}` replays the step's padded batches and reports "
+    "a stale or out-of-range read"
+)
+
+
+def _undecided(rid: str, classes: tuple[Category, ...], facts: str, why: str) -> Undecided:
+    return Undecided(id=rid, classes=classes, why=why, ask=_SEPARATE, **vars(when(facts)))
+
+
+UNDECIDED: tuple[Undecided, ...] = (
+    # An illegal memory access or a misaligned address says only that an address was bad.
+    # crash-triage.md files such faults under both classes: a stale row of a padded buffer
+    # (vllm#43682 block_table[-1], sglang#10892 positions) and a misaligned offset or an index
+    # past the end (vllm#46324, vllm#39773). Nothing of the report names either here: no index
+    # assert, no padding or shrink, no stale values, no synchronous faulting line.
+    _undecided(
+        "bad-address",
+        (STALE, OOB),
+        "?mech.async ?says.fault !mech.oob !says.oob !ctx.replay !ctx.fault-at-index "
+        "!log.padding !log.shrink-fault !log.position-key !says.shrink !says.stale "
+        "!says.garbage-index !phase.capture !says.capture-failed",
+        "an illegal memory access or misaligned address is a bad address, which a stale "
+        "row of a replayed buffer gives as often as an index computed past a buffer's end",
+    ),
+    # A device-side index assert names an index out of range, but not where the index came
+    # from. When the failure comes and goes with load or time for the same setup, the index
+    # was read from a buffer whose contents depend on timing: freed and reused, or left stale
+    # by an earlier replay (crash-triage.md: vllm#39773's stale gather indices, sglang#23037's
+    # stale padded rows). An index computed out of range from the requests fails the same way
+    # each time they recur; only a synchronous faulting line tells the two apart.
+    _undecided(
+        "index-assert-comes-and-goes",
+        (OOB, STALE),
+        "mech.oob ?says.under-load ?says.intermittent !phase.capture !says.capture-failed "
+        "!ctx.launch-blocking !says.launch-blocking",
+        "an index assert that comes and goes with load or time read its index from a buffer "
+        "whose contents depend on timing: a stale or reused buffer as often as an index "
+        "computed out of range",
     ),
 )

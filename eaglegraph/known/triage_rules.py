@@ -277,6 +277,12 @@ STATEMENTS: tuple[Statement, ...] = (
         "only under load: more batch sizes, more padded replays",
     ),
     Statement(
+        "says.intermittent",
+        r"\bintermittent\w*|\boccasional(?:ly)?\b|\bsporadic\w*|non-?deterministic\w*|"
+        r"from time to time|once in a while|long[- ]running",
+        "the failure comes and goes for the same setup: what it reads depends on timing",
+    ),
+    Statement(
         "says.stale",
         r"\bstale\b|left ?over (?:values|data|rows)|(?:values?|data) from (?:a|the) previous "
         r"(?:replay|step|run|iteration|batch|round)|retains? (?:data|values) from|"

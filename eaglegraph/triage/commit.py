@@ -4,8 +4,12 @@ A verdict commits only on evidence that names its class (`known.triage_commit`):
 of the winner's rules that are not inferences must reach NAMED_WEIGHT and hold NAMED_SHARE of
 all the weight in the report. Which of those rules it rests on is its *evidence kind*; the
 confidence it states is that kind's rate on reports no rule was written for
-(`known.triage_calibration`), and it commits only when the kind is proven there and its rate
-reaches COMMIT. The knowledge base is one more kind: the nearest known reports all filed under
+(`known.triage_calibration`), and it commits only when the kind passes the gate there (the
+lower end of the Wilson interval of its counts reaches COMMIT_LOWER: precise, and seen often
+enough to say so) and its rate reaches COMMIT. Evidence that cannot tell two classes apart
+(`known.triage_commit.UNDECIDED`: a bad address alone, an index assert that comes and goes)
+puts the verdict "between" them: it never commits and asks for what separates them. The
+knowledge base is one more kind: the nearest known reports all filed under
 the verdict's class (`kb-unanimous`), counted only beside evidence of the report's own that
 names the class (a named tier): similar reports are not evidence that names anything in this
 report, and alone they were wrong as often as the unproven kinds on the dev sets (a guess of
@@ -16,12 +20,15 @@ lists what to ask the customer for.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from eaglegraph.known.triage_calibration import (
+    COMMIT_LOWER,
     KB_UNANIMOUS,
     KB_VOTERS,
     KINDS,
+    MIN_SUPPORT,
     TIER_RATES,
     KindRate,
 )
@@ -32,6 +39,8 @@ from eaglegraph.known.triage_commit import (
     NAMED_SHARE,
     NAMED_WEIGHT,
     NOT_COMMITTED_CAP,
+    UNDECIDED,
+    Undecided,
 )
 from eaglegraph.known.triage_rules import NO_EVIDENCE_CONFIDENCE
 from eaglegraph.results.triage import Category, TriageConfig
@@ -48,6 +57,8 @@ class Commitment:
     # The rules whose evidence names the winner, and the one its confidence rests on.
     kinds: list[str]
     kind: str | None
+    # The evidence that cannot tell the verdict's class from another (tier "between").
+    undecided: Undecided | None = None
 
 
 def naming(v: Verdict) -> list[Contribution]:
@@ -55,12 +66,21 @@ def naming(v: Verdict) -> list[Contribution]:
     return [c for c in v.contributions if c.category == v.category and c.rule not in INFERRED]
 
 
+def undecided(v: Verdict) -> Undecided | None:
+    """The first UNDECIDED row whose facts hold and whose classes hold the verdict's."""
+    facts = set(v.facts)
+    return next((u for u in UNDECIDED if v.category in u.classes and u.holds(facts)), None)
+
+
 def tier_of(v: Verdict) -> str:
     """'named-log' (a log line names the class), 'named-said' (only the reporter's words do),
-    'guess' (evidence points at the class without naming it) or 'nothing'."""
+    'between' (the evidence cannot tell the class from another, `UNDECIDED`), 'guess'
+    (evidence points at the class without naming it) or 'nothing'."""
     total = sum(w for w in v.scores.values() if w > 0)
     if total <= 0:
         return "nothing"
+    if undecided(v) is not None:
+        return "between"
     named = naming(v)
     weight = sum(c.weight for c in named)
     if weight < NAMED_WEIGHT or v.scores[v.category] / total < NAMED_SHARE:
@@ -74,10 +94,14 @@ def evidence_kinds(v: Verdict) -> list[str]:
     return list(dict.fromkeys(c.rule for c in naming(v) if c.rule))
 
 
-def best_kind(kinds: list[str]) -> KindRate | None:
-    """The proven kind with the highest rate among `kinds` (None when none is proven)."""
-    proven = [KINDS[k] for k in kinds if k in KINDS and KINDS[k].proven]
-    return max(proven, key=lambda k: (k.rate, k.n), default=None)
+def best_kind(
+    kinds: list[str], table: Mapping[str, KindRate] = KINDS, bound: float = COMMIT_LOWER
+) -> KindRate | None:
+    """The kind with the highest rate among `kinds` whose counts in `table` pass the gate
+    (the lower bound of their interval reaches `bound`); None when none does. The arguments
+    are for cross-validation (`scripts/triage_eval.py --cv`); triage uses the defaults."""
+    passing = [table[k] for k in kinds if k in table and table[k].passes(bound)]
+    return max(passing, key=lambda k: (k.rate, k.n), default=None)
 
 
 def _lacks(v: Verdict, cfg: TriageConfig, state: ScanState) -> list[str]:
@@ -125,12 +149,18 @@ def commitment(
     if named and kb_unanimous(v, neighbours or []):
         kinds.append(KB_UNANIMOUS)
     kind = best_kind(kinds)
-    if kind is not None:
-        confidence = kind.rate
+    rated = kind or max(
+        (KINDS[k] for k in kinds if k in KINDS and KINDS[k].n >= MIN_SUPPORT),
+        key=lambda k: (k.rate, k.n),
+        default=None,
+    )
+    if rated is not None:
+        confidence = rated.rate
     elif tier == "nothing":
         confidence = NO_EVIDENCE_CONFIDENCE
     else:
-        confidence = TIER_RATES["named" if tier.startswith("named") else tier].rate
+        key = "named" if named else tier
+        confidence = TIER_RATES.get(key, KindRate(key, 0, 0)).rate
     committed = kind is not None and confidence >= COMMIT
     if not committed:
         confidence = min(confidence, NOT_COMMITTED_CAP)
@@ -142,5 +172,6 @@ def commitment(
         committed,
         [] if committed else asks,
         kinds,
-        kind.kind if kind is not None else None,
+        rated.kind if rated is not None else None,
+        undecided(v) if tier == "between" else None,
     )

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import BinaryIO
 
 from eaglegraph.known.hazards import Hazard
-from eaglegraph.known.triage_calibration import KB_UNANIMOUS, KB_VOTERS, KINDS
+from eaglegraph.known.triage_calibration import COMMIT_LOWER, KB_UNANIMOUS, KB_VOTERS, KINDS
 from eaglegraph.known.triage_rules import MISSING, WEAK
 from eaglegraph.known.versions import parse_version, version_text
 from eaglegraph.results.findings import Finding, Severity
@@ -234,8 +234,8 @@ def _kind_notes(kinds: list[str], kind: str | None) -> list[str]:
             out.append(f"evidence {k}: not yet seen on unseen reports, so it cannot commit")
         elif not rate.proven:
             out.append(
-                f"evidence {k}: right on {rate.right} of {rate.n} unseen reports, "
-                "too few to commit on"
+                f"evidence {k}: right on {rate.right} of {rate.n} unseen reports, too few to "
+                f"commit on (interval's lower end {rate.lower:.2f} < {COMMIT_LOWER})"
             )
         elif k == kind:
             out.append(f"evidence {k}: right on {rate.right} of {rate.n} unseen reports")
@@ -287,7 +287,25 @@ def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> Tri
     if state.bytes_read == 0:
         notes.append("the input is empty")
     notes += _kind_notes(commit.kinds, commit.kind)
-    if not commit.committed:
+    ask_for = commit.ask_for
+    alternatives = [
+        Alternative(c, s, rules.calibrated(conf)) for c, s, conf in rules.alternatives(verdict)
+    ]
+    if commit.undecided is not None:
+        u = commit.undecided
+        # The evidence weighs the pair's other class as much: it is the runner-up, at the
+        # verdict's confidence.
+        pair = [c for c in u.classes if c != verdict.category]
+        alternatives = [Alternative(c, verdict.scores.get(c, 0.0), confidence) for c in pair] + [
+            a for a in alternatives if a.category not in pair
+        ]
+        others = " or ".join(pair)
+        notes.append(
+            f"between {verdict.category} and {others}: {u.why}; nothing in the report tells "
+            "them apart"
+        )
+        ask_for = [u.ask.format(probe=command or "eaglegraph probe PAIR"), *ask_for]
+    elif not commit.committed:
         notes.append(
             f"not enough evidence to commit to {verdict.category}: nothing in the report names "
             "it (a primary error line of that kind, the phase, the reporter's own statement)"
@@ -306,9 +324,7 @@ def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> Tri
         config=cfg,
         category=verdict.category,
         confidence=confidence,
-        alternatives=[
-            Alternative(c, s, rules.calibrated(conf)) for c, s, conf in rules.alternatives(verdict)
-        ],
+        alternatives=alternatives,
         scores=verdict.scores,
         phase=verdict.phase,
         primary_error=primary_ev,
@@ -328,7 +344,7 @@ def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> Tri
         notes=notes,
         committed=commit.committed,
         tier=commit.tier,
-        ask_for=commit.ask_for,
+        ask_for=ask_for,
         evidence_kinds=commit.kinds,
         evidence_kind=commit.kind,
         distributed=distributed(verdict, cfg, state),

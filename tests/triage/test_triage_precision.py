@@ -10,9 +10,19 @@ from io import StringIO
 
 from rich.console import Console
 
-from eaglegraph.known.triage_calibration import KB_UNANIMOUS, KB_VOTERS, KINDS
+from eaglegraph.known.triage_calibration import (
+    COMMIT_LOWER,
+    FIT_SOURCES,
+    KB_UNANIMOUS,
+    KB_VOTERS,
+    KINDS,
+    WILSON_Z,
+    KindRate,
+    wilson_lower,
+)
 from eaglegraph.known.triage_commit import COMMIT
 from eaglegraph.reports.triage_view import render_triage
+from eaglegraph.triage.commit import best_kind
 from eaglegraph.triage.diagnose import triage_text
 
 from .helpers_triage import DEV_SETS, HERE, eval_script
@@ -24,6 +34,12 @@ ENGINE = (
 )
 OOM = "torch.OutOfMemoryError: CUDA out of memory.\n"
 IMA = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+DEVICE_ASSERT = "RuntimeError: CUDA error: device-side assert triggered\n"
+INDEX_ASSERT = (
+    "/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:111: operator(): block: [0,0,0], "
+    'thread: [0,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && "index out of bounds"`'
+    " failed.\n"
+)
 WIDTH = "RuntimeError: The size of tensor a (4096) must match the size of tensor b (12288)\n"
 K_LIMIT = "ValueError: num_speculative_tokens > 4 is not supported by the FlashMLA decode kernel\n"
 
@@ -88,8 +104,8 @@ def test_nearest_known_reports_all_of_the_class_commit() -> None:
 
 def test_nearest_known_reports_alone_do_not_commit_a_guess() -> None:
     """Unanimous nearest reports count only beside evidence of the report's own that names the
-    class: an inference (an async fault while serving is most often a stale read) stays a
-    guess even when every neighbour is a stale read."""
+    class: an inference (a bare device-side assert in serving is most often an index check)
+    stays a guess even when every neighbour is an out-of-bounds index."""
     import io
 
     from eaglegraph.triage import facts, rules
@@ -106,7 +122,7 @@ def test_nearest_known_reports_alone_do_not_commit_a_guess() -> None:
         return c.tier, c.committed, c.kinds
 
     tier, committed, kinds = commit_of(
-        ENGINE.format(v="0.23.0").replace("VLLM_USE_V2_MODEL_RUNNER=1\n", "") + IMA
+        ENGINE.format(v="0.23.0").replace("VLLM_USE_V2_MODEL_RUNNER=1\n", "") + DEVICE_ASSERT
     )
     assert tier == "guess" and not committed and KB_UNANIMOUS not in kinds
     tier, committed, kinds = commit_of(ENGINE.format(v="0.23.0") + OOM)
@@ -135,10 +151,74 @@ def test_evidence_wrong_on_unseen_reports_does_not_commit() -> None:
 
 
 def test_an_inference_alone_does_not_commit() -> None:
-    """An async fault in serving is *most often* a stale read: a guess, never committed."""
-    r = triage_text(ENGINE.format(v="0.23.0").replace("VLLM_USE_V2_MODEL_RUNNER=1\n", "") + IMA)
-    assert r.category == "stale-buffer-read" and r.tier == "guess" and not r.committed
+    """A bare device-side assert in serving is *most often* an index check: a guess, never
+    committed."""
+    head = ENGINE.format(v="0.23.0").replace("VLLM_USE_V2_MODEL_RUNNER=1\n", "")
+    r = triage_text(head + DEVICE_ASSERT)
+    assert r.category == "oob-index" and r.tier == "guess" and not r.committed
     assert r.confidence < COMMIT and r.ask_for
+
+
+def test_a_bad_address_alone_is_between_a_stale_read_and_an_oob_index() -> None:
+    """An illegal memory access says only that an address was bad: a stale replayed row gives
+    one as often as an index past a buffer's end. The verdict names both, never commits, and
+    asks first for what separates them: a synchronous faulting line, graphs off, the probe."""
+    r = triage_text(ENGINE.format(v="0.23.0").replace("VLLM_USE_V2_MODEL_RUNNER=1\n", "") + IMA)
+    assert r.category == "stale-buffer-read" and r.tier == "between" and not r.committed
+    assert r.confidence < COMMIT and r.evidence_kinds == []
+    assert any(n.startswith("between stale-buffer-read and oob-index") for n in r.notes)
+    first = r.ask_for[0]
+    assert "CUDA_LAUNCH_BLOCKING=1" in first and '"cudagraph_mode": "NONE"' in first
+    assert r.reproduce and f"`{r.reproduce}`" in first
+
+
+def test_an_index_assert_that_comes_and_goes_is_between_oob_and_a_stale_read() -> None:
+    """An index assert names an index out of range, and commits; when the report says it comes
+    and goes under load, the index was read from a buffer whose contents depend on timing
+    (sglang#18744: a freed index tensor), so it names both classes and does not commit."""
+    steady = triage_text(f"[Bug] EAGLE decode crashes\n\n```\n{INDEX_ASSERT}```\n")
+    assert steady.category == "oob-index" and steady.committed
+    assert "log-index-assert" in steady.evidence_kinds
+    for said in ("intermittently", "under high concurrency", "occasionally"):
+        r = triage_text(f"[Bug] EAGLE decode crashes {said}\n\n```\n{INDEX_ASSERT}```\n")
+        assert r.category == "oob-index" and r.tier == "between" and not r.committed, said
+        assert any(n.startswith("between oob-index and stale-buffer-read") for n in r.notes)
+        assert "CUDA_LAUNCH_BLOCKING=1" in r.ask_for[0]
+    captured = triage_text(
+        "[Bug] EAGLE crashes intermittently during CUDA graph capture\n\n"
+        f"```\nCapturing CUDA graphs: 10%\n{INDEX_ASSERT}```\n"
+    )
+    assert captured.tier != "between"
+
+
+def test_the_commit_gate_is_the_lower_end_of_the_kinds_interval() -> None:
+    """A kind commits when the lower end of its Wilson interval reaches COMMIT_LOWER: 3 right
+    of 3 does, 5 of 6 does not (same point estimate territory, more doubt), 2 of 2 never."""
+    assert KindRate("a", 3, 3).passes() and KindRate("a", 14, 15).passes()
+    assert not KindRate("a", 5, 6).passes() and not KindRate("a", 2, 2).passes()
+    assert abs(wilson_lower(3, 3) - 3 / (3 + WILSON_Z**2)) < 1e-9
+    table = {"x": KindRate("x", 5, 6), "y": KindRate("y", 3, 3), "z": KindRate("z", 9, 10)}
+    assert best_kind(["x", "y"], table) == table["y"]
+    assert best_kind(["x"], table) is None and best_kind(["x"], table, 0.4) == table["x"]
+    assert best_kind(["y", "z"], table) == table["z"]
+    for k in KINDS.values():
+        assert k.proven == (wilson_lower(k.right, k.n) >= COMMIT_LOWER), k
+
+
+def test_the_bound_is_the_loosest_that_keeps_every_left_out_set_at_90_percent() -> None:
+    """Leave one fit source out: the chosen bound keeps every fold's commits >= 90 % right, and
+    no looser bound of those compared does."""
+    ev = eval_script()
+    sources = {s: [ev.grade(r) for r in ev.load(HERE.parents[1] / s)] for s in FIT_SOURCES}
+    cv = ev.cross_validate(sources)
+
+    def keeps(row: dict) -> bool:
+        return all(n == 0 or r / n >= 0.9 for r, n in row["sources"].values())
+
+    rows = cv["bounds"]
+    assert keeps(rows[cv["chosen"]]) and rows[cv["chosen"]]["committed"] >= 10, rows
+    looser = [b for b in ev.CV_BOUNDS if b < COMMIT_LOWER]
+    assert looser and not any(keeps(rows[f"{b:.2f}"]) for b in looser), rows
 
 
 # -- fixes only when they apply ----------------------------------------------------------------
