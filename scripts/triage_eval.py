@@ -1,7 +1,7 @@
 """Acceptance figures of `eaglegraph triage` on labelled reports (JSONL, crash-triage.md fields).
 
     python scripts/triage_eval.py FILE.jsonl [FILE2.jsonl ...] [--part tune|calibration]
-                                  [--run-commands] [--fit] [--json] [-v]
+                                  [--run-commands] [--fit] [--cv] [--json] [-v]
 
 Each report is triaged twice: its `log_excerpt` alone (what `eaglegraph triage LOG` sees) and as a
 ticket (the title line above the text; text without its own fences is fenced as the log). The
@@ -16,8 +16,13 @@ with `--run-commands`, every suggested `eaglegraph` command run as printed (the 
 each evidence kind (a rule naming the verdict's class, or the nearest known reports all filed
 under it), how often the verdicts it named were right; the same per tier; and how often the knowledge base's nearest reports (the report's own
 URL left out) agreed with the verdict and were right then. That table is fitted on
-`known.triage_calibration.FIT_SOURCES` (heldout-frozen and heldout-2, each read once as a
-held-out set before it became a dev set).
+`known.triage_calibration.FIT_SOURCES` (heldout-frozen, heldout-2 and heldout-3, each read once
+as a held-out set before it became a dev set).
+
+`--cv` leaves each given file out in turn: the kinds' counts fitted on the others, it counts on
+the one left out how many verdicts commit, and how many of those are right, under the gate
+triage used before (a kind seen on MIN_SUPPORT reports) and under each lower bound of CV_BOUNDS
+for the Wilson interval gate; `known.triage_calibration` quotes the table for its bound.
 
 `--part` keeps one part of the dev/tune data: a report belongs to `calibration` when the SHA-256
 of its URL is 0 mod 3, else to `tune`.
