@@ -42,14 +42,7 @@ FIXED_EXTEND_STEP = 16
 
 # 0.5.3-0.5.9 `server_args.py::ServerArgs._generate_cuda_graph_batch_sizes`, 0.5.14-0.5.18
 # `::_generate_decode_cuda_graph_batch_sizes`, 0.5.19+ `arg_groups/cuda_graph_hook.py::
-# generate_decode_cuda_graph_batch_sizes` (speculative branch); 0.5.3 stops the 40s at 60
-SPEC_STRETCHES_053: tuple[Stretch, ...] = (
-    (1, 9, 1),
-    (10, 33, 2),
-    (40, 64, 4),
-    (72, 257, 8),
-    (272, None, 16),
-)
+# generate_decode_cuda_graph_batch_sizes` (speculative branch)
 SPEC_STRETCHES: tuple[Stretch, ...] = (
     (1, 9, 1),
     (10, 33, 2),
@@ -57,6 +50,8 @@ SPEC_STRETCHES: tuple[Stretch, ...] = (
     (72, 257, 8),
     (272, None, 16),
 )
+# 0.5.3 is the same list but for its third stretch: it stops the 40s at 60
+SPEC_STRETCHES_053: tuple[Stretch, ...] = (*SPEC_STRETCHES[:2], (40, 64, 4), *SPEC_STRETCHES[3:])
 SPEC_SOURCE = (
     "sglang 0.5.23 srt/arg_groups/cuda_graph_hook.py::generate_decode_cuda_graph_batch_sizes "
     "(0.5.3-0.5.18: srt/server_args.py::ServerArgs._generate_cuda_graph_batch_sizes)"

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from types import TracebackType
 from typing import Literal
 
 PhaseHook = Callable[[str], None]
@@ -39,12 +38,7 @@ class HookHandle:
     def __enter__(self) -> HookHandle:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.remove()
 
 
