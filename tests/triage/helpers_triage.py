@@ -8,6 +8,22 @@ from pathlib import Path
 HERE = Path(__file__).parent
 FIXTURES = HERE.parent / "fixtures"
 LOGS = HERE / "logs"
+# The top-level keys every triage JSON document carries (`eaglegraph triage --json`).
+TRIAGE_DOC_KEYS = (
+    "schema",
+    "framework",
+    "version",
+    "config",
+    "category",
+    "confidence",
+    "evidence",
+    "fixes",
+    "reproduce",
+    "alternatives",
+    "primary_error",
+    "secondary_errors",
+    "phase",
+)
 
 
 def dev_reports() -> list[dict]:

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from eaglegraph.cli import cli
 
-from .helpers_triage import LOGS
+from .helpers_triage import LOGS, TRIAGE_DOC_KEYS
 
 CRASH = LOGS / "vllm_mrv2_stale_ima.log"
 MODE = LOGS / "vllm_mode_downgrade.log"
@@ -36,16 +36,7 @@ def test_json_schema() -> None:
     assert res.exit_code == 0
     doc = json.loads(res.output)
     assert doc["schema"] == "eaglegraph.triage/1"
-    for key in (
-        "framework",
-        "version",
-        "config",
-        "category",
-        "confidence",
-        "evidence",
-        "fixes",
-        "reproduce",
-    ):
+    for key in TRIAGE_DOC_KEYS:
         assert key in doc
     assert doc["framework"] == "vllm" and doc["version"] == "0.19.1"
     assert doc["config"]["cudagraph_mode_resolved"] == "PIECEWISE"

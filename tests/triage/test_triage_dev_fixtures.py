@@ -8,7 +8,7 @@ from eaglegraph.results.triage import CATEGORIES, TRIAGE_SCHEMA
 from eaglegraph.serial import document, to_jsonable
 from eaglegraph.triage.diagnose import triage_text
 
-from .helpers_triage import assert_evidence_points_at_lines, dev_reports
+from .helpers_triage import TRIAGE_DOC_KEYS, assert_evidence_points_at_lines, dev_reports
 
 REPORTS = dev_reports()
 
@@ -50,21 +50,7 @@ def test_dev_report_evidence_and_schema(report: dict) -> None:
     assert_evidence_points_at_lines(result, report["log_excerpt"])
     assert 0.0 <= result.confidence <= 1.0
     doc = document(TRIAGE_SCHEMA, result)
-    for key in (
-        "schema",
-        "framework",
-        "version",
-        "config",
-        "category",
-        "confidence",
-        "evidence",
-        "fixes",
-        "reproduce",
-        "alternatives",
-        "primary_error",
-        "secondary_errors",
-        "phase",
-    ):
+    for key in TRIAGE_DOC_KEYS:
         assert key in doc
     assert doc["schema"] == "eaglegraph.triage/1"
     assert to_jsonable(result)["category"] in CATEGORIES
