@@ -13,8 +13,10 @@ can instead sit on the flag's row (`known.profiles` `Flag.hazard`, a `HazardSpec
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
+from eaglegraph.known.hazard_spec import HazardSpec
 from eaglegraph.known.profiles import FLAGS, Flag
 from eaglegraph.known.tables import keyed
 from eaglegraph.known.upstream import Upstream, upstream
@@ -97,21 +99,16 @@ def flag_hazards(flags: Iterable[Flag]) -> list[Hazard]:
     """The hazards flags declare beside themselves (`Flag.hazard`): fixed by the flag's change,
     reproduced by its off state."""
     return [
-        Hazard(
-            spec.id,
-            flag.engine,
-            spec.mechanism,
-            fix=spec.fix,
-            fixed_by=flag.ref,
-            workaround=spec.workaround,
-            refs=spec.refs,
-            ref_note=spec.ref_note,
-            buffers=spec.buffers,
-            flag=flag.name,
-        )
+        Hazard(engine=flag.engine, fixed_by=flag.ref, flag=flag.name, **_spec_fields(spec))
         for flag in flags
         if (spec := flag.hazard) is not None
     ]
+
+
+def _spec_fields(spec: HazardSpec) -> dict[str, Any]:
+    """A `HazardSpec`'s fields, each a `Hazard` field of the same name: a field added to the
+    spec reaches the hazard without another line here."""
+    return {f.name: getattr(spec, f.name) for f in fields(spec)}
 
 
 HAZARDS: dict[str, Hazard] = keyed(

@@ -15,6 +15,7 @@ both), plus a `Flag` and a `Profile` field when it brings new semantics.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from eaglegraph.errors import unknown_choice
 from eaglegraph.known.hazard_spec import HazardSpec
@@ -472,6 +473,10 @@ class Profile:
         return {name: (on, FLAGS[name].ref) for name, on in self.flags().items()}
 
 
+# what a `Release` entry sets on its profile itself, whatever its predecessor had
+RELEASE_OWN_FIELDS = ("name", "engine", "summary", "versions", "refs", "version_note", "runner")
+
+
 @dataclass(frozen=True)
 class Release:
     """One profile as data: the flags its releases changed against its predecessor.
@@ -479,8 +484,8 @@ class Release:
     The predecessor is the engine's previous mainline release in `RELEASES`; the oldest one is
     stated against current semantics (the `Profile` defaults: what was still off, or on, then).
     A profile that models one change out of line (`branch_of`) is the named profile with only
-    that change undone. Name, summary, versions, refs, note and runner belong to the entry alone;
-    only flags carry over.
+    that change undone. The fields of `RELEASE_OWN_FIELDS` belong to the entry alone; only flags
+    carry over.
     """
 
     name: str
@@ -506,17 +511,8 @@ class Release:
 
     def apply(self, base: Profile) -> Profile:
         """The predecessor's flags with this release's delta, and this entry's own metadata."""
-        return replace(
-            base,
-            name=self.name,
-            engine=self.engine,
-            summary=self.summary,
-            versions=self.versions,
-            refs=self.refs,
-            version_note=self.version_note,
-            runner=self.runner,
-            **self.delta,
-        )
+        own: dict[str, Any] = {name: getattr(self, name) for name in RELEASE_OWN_FIELDS}
+        return replace(base, **own | self.delta)
 
 
 def _pr(ref: str) -> str:
