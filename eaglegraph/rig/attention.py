@@ -15,7 +15,7 @@ split point of segmented (PIECEWISE/BREAKABLE) graphs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import torch
@@ -36,27 +36,32 @@ from eaglegraph.rig.buffers import BufferRegistry
 
 
 @dataclass
-class CommonMetadata:
-    """What every builder starts from (vLLM's CommonAttentionMetadata, reduced)."""
+class BatchTensors:
+    """The batch as flash-attn and Triton kernels read it: the part of the common metadata that
+    their metadata passes on unchanged."""
 
     query_start_loc: torch.Tensor
     seq_lens: torch.Tensor
     block_table: torch.Tensor
-    seq_lens_cpu: list[int]
     num_reqs: int
     num_tokens: int
     max_query_len: int
+
+    def batch_tensors(self) -> dict[str, Any]:
+        """These fields by name, to build another `BatchTensors` from this one."""
+        return {f.name: getattr(self, f.name) for f in fields(BatchTensors)}
+
+
+@dataclass
+class CommonMetadata(BatchTensors):
+    """What every builder starts from (vLLM's CommonAttentionMetadata, reduced)."""
+
+    seq_lens_cpu: list[int]
     owner: str
 
 
 @dataclass
-class FlashAttnMetadata:
-    query_start_loc: torch.Tensor
-    seq_lens: torch.Tensor
-    block_table: torch.Tensor
-    num_reqs: int
-    num_tokens: int
-    max_query_len: int
+class FlashAttnMetadata(BatchTensors):
     guard_ids: dict[str, int] = field(default_factory=dict)
     style: str = "flash_attn"
     # FA3's split-KV cap for this batch (known.attention_workspace); None: not FA3, no scratch
@@ -100,12 +105,7 @@ class FlashAttnBuilder:
             block_table="block_table",
         )
         return FlashAttnMetadata(
-            query_start_loc=common.query_start_loc,
-            seq_lens=common.seq_lens,
-            block_table=common.block_table,
-            num_reqs=common.num_reqs,
-            num_tokens=common.num_tokens,
-            max_query_len=common.max_query_len,
+            **common.batch_tensors(),
             guard_ids=ids,
             fa3_splits=(
                 None

@@ -68,7 +68,7 @@ class StepMetadata:
             else (b.eagle_qsl, b.eagle_seq_lens)
         )
         return CommonMetadata(
-            qsl, sl, b.block_table, seq_lens_cpu, num_reqs, num_tokens, max_q, owner
+            qsl, sl, b.block_table, num_reqs, num_tokens, max_q, seq_lens_cpu, owner
         )
 
     def build(self, builder: Builder, common: CommonMetadata) -> Metadata:

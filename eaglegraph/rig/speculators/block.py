@@ -45,7 +45,7 @@ class BlockSpeculator(Speculator):
         """Metadata over the query blocks: K+1 rows per request, over its own query buffers."""
         p, d, k1 = self.parts, self.block, self.parts.config.num_speculative_tokens + 1
         common = CommonMetadata(
-            d.qsl, d.seq_lens, p.bufs.block_table, lens, num_reqs, num_reqs * k1, k1, "dflash"
+            d.qsl, d.seq_lens, p.bufs.block_table, num_reqs, num_reqs * k1, k1, lens, "dflash"
         )
         return p.metadata.build(p.metadata.draft_builder, common)
 
