@@ -168,8 +168,9 @@ class PhasePlanFacts:
 
 
 @dataclass
-class PlanFacts:
-    """The capture plan: sizes, the mode resolved per phase, and why it was downgraded."""
+class PlanSettings:
+    """What a capture plan was built for: engine, profile, backend, K and the batch limits.
+    The rig's live plan (`rig.plan.CapturePlan`) and this record of it both extend it."""
 
     framework: str
     behavior: str
@@ -177,6 +178,12 @@ class PlanFacts:
     num_speculative_tokens: int
     max_num_seqs: int
     max_num_batched_tokens: int
+
+
+@dataclass
+class PlanFacts(PlanSettings):
+    """The capture plan: sizes, the mode resolved per phase, and why it was downgraded."""
+
     requested_mode: str
     resolved_mode: str
     downgrades: list[str]

@@ -14,6 +14,7 @@ from eaglegraph.known.profiles import FLAGS
 from eaglegraph.known.runners import ModelRunner
 from eaglegraph.known.upstream import cite
 from eaglegraph.results.findings import Finding, Severity
+from eaglegraph.results.inspect import PlanSettings
 from eaglegraph.rig.descriptors import BatchDescriptor, Dispatcher, describe_padding
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.mrv1_plan import drafter_keys, drafter_mode, mrv1_profile, target_keys
@@ -64,13 +65,7 @@ class PhasePlan:
 
 
 @dataclass
-class CapturePlan:
-    framework: str
-    behavior: str
-    attention_backend: str
-    num_speculative_tokens: int
-    max_num_seqs: int
-    max_num_batched_tokens: int
+class CapturePlan(PlanSettings):
     requested_mode: Mode
     resolved_mode: Mode
     downgrades: list[str]
