@@ -163,10 +163,6 @@ class DpRule:
     def kind(self) -> DpRuleKind:
         return self.spec.kind
 
-    @property
-    def width(self) -> int:
-        return self.spec.width
-
 
 def dp_rule(profile: Profile, runner: ModelRunner | None = None) -> DpRule:
     """The DP agreement `profile` computes. For vLLM the runner picks the rule: `runner`, else

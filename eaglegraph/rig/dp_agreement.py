@@ -49,7 +49,7 @@ def _drive(rank: int, batch: RankBatch, setup: DpSetup, rule: DpRule) -> Driver:
     program = _program(rank, batch, setup, rule, trace)
     pending = next(program, None)
     syncs: list[SyncRecord] = []
-    width = rule.width
+    width = rule.spec.width
     while True:
         if pending is None:
             wire = [END] + [0] * width
