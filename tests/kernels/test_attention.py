@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import math
+from typing import Any
 
 import pytest
 import torch
@@ -10,8 +12,10 @@ import torch
 import eaglegraph.kernels.attention.tiles as tiles
 from eaglegraph.kernels.attention import (
     build_csr_page_indices,
+    csr,
     csr_paged_decode,
     csr_paged_prefill,
+    paged_prefill,
     varlen_paged_attention,
 )
 
@@ -260,6 +264,33 @@ def test_tile_choices(monkeypatch: pytest.MonkeyPatch, interpreted: bool) -> Non
                 kvh, bh, bn, bd = tiles.decode_tiles(head_dim, nkv, group, max_kv)
                 assert nkv % kvh == 0 and bh >= max(16, kvh * group) and bn >= 16
                 assert not interpreted or bn == 16 or bh * bn * kvh * bd <= tiles.INTERP_MAX_DOT
+
+
+def _constexpr_names(kernel: Any) -> set[str]:
+    params = inspect.signature(kernel.fn).parameters.values()
+    return {p.name for p in params if "constexpr" in str(p.annotation)}
+
+
+@pytest.mark.parametrize("interpreted", [False, True], ids=["compiled", "interpreted"])
+def test_tiles_name_their_kernels_constants(
+    monkeypatch: pytest.MonkeyPatch, interpreted: bool
+) -> None:
+    """`Tiles.constexprs()` and what each launch adds itself (the metadata style, causality,
+    the guard switch) are exactly the kernel's compile-time parameters, and the tile rows
+    are the ones each kernel's warp count was chosen for."""
+    monkeypatch.setattr(tiles, "interpreting", lambda: interpreted)
+    heads = tiles.Heads(num_kv_heads=4, group=3, head_dim=24, page_size=4, dot_f32=True)
+    prefill = tiles.Tiles.prefill(heads, 37, 256)
+    decode = tiles.Tiles.decode(heads, 256)
+    for kernel, tile, own in (
+        (paged_prefill._paged_prefill_kernel, prefill, {"CSR", "CAUSAL", "GUARD"}),
+        (csr._csr_decode_kernel, decode, {"GUARD"}),
+    ):
+        names = set(tile.constexprs()) - {"num_warps"}
+        assert names.isdisjoint(own) and names | own == _constexpr_names(kernel)
+        assert tile.constexprs()["GROUP_P2"] == 4 and tile.kv_head_programs * tile.kv_heads == 4
+    assert prefill.rows == prefill.block_rows * prefill.kv_heads * 4
+    assert decode.rows == decode.block_rows >= max(16, decode.kv_heads * 4)
 
 
 def test_varlen_empty_and_long_queries(device: torch.device, gen: torch.Generator) -> None:
