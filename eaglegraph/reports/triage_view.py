@@ -208,6 +208,13 @@ def _distributed(d: Distributed, console: Console) -> None:
     console.print(Padding(Folded(f"next: {d.next_step}"), (0, 0, 0, 2)))
 
 
+def _guess(result: TriageResult) -> str:
+    """The uncommitted verdict as the header states it: a "between" verdict names its pair."""
+    if result.tier == "between" and result.alternatives:
+        return f"between {result.category} and {result.alternatives[0].category}"
+    return f"best guess {result.category}"
+
+
 def render_triage(result: TriageResult, console: Console) -> None:
     style = _CATEGORY_STYLE.get(result.category, "red")
     title = Text.assemble(
@@ -219,7 +226,7 @@ def render_triage(result: TriageResult, console: Console) -> None:
         title = Text.assemble(
             ("triage: ", "bold"),
             ("not enough evidence", "bold yellow"),
-            f"  (best guess {result.category}, confidence {result.confidence:.2f})",
+            f"  ({_guess(result)}, confidence {result.confidence:.2f})",
         )
     alt = ", ".join(f"{a.category} {a.confidence:.2f}" for a in result.alternatives)
     header = [title]

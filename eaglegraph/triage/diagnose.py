@@ -288,8 +288,12 @@ def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> Tri
         notes.append("the input is empty")
     notes += _kind_notes(commit.kinds, commit.kind)
     ask_for = commit.ask_for
+    # A runner-up is never stated as likelier than the verdict: the verdict is the class with
+    # the most evidence, and its confidence is the calibrated rate of that evidence, while a
+    # runner-up's is only its calibrated share of the scores.
     alternatives = [
-        Alternative(c, s, rules.calibrated(conf)) for c, s, conf in rules.alternatives(verdict)
+        Alternative(c, s, min(rules.calibrated(conf), confidence))
+        for c, s, conf in rules.alternatives(verdict)
     ]
     if commit.undecided is not None:
         u = commit.undecided

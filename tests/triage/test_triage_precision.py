@@ -172,6 +172,22 @@ def test_a_bad_address_alone_is_between_a_stale_read_and_an_oob_index() -> None:
     assert r.reproduce and f"`{r.reproduce}`" in first
 
 
+def test_no_runner_up_is_stated_likelier_than_the_verdict() -> None:
+    """The verdict is the class with the most evidence; a runner-up stated at a higher
+    confidence would contradict it (a 'between' verdict's header once read 'best guess X 0.12,
+    runner-up other 0.20'). The header names a between verdict's pair."""
+    r = triage_text(ENGINE.format(v="0.23.0").replace("VLLM_USE_V2_MODEL_RUNNER=1\n", "") + IMA)
+    assert r.alternatives and all(a.confidence <= r.confidence for a in r.alternatives)
+    out = StringIO()
+    render_triage(r, Console(file=out, width=80, color_system=None))
+    assert "between stale-buffer-read and oob-index" in " ".join(out.getvalue().split())
+    for path in DEV_SETS:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            rep = json.loads(line)
+            res = triage_text(f"{rep['title']}\n\n{rep['log_excerpt']}\n")
+            assert all(a.confidence <= res.confidence for a in res.alternatives), rep["url"]
+
+
 def test_an_index_assert_that_comes_and_goes_is_between_oob_and_a_stale_read() -> None:
     """An index assert names an index out of range, and commits; when the report says it comes
     and goes under load, the index was read from a buffer whose contents depend on timing
