@@ -7,6 +7,7 @@ either the JSON document or the rich view and returns the exit code. Nothing her
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -25,19 +26,23 @@ if TYPE_CHECKING:
 
 @dataclass
 class App:
+    """One command's output mode and consoles, and its click context (the command's exit goes
+    through it, so a command body never handles the context itself)."""
+
+    ctx: click.Context
     json_output: bool = False
     color: bool = True
     out: Console = field(default_factory=Console)
     err: Console = field(default_factory=lambda: Console(stderr=True))
 
     @classmethod
-    def create(cls, json_output: bool, no_color: bool) -> App:
+    def create(cls, ctx: click.Context, json_output: bool, no_color: bool) -> App:
         color = not no_color and "NO_COLOR" not in os.environ
         out = TrimmedConsole(no_color=not color, highlight=False, soft_wrap=False)
         if not color:
             out = TrimmedConsole(no_color=True, highlight=False, color_system=None)
         err = Console(stderr=True, no_color=not color, highlight=False)
-        return cls(json_output=json_output, color=color, out=out, err=err)
+        return cls(ctx=ctx, json_output=json_output, color=color, out=out, err=err)
 
     def emit(self, schema: str, result: Any, render: Callable[[Any, Console], None]) -> None:
         """Print the result: the versioned JSON document, or the rich terminal view."""
@@ -48,7 +53,6 @@ class App:
 
     def finish(
         self,
-        ctx: click.Context,
         result: Any,
         outputs: Outputs | None = None,
         code: int = 0,
@@ -65,7 +69,7 @@ class App:
         writes = outputs.write(result) if outputs is not None else Writes()
         if view or self.json_output or writes.failures:
             self.emit(schema_of(result), result, render_run)
-        writes.finish(ctx, code)
+        writes.finish(self.ctx, code)
 
     def note(self, message: str) -> None:
         """A status line on stderr (never pollutes `--json` stdout)."""
@@ -143,20 +147,31 @@ class ProgressHandle:
 
 
 def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """`--json` and `--no-color`, on every command."""
-    func = click.option("--no-color", is_flag=True, help="Plain text output without colours.")(func)
-    func = click.option(
+    """`--json` and `--no-color`, on every command: the body receives the `app: App` they
+    set up (with the group's `--json`/`--no-color` given before the command name)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        app = make_app(
+            click.get_current_context(), kwargs.pop("json_output"), kwargs.pop("no_color")
+        )
+        return func(*args, app=app, **kwargs)
+
+    command = click.option("--no-color", is_flag=True, help="Plain text output without colours.")(
+        wrapper
+    )
+    return click.option(
         "--json",
         "json_output",
         is_flag=True,
         help="Print the result as a versioned JSON document on stdout.",
-    )(func)
-    return func
+    )(command)
 
 
 def make_app(ctx: click.Context, json_output: bool, no_color: bool) -> App:
     root = ctx.find_root().obj or {}
     return App.create(
+        ctx,
         json_output=json_output or bool(root.get("json")),
         no_color=no_color or bool(root.get("no_color")),
     )

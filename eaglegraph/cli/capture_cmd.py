@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from eaglegraph.cli.app import make_app, output_options
+from eaglegraph.cli.app import App, output_options
 from eaglegraph.cli.options import (
     check_choices,
     pair_arguments,
@@ -22,6 +22,7 @@ from eaglegraph.cli.parallel_options import (
     rank_limit_options,
 )
 from eaglegraph.cli.rig_options import build_spec, rig_options
+from eaglegraph.probes.rank_limits import RankLimits
 from eaglegraph.results.capture import CaptureRun
 from eaglegraph.results.rank_runs import RankedRun
 from eaglegraph.rig.options import CPU_CAPTURE_MAX_NUM_SEQS, DEFAULT_MAX_NUM_SEQS
@@ -60,9 +61,7 @@ _CPU_NOTE = (
 )
 @output_files(CaptureRun, inputs=("model_dir", "target_dir", "draft_dir"), refusals=True)
 @output_options
-@click.pass_context
 def command(
-    ctx: click.Context,
     model_dir: str | None,
     target_dir: str | None,
     draft_dir: str | None,
@@ -71,11 +70,9 @@ def command(
     predict: bool,
     full_plan: bool,
     compare_tp1: bool,
-    rank_deadline: float,
-    rank_timeout: float,
+    rank_limits: RankLimits,
     outputs: Outputs,
-    json_output: bool,
-    no_color: bool,
+    app: App,
     **kwargs: Any,
 ) -> None:
     """Capture target, draft-prefill and draft-decode graphs and show the timeline and pools.
@@ -86,7 +83,6 @@ def command(
     left out; --full-plan captures all of it). Exit 1 when a capture fails (e.g. OOM): the
     partial timeline is still shown and saved.
     """
-    app = make_app(ctx, json_output, no_color)
     plan, layout = pop_plan_and_layout(kwargs)
     check_choices(model_dir, target_dir, draft_dir, plan)  # before torch is imported
     if not layout.single:
@@ -113,12 +109,11 @@ def command(
             spec,
             layout,
             args={"replay": replay, "compare_single": compare_tp1},
-            deadline_s=rank_deadline,
-            timeout_s=rank_timeout,
+            limits=rank_limits,
         )
         with app.progress(f"capture at {layout.describe()}") as progress:
             result = run_ranks(ranked, on_stage=lambda s: progress(s, milestone=s))
-        app.finish(ctx, result, outputs, result.exit_code)
+        app.finish(result, outputs, result.exit_code)
         return
     request = CaptureRequest.from_spec(
         spec,
@@ -147,4 +142,4 @@ def command(
         click.echo(
             f"eaglegraph: note: {request.left_out.message}; {request.left_out.fix}", err=True
         )
-    app.finish(ctx, run, outputs, 0 if run.ok else 1)
+    app.finish(run, outputs, 0 if run.ok else 1)

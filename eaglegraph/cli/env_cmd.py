@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from eaglegraph.cli.app import make_app, output_options
+from eaglegraph.cli.app import App, output_options
 from eaglegraph.cli.outputs import Outputs, output_files
 from eaglegraph.results.env import EnvReport
 
@@ -12,15 +12,13 @@ from eaglegraph.results.env import EnvReport
 @click.command("env")
 @output_files(EnvReport, inputs=())
 @output_options
-@click.pass_context
-def command(ctx: click.Context, outputs: Outputs, json_output: bool, no_color: bool) -> None:
+def command(outputs: Outputs, app: App) -> None:
     """Report GPUs (name, memory total/used, memory per process), driver and CUDA versions
     through NVML, and the torch / CUDA runtime / triton / Python / eaglegraph versions.
 
     Anything that cannot be read (no driver, no NVML, no CUDA) shows as "N/A"; the command
     never fails for that. Attach `eaglegraph env --json` (schema eaglegraph.env/1) to tickets.
     """
-    app = make_app(ctx, json_output, no_color)
     from eaglegraph.system.environment import collect_environment
 
-    app.finish(ctx, collect_environment(), outputs)
+    app.finish(collect_environment(), outputs)

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from eaglegraph.cli.app import make_app, output_options
+from eaglegraph.cli.app import App, output_options
 from eaglegraph.cli.options import plan_options, pop_plan_kwargs
 from eaglegraph.cli.outputs import Outputs, check_folder, output_files
 from eaglegraph.cli.rig_options import pop_rig_kwargs, rig_options
@@ -35,14 +35,11 @@ EXPLORE_SCHEMA = "eaglegraph.explore/1"
 )
 @output_files(*SAVED_RUNS, inputs=("source",), rerender=True)
 @output_options
-@click.pass_context
 def command(
-    ctx: click.Context,
     source: str,
     export_dir: str,
     outputs: Outputs,
-    json_output: bool,
-    no_color: bool,
+    app: App,
     **kwargs: Any,
 ) -> None:
     """Explore a saved run (capture, memdiff, probe, inspect, triage) or a model folder.
@@ -52,15 +49,14 @@ def command(
     and r a probe with these options. With --html the explorer is written
     as one self-contained page; --json prints the explorer's nodes and links.
     """
-    app = make_app(ctx, json_output, no_color)
-    source_of = ctx.get_parameter_source("export_dir")
+    source_of = app.ctx.get_parameter_source("export_dir")
     if source_of is not None and source_of.name == "COMMANDLINE":  # `x` must not fail late
         check_folder("--export-dir", export_dir)
     from eaglegraph.probes.explore import open_source
 
     run, actions = open_source(source, pop_plan_kwargs(kwargs), pop_rig_kwargs(kwargs))
     outputs.refuse_unsupported(run, source)
-    outputs.write(run).finish_unless_ok(ctx)
+    outputs.write(run).finish_unless_ok(app.ctx)
     if app.json_output:
         from eaglegraph.reports.explore_ranks import explorer_of as build
         from eaglegraph.serial import dumps

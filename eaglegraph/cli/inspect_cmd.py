@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from eaglegraph.cli.app import make_app, output_options
+from eaglegraph.cli.app import App, output_options
 from eaglegraph.cli.options import (
     check_choices,
     dtype_option,
@@ -35,9 +35,7 @@ from eaglegraph.results.inspect import InspectReport
 @fail_on_option("error")
 @output_files(InspectReport, inputs=("model_dir", "target_dir", "draft_dir"))
 @output_options
-@click.pass_context
 def command(
-    ctx: click.Context,
     model_dir: str | None,
     target_dir: str | None,
     draft_dir: str | None,
@@ -45,8 +43,7 @@ def command(
     predict_memory: bool,
     fail_on: str,
     outputs: Outputs,
-    json_output: bool,
-    no_color: bool,
+    app: App,
     **kwargs: Any,
 ) -> None:
     """Inspect a target/draft pair from config.json and safetensors headers only.
@@ -56,7 +53,6 @@ def command(
     Reports geometry, the draft kind and its evidence, pair checks, the capture plan per phase
     and a memory estimate. Never loads tensor data.
     """
-    app = make_app(ctx, json_output, no_color)
     plan, layout = pop_plan_and_layout(kwargs)
     check_choices(model_dir, target_dir, draft_dir, plan)  # before torch is imported
     from eaglegraph.probes.inspection import InspectRequest
@@ -74,4 +70,4 @@ def command(
     warn(inspection.warnings())
     with app.progress("predicting graph memory") as progress:
         report = inspection.run(on_stage=lambda stage: progress(stage, milestone=stage))
-    app.finish(ctx, report, outputs, 1 if reaches(report.findings, fail_on) else 0)
+    app.finish(report, outputs, 1 if reaches(report.findings, fail_on) else 0)

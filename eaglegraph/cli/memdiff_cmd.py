@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from eaglegraph.cli.app import App, make_app, output_options
+from eaglegraph.cli.app import App, output_options
 from eaglegraph.cli.options import (
     check_choices,
     plan_options,
@@ -22,6 +22,7 @@ from eaglegraph.cli.parallel_options import (
     rank_limit_options,
 )
 from eaglegraph.cli.rig_options import build_spec, rig_options
+from eaglegraph.probes.rank_limits import RankLimits
 from eaglegraph.results.memdiff import MemdiffRun
 from eaglegraph.results.memdiff_ranks import MemdiffRanksRun
 from eaglegraph.results.parallel import ParallelLayout
@@ -42,19 +43,15 @@ if TYPE_CHECKING:
 @predict_option("Each capture predicts its pools on the CPU first and stops if they will not fit.")
 @output_files(MemdiffRun, MemdiffRanksRun, refusals=True)
 @output_options
-@click.pass_context
 def command(
-    ctx: click.Context,
     model_dir: str,
     pool: str,
     against: str,
     timeout: float,
     predict: bool,
-    rank_deadline: float,
-    rank_timeout: float,
+    rank_limits: RankLimits,
     outputs: Outputs,
-    json_output: bool,
-    no_color: bool,
+    app: App,
     **kwargs: Any,
 ) -> None:
     """Capture under --pool and --against (each in a fresh process) and diff pool memory per
@@ -64,7 +61,6 @@ def command(
     own set): per rank both pools, what lives outside the caching allocator (the capture's,
     the communicators'), and max − min across ranks. On CPU the ranks run as gloo processes
     and memory reads N/A."""
-    app = make_app(ctx, json_output, no_color)
     plan, layout = pop_plan_and_layout(kwargs)
     check_choices(model_dir, None, None, plan)  # before torch is imported
     if not layout.single:
@@ -73,8 +69,7 @@ def command(
         warn_suspicious(spec.open_pair(), spec.options, spec.max_model_len, force=outputs.force)
         # each policy's set of ranks is one multi-rank run: --rank-timeout bounds it, as it
         # bounds capture's, within the --timeout of one capture
-        limit = min(timeout, rank_timeout)
-        _ranked(ctx, app, spec, layout, against, rank_deadline, limit, outputs)
+        _ranked(app, spec, layout, against, rank_limits.within(timeout), outputs)
         return
     from eaglegraph.probes.memdiff import memdiff
 
@@ -84,17 +79,15 @@ def command(
         run = memdiff(
             spec, against, timeout, on_stage=lambda s: progress(s, milestone=s), predict=predict
         )
-    app.finish(ctx, run, outputs)
+    app.finish(run, outputs)
 
 
 def _ranked(
-    ctx: click.Context,
     app: App,
     spec: RunSpec,
     layout: ParallelLayout,
     against: str,
-    deadline: float,
-    timeout: float,
+    limits: RankLimits,
     outputs: Outputs,
 ) -> None:
     from eaglegraph.probes.memdiff_ranks import memdiff_ranks
@@ -104,8 +97,7 @@ def _ranked(
             spec,
             layout,
             against,
-            deadline_s=deadline,
-            timeout=timeout,
+            limits,
             on_stage=lambda s: progress(s, milestone=s),
         )
-    app.finish(ctx, run, outputs, run.exit_code)
+    app.finish(run, outputs, run.exit_code)

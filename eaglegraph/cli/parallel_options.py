@@ -15,6 +15,7 @@ declared here once for every command that starts ranks.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -24,6 +25,7 @@ import click
 from eaglegraph.cli.options import Seconds, pop_plan_kwargs
 from eaglegraph.errors import BadInput
 from eaglegraph.known import parallel as known
+from eaglegraph.probes.rank_limits import RankLimits
 from eaglegraph.results.parallel import ParallelLayout
 from eaglegraph.rig.options import PlanChoices
 
@@ -99,28 +101,46 @@ def _options() -> list[Callable[[Any], Any]]:
     ]
 
 
-rank_deadline_option = click.option(
-    "--rank-deadline",
-    type=Seconds(1.0, inclusive=True),
-    default=60.0,
-    show_default=True,
-    help="TP/DP > 1: seconds without progress while a rank waits in a collective before the "
-    "ranks are ended as stuck.",
-)
-
-rank_timeout_option = click.option(
-    "--rank-timeout",
-    type=Seconds(1.0, inclusive=True),
-    default=3600.0,
-    show_default=True,
-    help="TP/DP > 1: seconds a multi-rank run (memdiff: each policy's) may take; then every "
-    "rank is ended and what was measured is shown.",
+# (option, RankLimits field, help): the supervisor's limits, each a number of seconds
+_RANK_LIMITS = (
+    (
+        "--rank-deadline",
+        "deadline_s",
+        "TP/DP > 1: seconds without progress while a rank waits in a collective before the "
+        "ranks are ended as stuck.",
+    ),
+    (
+        "--rank-timeout",
+        "timeout_s",
+        "TP/DP > 1: seconds a multi-rank run (memdiff: each policy's) may take; then every "
+        "rank is ended and what was measured is shown.",
+    ),
 )
 
 
 def rank_limit_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """`--rank-deadline` and `--rank-timeout`, for every command that starts ranks."""
-    return rank_deadline_option(rank_timeout_option(func))
+    """`--rank-deadline` and `--rank-timeout`, for every command that starts ranks: the body
+    receives them as one `rank_limits: RankLimits`, the record the supervisor takes."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        given = {field: kwargs.pop(_param(option)) for option, field, _ in _RANK_LIMITS}
+        return func(*args, rank_limits=RankLimits(**given), **kwargs)
+
+    for option, field, text in reversed(_RANK_LIMITS):
+        wrapper = click.option(
+            option,
+            type=Seconds(1.0, inclusive=True),
+            default=getattr(RankLimits, field),
+            show_default=True,
+            help=text,
+        )(wrapper)
+    return wrapper
+
+
+def _param(option: str) -> str:
+    """The parameter click names `option` (`--rank-deadline` → `rank_deadline`)."""
+    return option.removeprefix("--").replace("-", "_")
 
 
 def parallel_options(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from eaglegraph.cli.app import make_app, output_options
+from eaglegraph.cli.app import App, output_options
 from eaglegraph.cli.options import (
     check_choices,
     fail_on_option,
@@ -22,6 +22,7 @@ from eaglegraph.cli.parallel_options import (
     rank_limit_options,
 )
 from eaglegraph.cli.rig_options import pop_rig_kwargs, refuse_tree, rig_options
+from eaglegraph.probes.rank_limits import RankLimits
 from eaglegraph.results.probe import ProbeRun
 from eaglegraph.results.rank_runs import RankedRun
 from eaglegraph.rig.options import PROBE_MAX_NUM_SEQS
@@ -67,9 +68,7 @@ from eaglegraph.rig.options import PROBE_MAX_NUM_SEQS
 @fail_on_option("error")
 @output_files(ProbeRun, refusals=True)
 @output_options
-@click.pass_context
 def command(
-    ctx: click.Context,
     model_dir: str | None,
     pool: str | None,
     batches: str | None,
@@ -80,11 +79,9 @@ def command(
     timeout: float,
     list_behaviors: bool,
     fail_on: str,
-    rank_deadline: float,
-    rank_timeout: float,
+    rank_limits: RankLimits,
     outputs: Outputs,
-    json_output: bool,
-    no_color: bool,
+    app: App,
     **kwargs: Any,
 ) -> None:
     """Find stale-buffer and out-of-bounds reads by poisoning padding regions.
@@ -95,7 +92,6 @@ def command(
     times, or as `all`. Plans for a few requests (see --max-num-seqs): padding bugs need
     only a few, and fewer requests mean fewer, faster graphs.
     """
-    app = make_app(ctx, json_output, no_color)
     if list_behaviors:
         from eaglegraph.reports.probe_view import render_behaviors
         from eaglegraph.results.behaviors import BEHAVIORS_SCHEMA, BehaviorList
@@ -110,7 +106,7 @@ def command(
     if workers is not None and workers < 1:
         raise BadInput(f"--workers must be at least 1, got {workers}")
     if no_isolation:
-        _warn_unused_with_no_isolation(ctx)
+        _warn_unused_with_no_isolation(app.ctx)
     plan, layout = pop_plan_and_layout(kwargs)
     refuse_tree(plan)
     check_choices(model_dir, None, None, plan)  # before torch is imported
@@ -147,13 +143,12 @@ def command(
             task="probe",
             args=args,
             command="probe",
-            deadline_s=rank_deadline,
-            timeout_s=rank_timeout,
+            limits=rank_limits,
         )
         with app.progress(f"probe at {layout.describe()}") as progress:
             result = run_ranks(ranked, on_stage=lambda s: progress(s, milestone=s))
         code = 1 if reaches(result.findings, fail_on) else 0
-        app.finish(ctx, result, outputs, result.exit_code if result.interrupted else code)
+        app.finish(result, outputs, result.exit_code if result.interrupted else code)
         return
     with app.progress("probe", total=None) as progress:
         run = request.run(
@@ -166,7 +161,7 @@ def command(
                 milestone=None if result is None else f"case {name}: {result.status}",
             ),
         )
-    app.finish(ctx, run, outputs, 1 if reaches(run.findings, fail_on) else 0)
+    app.finish(run, outputs, 1 if reaches(run.findings, fail_on) else 0)
 
 
 def _batches(text: str | None) -> tuple[int, ...] | None:

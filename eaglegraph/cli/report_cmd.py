@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from eaglegraph.cli.app import make_app, output_options
+from eaglegraph.cli.app import App, output_options
 from eaglegraph.cli.outputs import Outputs, output_files
 from eaglegraph.reports.runfile import SAVED_RUNS
 
@@ -13,10 +13,7 @@ from eaglegraph.reports.runfile import SAVED_RUNS
 @click.argument("run_file", metavar="RUN.json")
 @output_files(*SAVED_RUNS, inputs=("run_file",), rerender=True)
 @output_options
-@click.pass_context
-def command(
-    ctx: click.Context, run_file: str, outputs: Outputs, json_output: bool, no_color: bool
-) -> None:
+def command(run_file: str, outputs: Outputs, app: App) -> None:
     """Re-render a saved run: the `--save` or `--json` output of capture, memdiff, probe,
     inspect, triage, env or stacks.
 
@@ -24,9 +21,8 @@ def command(
     never over an existing file unless --force) and the terminal view is skipped; --json
     prints the run's document. --trace needs a run with a capture timeline (capture, memdiff).
     """
-    app = make_app(ctx, json_output, no_color)
     from eaglegraph.results import load_run
 
     run = load_run(run_file)
     outputs.refuse_unsupported(run, run_file)
-    app.finish(ctx, run, outputs, view=not outputs)
+    app.finish(run, outputs, view=not outputs)

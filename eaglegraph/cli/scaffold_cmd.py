@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from eaglegraph.cli.app import make_app, output_options
+from eaglegraph.cli.app import App, output_options
 
 
 @click.command("scaffold")
@@ -15,22 +15,18 @@ from eaglegraph.cli.app import make_app, output_options
     "--force", is_flag=True, help="Write into a non-empty folder (never over target/ or draft/)."
 )
 @output_options
-@click.pass_context
 def command(
-    ctx: click.Context,
     directory: str | None,
     preset: str | None,
     list_presets: bool,
     force: bool,
-    json_output: bool,
-    no_color: bool,
+    app: App,
 ) -> None:
     """Write a small real target/draft pair (HF config.json + safetensors) into DIRECTORY.
 
     Tiny presets have deterministic seeded weights (CPU-sized); 8B presets are config-only with
     real public geometry, for --random-weights GPU runs.
     """
-    app = make_app(ctx, json_output, no_color)
     from pathlib import Path
 
     from eaglegraph.errors import BadInput

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from eaglegraph.cli.app import make_app, output_options
+from eaglegraph.cli.app import App, output_options
 from eaglegraph.cli.options import Seconds
 from eaglegraph.cli.outputs import Outputs, output_files
 from eaglegraph.results.stacks import StacksReport
@@ -25,16 +25,13 @@ from eaglegraph.results.stacks import StacksReport
 )
 @output_files(StacksReport, inputs=())
 @output_options
-@click.pass_context
 def command(
-    ctx: click.Context,
     pids: tuple[int, ...],
     native: bool,
     subprocesses: bool,
     timeout: float,
     outputs: Outputs,
-    json_output: bool,
-    no_color: bool,
+    app: App,
 ) -> None:
     """Dump the Python stacks of PID with py-spy and say which phase it is stuck in.
 
@@ -49,8 +46,7 @@ def command(
     rights (root, or SYS_PTRACE in containers). `--json` gives schema eaglegraph.stacks/1.
     Exit codes: 0 done, 2 no such process / not Python, 3 py-spy missing or not permitted.
     """
-    app = make_app(ctx, json_output, no_color)
     from eaglegraph.system.pyspy import dump_stacks
 
     report = dump_stacks(pids, native=native, subprocesses=subprocesses, timeout=timeout)
-    app.finish(ctx, report, outputs)
+    app.finish(report, outputs)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from eaglegraph.cli.app import make_app, output_options
+from eaglegraph.cli.app import App, output_options
 from eaglegraph.cli.outputs import Outputs, output_files
 from eaglegraph.results.findings import FAIL_ON_CHOICES, reaches
 from eaglegraph.results.triage import TriageResult
@@ -23,14 +23,11 @@ from eaglegraph.results.triage import TriageResult
 )
 @output_files(TriageResult, inputs=("log",))
 @output_options
-@click.pass_context
 def command(
-    ctx: click.Context,
     log: str,
     fail_on: str,
     outputs: Outputs,
-    json_output: bool,
-    no_color: bool,
+    app: App,
 ) -> None:
     """Diagnose a vLLM / SGLang / TensorRT-LLM log from speculative decoding with CUDA graphs.
 
@@ -43,9 +40,8 @@ def command(
     `--json` gives schema eaglegraph.triage/1. Exit codes: 0 done, 1 diagnosis at or above
     --fail-on, 2 unreadable LOG.
     """
-    app = make_app(ctx, json_output, no_color)
     from eaglegraph.triage.diagnose import triage_path
 
     with app.progress("reading log") as bar:
         result = triage_path(log, progress=lambda n: bar(advance=n))
-    app.finish(ctx, result, outputs, 1 if reaches(result.findings, fail_on) else 0)
+    app.finish(result, outputs, 1 if reaches(result.findings, fail_on) else 0)

@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from eaglegraph.errors import BadInput
+from eaglegraph.probes.rank_limits import RankLimits
 from eaglegraph.probes.ranks import RankRequest, check_layout, run_ranks
 from eaglegraph.probes.spec import RunSpec
 from eaglegraph.results.capture import CaptureRun
@@ -185,8 +186,7 @@ def memdiff_ranks(
     spec: RunSpec,
     layout: ParallelLayout,
     against: str,
-    deadline_s: float = 60.0,
-    timeout: float = 1800.0,
+    limits: RankLimits,
     on_stage: Callable[[str], None] | None = None,
 ) -> MemdiffRanksRun:
     """Capture every rank of `layout` under `spec`'s pool and under `against` (one set of
@@ -200,8 +200,7 @@ def memdiff_ranks(
             spec.with_pool(policy),
             layout,
             args={"replay": False},
-            deadline_s=deadline_s,
-            timeout_s=timeout,
+            limits=limits,
             command="memdiff",
         )
 

@@ -36,6 +36,7 @@ from typing import IO, Any
 from eaglegraph.errors import BadInput, Terminated
 from eaglegraph.known.triage_signals import SIGNALS
 from eaglegraph.probes.rank_findings import rank_findings, single_tolerance
+from eaglegraph.probes.rank_limits import RankLimits
 from eaglegraph.probes.rank_worker import RANK_ENV
 from eaglegraph.probes.spec import RunSpec
 from eaglegraph.results.capture import CaptureRun
@@ -90,8 +91,7 @@ class RankRequest:
     layout: ParallelLayout
     task: str = "capture"
     args: dict[str, Any] = field(default_factory=dict)
-    deadline_s: float = 60.0  # no progress this long while a rank waits in a collective: stuck
-    timeout_s: float = 3600.0  # the whole run
+    limits: RankLimits = field(default_factory=RankLimits)
     command: str = "capture"
 
 
@@ -153,8 +153,8 @@ def run_ranks(request: RankRequest, on_stage: Callable[[str], None] | None = Non
         "layout": dataclasses.asdict(layout),
         "folder": str(folder),
         "init_method": f"tcp://127.0.0.1:{_free_port()}",
-        "timeout_s": request.deadline_s + 30.0,  # the supervisor notices first
-        "run_timeout_s": request.timeout_s,
+        "timeout_s": request.limits.deadline_s + 30.0,  # the supervisor notices first
+        "run_timeout_s": request.limits.timeout_s,
     }
     start = time.perf_counter()
     ranks: list[_Rank] = []
@@ -246,13 +246,13 @@ def _supervise(
                 _end(r)
             return None
         waiting = any(_open_entry(read_ledger(r.ledger_path)) for r in ranks)
-        if waiting and now - last_progress > request.deadline_s:
-            stage(f"no progress for {request.deadline_s:.0f} s: ending the ranks as stuck")
+        if waiting and now - last_progress > request.limits.deadline_s:
+            stage(f"no progress for {request.limits.deadline_s:.0f} s: ending the ranks as stuck")
             for r in ranks:
                 _end(r)
             return "stuck"
-        if now - begin > request.timeout_s:
-            stage(f"the ranks did not finish in {request.timeout_s:.0f} s: ending them")
+        if now - begin > request.limits.timeout_s:
+            stage(f"the ranks did not finish in {request.limits.timeout_s:.0f} s: ending them")
             for r in ranks:
                 _end(r)
             return "out of time"
@@ -410,10 +410,15 @@ def _merge(
         backend="nccl" if request.spec.device == "cuda" else "gloo",
         ranks=outcomes,
         findings=rank_findings(
-            outcomes, calls, stuck, request.deadline_s, single, request.spec.options.framework
+            outcomes,
+            calls,
+            stuck,
+            request.limits.deadline_s,
+            single,
+            request.spec.options.framework,
         ),
         seconds=seconds,
-        deadline_s=request.deadline_s,
+        deadline_s=request.limits.deadline_s,
         single_rank=single,
         pool_spread_bytes=max(pools) - min(pools) if len(pools) == len(outcomes) else None,
         comm_spread_bytes=max(comms) - min(comms) if len(comms) == len(outcomes) else None,

@@ -1,6 +1,6 @@
 """`--rank-deadline` and `--rank-timeout`, declared once (cli/parallel_options.py), on every
 command that starts ranks (issue 28): capture, probe and memdiff accept both, refuse a bad value
-while parsing (before any work), and hand them to the supervisor's limits (`RankRequest`)."""
+while parsing (before any work), and hand them to the supervisor as one `RankLimits` (`RankRequest.limits`)."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ class _Started(Exception):
 
 def _stop(seen: dict[str, Any]) -> Any:
     def run_ranks(request: Any, on_stage: Any = None) -> Any:
-        seen.update(deadline=request.deadline_s, timeout=request.timeout_s)
+        seen.update(deadline=request.limits.deadline_s, timeout=request.limits.timeout_s)
         raise _Started
 
     return run_ranks
@@ -76,8 +76,8 @@ def test_memdiff_bounds_each_policys_ranks(monkeypatch: pytest.MonkeyPatch) -> N
 
     seen: dict[str, Any] = {}
 
-    def fake(spec: Any, layout: Any, against: str, **kw: Any) -> Any:
-        seen.update(deadline=kw["deadline_s"], timeout=kw["timeout"])
+    def fake(spec: Any, layout: Any, against: str, limits: Any, **kw: Any) -> Any:
+        seen.update(deadline=limits.deadline_s, timeout=limits.timeout_s)
         raise _Started
 
     monkeypatch.setattr(memdiff_ranks, "memdiff_ranks", fake)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from eaglegraph.probes.rank_limits import RankLimits
 from eaglegraph.probes.ranks import RankRequest, check_layout, run_ranks
 from eaglegraph.probes.spec import resolve_run
 from eaglegraph.results.parallel import ParallelLayout
@@ -70,7 +71,7 @@ def test_mtp_tp2_expert_parallel_replay_equals_eager_and_tp1(
 def test_planted_stall_is_named_within_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EAGLEGRAPH_RANK_FAULT", "stall:1:20")
     start = time.monotonic()
-    run = run_ranks(RankRequest(_spec(), ParallelLayout(tp=2), deadline_s=6))
+    run = run_ranks(RankRequest(_spec(), ParallelLayout(tp=2), limits=RankLimits(deadline_s=6)))
     assert time.monotonic() - start < 120
     by_id = {f.id: f for f in run.findings}
     stuck = by_id["ranks-stuck"]
@@ -82,7 +83,7 @@ def test_planted_stall_is_named_within_the_deadline(monkeypatch: pytest.MonkeyPa
 
 def test_planted_size_mismatch_names_both_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EAGLEGRAPH_RANK_FAULT", "shrink:1:20")
-    run = run_ranks(RankRequest(_spec(), ParallelLayout(tp=2), deadline_s=20))
+    run = run_ranks(RankRequest(_spec(), ParallelLayout(tp=2), limits=RankLimits(deadline_s=20)))
     mismatch = next(f for f in run.findings if f.id == "collective-mismatch")
     assert "collective #20" in mismatch.message
     assert "rank 0: all_reduce #20" in mismatch.message
