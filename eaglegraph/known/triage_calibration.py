@@ -5,33 +5,38 @@ tuned on, so it was overstated: the tiers read 96 % there and 56 % on the first 
 set. Here the unit is the *evidence kind*: the rule whose evidence names the verdict's class (a
 primary log line of that kind, or the reporter's own statement), counted on the FIT_SOURCES:
 `heldout-frozen.jsonl` (52 real reports gathered before the rules of issue 29 existed),
-`heldout-2.jsonl` (22, gathered before its method change) and `heldout-3.jsonl` (20, gathered
-before the second round's rules), each read once for its report and a dev set since. Rules
-written after studying a set's misses make its rates optimistic until a later held-out set
-counts them. `scripts/triage_eval.py FILES --fit` prints these rows; a test checks that they
+`heldout-2.jsonl` (22, gathered before its method change), `heldout-3.jsonl` (20, gathered
+before the second round's rules) and `heldout-4.jsonl` (50, gathered before the fourth
+round's), each read once for its report and a dev set since. Rules written after studying a
+set's misses make its rates optimistic until a later held-out set counts them. `scripts/triage_eval.py FILES --fit` prints these rows; a test checks that they
 are what it counts.
 
 A kind's stated rate is Laplace-smoothed. Whether it *commits* is decided from its uncertainty,
 not from that point estimate: the lower end of the Wilson score interval of its counts
 (WILSON_Z = 1.645, one-sided 95 %) must reach COMMIT_LOWER, so a kind commits only when it was
-both precise and seen often enough (3 of 3 passes at 0.53, 5 of 6 does not at 0.50, 14 of 15
-does at 0.75). The bound was picked by leave-one-source-out cross-validation
-(`scripts/triage_eval.py heldout-frozen heldout-2 heldout-3 --cv`): fit the counts on two sets,
-count commits on the third, all three folds summed (issue 29, fourth round):
+both precise and seen often enough (2 of 2 passes at 0.43, 3 of 4 does not at 0.36, 1 of 1
+never at 0.27, 14 of 15 does at 0.75). The bound was picked by leave-one-source-out cross-validation
+(`scripts/triage_eval.py FIT_SOURCES --cv`): fit the counts on three sets, count commits on
+the fourth, all four folds summed (issue 29, fifth round: heldout-4 added, after its two wrong
+commits were fixed by class: a shape error's sizes must be widths, an engine's refusal is no
+load mismatch):
 
-    gate                 frozen  heldout-2  heldout-3   committed right
-    seen on >= 3, rate    15/22     6/6        6/6       27/34   79 %   (the gate it replaced)
-    no gate               15/22     6/6        8/8       29/36   81 %
-    lower >= 0.40         14/19     6/6        8/8       28/33   85 %
-    lower >= 0.50         14/15     6/6        6/6       26/27   96 %   (COMMIT_LOWER)
-    lower >= 0.60         12/13     5/5        5/5       22/23   96 %
-    lower >= 0.65          0/0      2/2        5/5        7/7   100 %
+    gate                 frozen  heldout-2  heldout-3  heldout-4   committed right
+    seen on >= 3, rate    15/18     6/7        6/6        7/7      34/38   89 %
+    no gate               16/19     6/7        8/9        9/11     39/46   85 %
+    lower >= 0.30         15/18     6/7        8/8        7/7      36/40   90 %
+    lower >= 0.40         14/15     6/6        8/8        7/7      35/36   97 %   (COMMIT_LOWER)
+    lower >= 0.50         14/15     6/6        6/6        7/7      33/34   97 %   (the bound before)
+    lower >= 0.60         13/14     5/5        6/6        4/4      28/29   97 %
+    lower >= 0.70          9/10     2/2        5/5        4/4      20/21   95 %
 
-0.50 is the loosest bound that keeps every fold at >= 90 %; against the old gate it costs 7
-commits of 34 (1 of them right). Kinds that ranked high on the dev sets but were wrong on
-unseen reports (a reporter saying "garbage output" is not an acceptance regression to the
-maintainers: they file it by its mechanism, a mode or a stale read) keep their counts, and a
-verdict resting on one states that low rate (MIN_SUPPORT).
+0.40 is the loosest bound that keeps every fold at >= 90 % (0.30 lets heldout-2 fall to 6 of
+7); it lets a kind seen right 2 times in 2 commit, which 0.50 did not. The heldout-4 fold is
+optimistic (its misses were studied) and a 2-of-2 kind rests on little: the next held-out read
+says whether 0.40 holds. Kinds that ranked high on the dev
+sets but were wrong on unseen reports (a reporter saying "garbage output" is not an acceptance
+regression to the maintainers: they file it by its mechanism, a mode or a stale read) keep
+their counts, and a verdict resting on one states that low rate (MIN_SUPPORT).
 
 The knowledge base's nearest reports were cross-validated as evidence the same way, each
 report's own URL left out. A score-weighted vote of the KB_VOTERS nearest reports that merely
@@ -41,7 +46,7 @@ named tier, `triage.commit`), it is: that kind, `kb-unanimous`, is one more evid
 counted like the others. Alone, beside a guess or nothing, it does not count (issue 29, third
 round): on the fit sources it was then right 1 time in 2, and on the dev sets (own URL left
 out) 5 in 7. Verdicts between two classes (tier "between", `known.triage_commit.UNDECIDED`)
-carry no kind: on the fit sources the class they would have picked was right 0 times in 6.
+carry no kind: on the fit sources the class they would have picked was right 0 times in 7.
 """
 
 from __future__ import annotations
@@ -50,14 +55,15 @@ import math
 from dataclasses import dataclass
 
 # Where the counts come from (relative to the repository root) and how many reports they hold:
-# the three held-out sets read once each (issue 29), dev sets now. heldout-4.jsonl, frozen for
+# the four held-out sets read once each (issue 29), dev sets now. heldout-5.jsonl, frozen for
 # the lead's final read, is never counted here.
 FIT_SOURCES: tuple[str, ...] = (
     "tests/triage/data/heldout-frozen.jsonl",
     "tests/triage/data/heldout-2.jsonl",
     "tests/triage/data/heldout-3.jsonl",
+    "tests/triage/data/heldout-4.jsonl",
 )
-FIT_REPORTS = 94
+FIT_REPORTS = 144
 
 # The nearest known reports (triage.similar) whose categories are weighed.
 KB_VOTERS = 3
@@ -67,7 +73,7 @@ KB_UNANIMOUS = "kb-unanimous"
 # A kind commits only when the lower end of the Wilson score interval of its counts (WILSON_Z
 # standard deviations, one-sided) reaches COMMIT_LOWER: precise *and* seen often enough.
 WILSON_Z = 1.645
-COMMIT_LOWER = 0.5
+COMMIT_LOWER = 0.4
 # A kind seen naming the verdict on at least this many unseen reports states its own rate, low
 # as it may be, when no kind of the verdict passes the gate (a verdict resting on "garbage
 # output", right 2 times in 7, says so rather than its tier's rate).
@@ -113,36 +119,36 @@ class KindRate:
         return self.passes()
 
 
-# Counted by `scripts/triage_eval.py tests/triage/data/heldout-frozen.jsonl
-# tests/triage/data/heldout-2.jsonl tests/triage/data/heldout-3.jsonl --fit`: for each report whose verdict rests on named
-# evidence, every rule that names the winner.
+# Counted by `scripts/triage_eval.py FIT_SOURCES --fit`: for each report whose verdict rests on
+# named evidence, every rule that names the winner.
 KINDS: dict[str, KindRate] = {
     k.kind: k
     for k in (
-        KindRate("stated-hang", 14, 15),
-        KindRate("stated-corruption", 4, 9),
-        KindRate(KB_UNANIMOUS, 8, 8),
-        KindRate("log-hang-prose", 7, 8),
-        KindRate("stated-memory", 3, 6),
+        KindRate("stated-hang", 17, 18),
+        KindRate("stated-corruption", 4, 11),
+        KindRate(KB_UNANIMOUS, 9, 9),
+        KindRate("log-hang-prose", 8, 9),
+        KindRate("stated-load-mismatch", 7, 7),
+        KindRate("stated-memory", 4, 7),
         KindRate("stated-capture", 4, 4),
-        KindRate("stated-load-mismatch", 4, 4),
         KindRate("log-shape", 3, 3),
         KindRate("crash-with-outside-feature", 2, 2),
+        KindRate("log-capture-unsupported", 2, 2),
+        KindRate("log-draft-load", 2, 2),
+        KindRate("log-index-assert", 1, 2),
+        KindRate("log-shape-tokens", 2, 2),
+        KindRate("log-stall", 1, 2),
+        KindRate("stated-mode", 1, 2),
+        KindRate("stated-oob", 1, 2),
         KindRate("stated-shrink", 1, 2),
         KindRate("stated-width-error", 2, 2),
         KindRate("log-acceptance-collapsed", 0, 1),
-        KindRate("log-capture-unsupported", 1, 1),
-        KindRate("log-draft-load", 1, 1),
         KindRate("log-fault-during-capture", 1, 1),
-        KindRate("log-index-assert", 1, 1),
         KindRate("log-k-limit", 0, 1),
         KindRate("log-oom", 1, 1),
-        KindRate("log-shape-tokens", 1, 1),
         KindRate("log-stack-dump", 1, 1),
-        KindRate("log-stall", 1, 1),
         KindRate("log-watchdog", 1, 1),
-        KindRate("stated-mode", 0, 1),
-        KindRate("stated-oob", 1, 1),
+        KindRate("stated-load-and-mismatch", 1, 1),
         KindRate("stated-slowdown", 1, 1),
         KindRate("stated-stale", 1, 1),
     )
@@ -154,12 +160,12 @@ KINDS: dict[str, KindRate] = {
 TIER_RATES: dict[str, KindRate] = {
     t.kind: t
     for t in (
-        KindRate("between", 0, 6),
-        KindRate("guess", 7, 9),
-        KindRate("named", 42, 55),
-        KindRate("nothing", 11, 24),
+        KindRate("between", 0, 7),
+        KindRate("guess", 14, 21),
+        KindRate("named", 53, 70),
+        KindRate("nothing", 17, 46),
     )
 }
 
 # The knowledge base's top-k vote agreeing with the rules' verdict, on the same reports.
-KB_AGREEMENT = KindRate("kb-vote-agrees", 36, 53)
+KB_AGREEMENT = KindRate("kb-vote-agrees", 50, 82)

@@ -30,6 +30,7 @@ INFERRED: frozenset[str] = frozenset(
         # log rules: a mechanism that usually, not always, means the class
         "log-device-assert",
         "log-shape-width",
+        "log-shape-unsized",
         "log-capture-wrapper-beside-mechanism",
         "log-specific-during-capture",
         "log-capture-wrapper-after-capture",

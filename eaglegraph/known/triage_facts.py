@@ -69,6 +69,17 @@ SUBSCRIPT = re.compile(r"\w\[[^\]]+\]")
 # -- shapes and bounds -----------------------------------------------------------------------
 VOCABISH = re.compile(r"vocab|lm_head|logits|embed|d2t|t2d|token_map")
 HIDDENISH = re.compile(r"hidden|fc\.weight|\bfc\b|aux|width")
+# A shape error between a checkpoint's weight and the parameter built for it (sglang's
+# layers/parameter.py weight loaders: "assert param_data.shape == loaded_weight.shape", torch's load_state_dict "size
+# mismatch for ...: copying a param with shape"): the sizes are a module's widths.
+WEIGHTISH = re.compile(
+    r"loaded_weight|param_data|copying a param|size mismatch for|load_\w*weight|"
+    r"layers/parameter\.py|weight_loader"
+)
+# A shape error whose sizes are named, not printed, as counts of the step's tokens (vllm#44304:
+# "expanded size of the tensor (N) must match the existing size (N+len(scheduled_spec_decode_
+# tokens))"): the dimension is a token count, so the error is bookkeeping, not a width.
+TOKENISH = re.compile(r"tokens?\b|token_len|seq_?lens?|num_scheduled|query_start|batch")
 # The sizes a shape error compares: "tensor a (4096)", "1x5120 and 4096x4096", and torch.cat's
 # "Expected size 6 but got size 8 for tensor number 1" (aten/src/ATen/native/TensorShape.cpp).
 SHAPE_NUMBERS = re.compile(r"\((\d+)\)|\b(\d{4,6})x(\d{3,6})\b|\bsize (\d+)\b")

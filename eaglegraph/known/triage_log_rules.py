@@ -117,8 +117,11 @@ LOG_RULES: tuple[Rule, ...] = rule_table(
     ("log-kv-squeezed", OOM, 1.0, "log.kv-squeezed"),
     "KV cache squeezed below 1 GiB",
     # -- shapes and configs ------------------------------------------------------------------
-    ("log-shape", CONFIG, 3.0, "log.shape !log.shape-tokens"),
-    "tensor shape mismatch",
+    ("log-shape", CONFIG, 3.0, "log.shape log.shape-sized"),
+    "tensor shape mismatch whose sizes are widths or vocabularies",
+    ("log-shape-unsized", CONFIG, 3.0, "log.shape !log.shape-sized !log.shape-tokens"),
+    "tensor shape mismatch whose sizes say neither width nor token count: most are widths, "
+    "but only sizes of a width's kind name the class (vllm#44304's symbolic token lengths)",
     ("log-shape-tokens", OTHER, 1.0, "log.shape-tokens !phase.capture"),
     "a shape error over a token count, not a width: two counts of the step's tokens disagree "
     "(bookkeeping); torch raises it before any kernel reads a buffer, so it is no stale read",

@@ -180,6 +180,14 @@ STATEMENTS: tuple[Statement, ...] = (
         "the draft does not load for this target",
     ),
     Statement(
+        "says.refused",
+        r"\w*NotSupported\w*(?:Error|Exception)\b|"
+        r"\b(?:is|are) not (?:yet )?supported (?:for|with|when|together|in combination)\b",
+        "the engine refuses a combination of features by design (lmstudio#1519: speculative "
+        "decoding 'is not supported for batched MLX models'): a load that stops there is no "
+        "weight or width of the draft disagreeing with the target",
+    ),
+    Statement(
         "says.mismatch",
         r"mismatch|hidden[_ ]size|target_hidden_size|vocab(?:_size| size)|head_dim|"
         r"draft_vocab|shape (?:error|differs)|does not match|doesn't match|"
@@ -377,7 +385,7 @@ RULES: tuple[Rule, ...] = rule_table(
         "stated-load-mismatch",
         CONFIG,
         2.5,
-        "?says.load-fails ?says.mismatch !says.oom !says.corruption",
+        "?says.load-fails ?says.mismatch !says.oom !says.corruption !says.refused",
     ),
     "the draft does not load or does not fit the target",
     ("stated-load-and-mismatch", CONFIG, 1.0, "says.load-fails says.mismatch"),

@@ -249,18 +249,7 @@ def _failure(f: LogFacts, state: ScanState) -> None:
         f.add("log.kv-squeezed", [], f"{kv} GiB")
     shapes = state.hits("shape.mismatch")
     if shapes:
-        text = shapes[0].text.lower()
-        nums = [int(x) for m in k.SHAPE_NUMBERS.finditer(text) for x in m.groups() if x]
-        vocab = k.VOCABISH.search(text) or any(n >= k.VOCAB_MIN for n in nums)
-        widths = [n for n in nums if n >= k.WIDTH_MIN and n % k.WIDTH_STEP == 0]
-        if nums and not (vocab or widths or k.HIDDENISH.search(text)):
-            f.add("log.shape-tokens", shapes[:1], f"sizes {', '.join(map(str, nums))}")
-        if vocab or k.HIDDENISH.search(text):
-            f.add("log.shape-width", shapes[:1])
-        if vocab:
-            f.add("ctx.vocab-shape", shapes[:1])
-        elif k.HIDDENISH.search(text):
-            f.add("ctx.hidden-shape", shapes[:1])
+        _shape_facts(f, shapes)
     keys = [
         h for h in state.hits("config.keys") if h.groups.get("key") != "max_position_embeddings"
     ]
@@ -399,3 +388,29 @@ def said_facts(ticket: Ticket | None) -> dict[str, list[Said]]:
     for s in ticket.statements if ticket is not None else []:
         out.setdefault(s.id, []).append(s)
     return {fact: sorted(said, key=lambda s: not s.title) for fact, said in out.items()}
+
+
+def _shape_facts(f: LogFacts, shapes: list[Hit]) -> None:
+    """What a shape error's sizes are (issue 29). Widths or vocabularies (`log.shape-sized`)
+    name a config mismatch; token counts (`log.shape-tokens`) name bookkeeping; sizes that say
+    neither name nothing (vllm#44304's symbolic token lengths were read as widths). The first
+    few shape lines are read, as a reporter's sentence often precedes the quoted error."""
+    for h in shapes[:3]:
+        text = h.text.lower()
+        nums = [int(x) for m in k.SHAPE_NUMBERS.finditer(text) for x in m.groups() if x]
+        vocab = k.VOCABISH.search(text) or any(n >= k.VOCAB_MIN for n in nums)
+        hidden = k.HIDDENISH.search(text)
+        widths = [n for n in nums if n >= k.WIDTH_MIN and n % k.WIDTH_STEP == 0]
+        if vocab or hidden or widths or k.WEIGHTISH.search(text):
+            f.add("log.shape-sized", [h])
+            if vocab or hidden:
+                f.add("log.shape-width", [h])
+                f.add("ctx.vocab-shape" if vocab else "ctx.hidden-shape", [h])
+            return
+    first = shapes[0]
+    text = first.text.lower()
+    nums = [int(x) for m in k.SHAPE_NUMBERS.finditer(text) for x in m.groups() if x]
+    if nums:
+        f.add("log.shape-tokens", [first], f"sizes {', '.join(map(str, nums))}")
+    elif k.TOKENISH.search(text):
+        f.add("log.shape-tokens", [first], "sizes named as token counts")

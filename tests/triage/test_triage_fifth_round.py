@@ -1,0 +1,57 @@
+"""Classes of evidence the fifth round of issue 29 taught triage, from the two wrong commits of
+the fourth held-out set, each read the general way: a shape error commits to a config mismatch
+only when its sizes are widths or vocabularies (vllm#44304's symbolic token lengths were read
+as widths), and an engine's refusal of a feature combination is no weight or width mismatch of
+the draft (lmstudio#1519's 'is not supported for batched MLX models' at load)."""
+
+from __future__ import annotations
+
+from eaglegraph.results.triage import Category
+from eaglegraph.triage.diagnose import triage_text
+
+CONFIG = "hidden-dim/config-mismatch"
+
+
+def test_a_shape_error_over_symbolic_token_counts_is_bookkeeping_not_a_config_mismatch() -> None:
+    r = triage_text(
+        "RuntimeError: The expanded size of the tensor (N) must match the existing size "
+        "(N+len(scheduled_spec_decode_tokens)) due to tensor shape mismatch\n"
+    )
+    assert r.category == "other", (r.scores, r.evidence_kinds)
+    assert "log-shape-tokens" in r.evidence_kinds and "log-shape" not in r.evidence_kinds
+
+
+def test_a_shape_error_whose_sizes_say_nothing_ranks_but_does_not_commit() -> None:
+    r = triage_text("RuntimeError: shape mismatch: value tensor cannot be broadcast\n")
+    assert "log-shape" not in r.evidence_kinds and not r.committed, r.evidence_kinds
+
+
+def test_shape_errors_over_widths_vocabularies_or_weights_still_name_the_class() -> None:
+    for line in (
+        "RuntimeError: The size of tensor a (32000) must match the size of tensor b (151936) "
+        "at non-singleton dimension 1",
+        "RuntimeError: Sizes of tensors must match except in dimension 0. Expected size 4096 "
+        "but got size 2048 for tensor number 1 in the list.",
+        # the sentence comes first, the quoted error with its widths after it
+        "the drafter crashes with a shape mismatch in the input projection:\n"
+        "RuntimeError: mat1 and mat2 shapes cannot be multiplied (8192x3840 and 5632x1024)",
+    ):
+        r = triage_text(line + "\n")
+        assert r.category == CONFIG and "log-shape" in r.evidence_kinds, (line, r.scores)
+
+
+def test_an_engines_refusal_at_load_is_not_a_load_mismatch() -> None:
+    ticket = (
+        "Speculative decoding cannot be enabled for a batched model\n\n```\n"
+        "failed to load model. Error: SpeculativeDecodingNotSupportedError: Speculative "
+        "decoding is not supported for batched models.\n```\n"
+    )
+    r = triage_text(ticket)
+    # Nothing names a class: the nearest known reports may still pick one, never committed.
+    assert not r.committed and r.scores[Category.CONFIG] == 0, (r.scores, r.evidence_kinds)
+    assert "stated-load-mismatch" not in r.evidence_kinds
+    plain = triage_text(
+        "The draft model fails to load: hidden size mismatch\n\n```\n"
+        "failed to load model. Error: the draft's weights do not fit the target.\n```\n"
+    )
+    assert plain.category == CONFIG and "stated-load-mismatch" in plain.evidence_kinds
