@@ -119,3 +119,23 @@ CAPTURE_ON_ERROR_LINE = re.compile(
     r"\b(?:during|while|in|at|when)\b[^.;]{0,40}?(?:" + GRAPH_CAPTURE + r")",
     re.I,
 )
+
+# Engines outside vLLM, SGLang and TensorRT-LLM that speculative-decoding reports come from
+# (issue 29: 10 of heldout-4's 50 reports). Their graph capture, drafts and fixes are none of
+# those triage knows, so a report that names one and no known engine says so. More specific
+# first: LM Studio runs llama.cpp and MLX, koboldcpp and llama-cpp-python embed ggml.
+OUTSIDE_ENGINES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(rx))
+    for name, rx in (
+        ("LM Studio", r"\bLM ?Studio\b|\blmstudio\b|\bmlx_engine\b"),
+        ("koboldcpp", r"(?i)\bkoboldcpp\b"),
+        ("llama-cpp-python", r"\bllama[-_]cpp[-_]python\b|\bllama_cpp\.|\bLlama\(model_path="),
+        ("Ollama", r"(?i)\bollama\b"),
+        ("MLX", r"\bo?MLX\b|\bmlx[-_](?:lm|vlm)\b|\bmlx\.core\b"),
+        (
+            "llama.cpp",
+            r"\b(?:ik_)?llama\.cpp\b|\bllama-server\b|\bllama_(?:model_load|context)\b|"
+            r"\b(?:ggml|GGML)_\w+",
+        ),
+    )
+)

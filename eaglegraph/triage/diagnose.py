@@ -123,6 +123,13 @@ def _from_ticket(cfg: TriageConfig, ticket: Ticket, notes: list[str]) -> None:
     if cfg.version is None and cfg.framework in ticket.versions:
         cfg.version = ticket.versions[cfg.framework]
         notes.append(f"version {cfg.version}: stated in the report's text")
+    if cfg.framework is None and ticket.outside is not None:
+        notes.append(
+            f"engine {ticket.outside}: outside vLLM, SGLang and TensorRT-LLM; its graph capture, "
+            "drafts and fixes are not those triage knows, so the class rests on the report's "
+            f"own error lines and words, and a suggested reproduction runs vLLM or SGLang, "
+            f"not {ticket.outside}"
+        )
 
 
 def _kv(text: str, key: str) -> int | None:

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from eaglegraph import frames as fr
+from eaglegraph.known.triage_facts import OUTSIDE_ENGINES
 from eaglegraph.known.triage_rules import (
     DRAFT_MENTIONS,
     ENGINE_MENTIONS,
@@ -131,6 +132,7 @@ class Ticket:
     engine: str | None = None  # the engine the ticket names most, when no log prefix says
     versions: dict[str, str] = field(default_factory=dict)  # engine -> version it states
     draft: str | None = None  # the spec-decode method the ticket names most (DRAFT_MENTIONS)
+    outside: str | None = None  # an engine outside vLLM/SGLang/TRT-LLM it names (OUTSIDE_ENGINES)
 
     def says(self, fact: str) -> list[Said]:
         return [s for s in self.statements if s.id == fact]
@@ -258,7 +260,9 @@ def read_ticket(text: str) -> Ticket:
     log_text = "\n".join(out) + ("\n" if text.endswith("\n") else "")
     engine, versions = _engine_of(text)
     tl = None if t is None else t + 1
-    return Ticket(is_ticket, title, tl, log_text, said, prose, engine, versions, _draft_of(text))
+    draft = _draft_of(text)
+    outside = next((name for name, rx in OUTSIDE_ENGINES if rx.search(text)), None)
+    return Ticket(is_ticket, title, tl, log_text, said, prose, engine, versions, draft, outside)
 
 
 def _draft_of(text: str) -> str | None:

@@ -55,3 +55,23 @@ def test_an_engines_refusal_at_load_is_not_a_load_mismatch() -> None:
         "failed to load model. Error: the draft's weights do not fit the target.\n```\n"
     )
     assert plain.category == CONFIG and "stated-load-mismatch" in plain.evidence_kinds
+
+
+def _outside(text: str) -> list[str]:
+    return [n for n in triage_text(text).notes if "outside vLLM, SGLang and TensorRT-LLM" in n]
+
+
+def test_a_report_from_an_engine_outside_the_three_says_so() -> None:
+    llama = (
+        "server crashes with --spec-type ngram after a context shift\n\n```\n"
+        'GGML_ABORT("map.idx_last_check > cur_len")\nAborted (core dumped)\n```\n'
+    )
+    assert [n.split(":")[0] for n in _outside(llama)] == ["engine llama.cpp"]
+    mlx = "MTP acceptance drops after the mlx-vlm upgrade\n\nacceptance 72% -> 35%\n"
+    assert [n.split(":")[0] for n in _outside(mlx)] == ["engine MLX"]
+    vllm = (
+        "[Bug]: vLLM EAGLE is slower than llama.cpp\n\n```\n"
+        "INFO 05-03 18:41:32 [core.py:63] vLLM version 0.24.0\n"
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n```\n"
+    )
+    assert _outside(vllm) == []
