@@ -107,6 +107,9 @@ LOG_RULES: tuple[Rule, ...] = rule_table(
     "device-side index assert / out-of-bounds index",
     ("log-device-assert", OOB, 1.2, "log.device-assert !log.index-oob"),
     "device-side assert (in serving these are almost always index checks)",
+    ("log-copy-overflow", OOB, 3.0, "log.copy-overflow"),
+    "a longer array copied into a fixed host buffer (numpy 'could not broadcast input array "
+    "from shape (513,) into shape (512,)'): a token count past the buffer's end",
     ("log-position-key", OOB, 1.0, "log.position-key"),
     "positions beyond the draft's max_position_embeddings",
     # -- memory ------------------------------------------------------------------------------

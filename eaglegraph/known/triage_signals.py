@@ -449,6 +449,15 @@ SIGNALS: tuple[SignalSpec, ...] = (
         why="the fault is inside an engine's own kernel (a TRT-LLM GEMM, a FlashAttention-3 "
         "launch) that eaglegraph does not rebuild",
     ),
+    SignalSpec(
+        "copy.overflow",
+        ERROR,
+        r"could not broadcast input array from(?: shape \((?P<src>\d+)\s*,?\s*\) into "
+        r"shape \((?P<dst>\d+)\s*,?\s*\))?",
+        anchors=("could not broadcast",),
+        why="numpy's copy of a longer array into a preallocated slice (`buf[:n] = x`, the "
+        "engines' host-side token and position buffers): a count ran past the buffer's end",
+    ),
 )
 
 # -- what a hit may be ------------------------------------------------------------------------

@@ -250,6 +250,11 @@ def _failure(f: LogFacts, state: ScanState) -> None:
     shapes = state.hits("shape.mismatch")
     if shapes:
         _shape_facts(f, shapes)
+    for h in state.hits("copy.overflow")[:1]:
+        src, dst = h.groups.get("src"), h.groups.get("dst")
+        # The same error copying a shorter array is a length mismatch, not an overflow.
+        if not (src and dst) or int(src) > int(dst):
+            f.add("log.copy-overflow", [h], f"{src} into {dst}" if src and dst else None)
     keys = [
         h for h in state.hits("config.keys") if h.groups.get("key") != "max_position_embeddings"
     ]

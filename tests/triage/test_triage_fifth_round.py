@@ -75,3 +75,16 @@ def test_a_report_from_an_engine_outside_the_three_says_so() -> None:
         "RuntimeError: CUDA error: an illegal memory access was encountered\n```\n"
     )
     assert _outside(vllm) == []
+
+
+def test_a_longer_array_copied_into_a_fixed_buffer_is_an_out_of_range_write() -> None:
+    """numpy's 'could not broadcast input array from shape (513,) into shape (512,)': a token
+    count past a preallocated host buffer's end; a shorter array is only a length mismatch."""
+    over = triage_text(
+        "ValueError: could not broadcast input array from shape (513,) into shape (512,)\n"
+    )
+    assert over.category == "oob-index" and "log-copy-overflow" in over.evidence_kinds
+    under = triage_text(
+        "ValueError: could not broadcast input array from shape (3,) into shape (4,)\n"
+    )
+    assert "log-copy-overflow" not in under.evidence_kinds and under.category != "oob-index"
