@@ -22,21 +22,23 @@ commits were fixed by class: a shape error's sizes must be widths, an engine's r
 load mismatch):
 
     gate                 frozen  heldout-2  heldout-3  heldout-4   committed right
-    seen on >= 3, rate    15/18     6/7        6/6        7/7      34/38   89 %
-    no gate               16/19     6/7        8/9        9/11     39/46   85 %
-    lower >= 0.30         15/18     6/7        8/8        7/7      36/40   90 %
-    lower >= 0.40         14/15     6/6        8/8        7/7      35/36   97 %   (COMMIT_LOWER)
-    lower >= 0.50         14/15     6/6        6/6        7/7      33/34   97 %   (the bound before)
-    lower >= 0.60         13/14     5/5        6/6        4/4      28/29   97 %
-    lower >= 0.70          9/10     2/2        5/5        4/4      20/21   95 %
+    seen on >= 3, rate    15/18     8/9        8/8       11/12     42/47   89 %
+    no gate               16/19     8/9       10/11      13/16     47/55   85 %
+    lower >= 0.30         15/18     8/9       10/10      11/12     44/49   90 %
+    lower >= 0.40         14/15     8/8       10/10      11/12     43/45   96 %   (COMMIT_LOWER)
+    lower >= 0.50         14/15     8/8        8/8       11/12     41/43   95 %   (the bound before)
+    lower >= 0.60         13/14     5/5        6/6        5/5      29/30   97 %
+    lower >= 0.70         12/13     5/5        5/5        5/5      27/28   96 %
 
-0.40 is the loosest bound that keeps every fold at >= 90 % (0.30 lets heldout-2 fall to 6 of
-7); it lets a kind seen right 2 times in 2 commit, which 0.50 did not. The heldout-4 fold is
+0.40 is the loosest bound that keeps every fold at >= 90 % (0.30 lets heldout-2 fall to 8 of
+9); it lets a kind seen right 2 times in 2 commit, which 0.50 did not. The heldout-4 fold is
 optimistic (its misses were studied) and a 2-of-2 kind rests on little: the next held-out read
 says whether 0.40 holds. Kinds that ranked high on the dev
 sets but were wrong on unseen reports (a reporter saying "garbage output" is not an acceptance
-regression to the maintainers: they file it by its mechanism, a mode or a stale read) keep
-their counts, and a verdict resting on one states that low rate (MIN_SUPPORT).
+regression to the maintainers: they file it by its mechanism, a mode or a stale read; split
+from the reporter saying the drafts are accepted less often, the fifth round, it was right 0
+times in 6 and the acceptance statements 8 in 9) keep their counts, and a verdict resting on
+one states that low rate (MIN_SUPPORT).
 
 The knowledge base's nearest reports were cross-validated as evidence the same way, each
 report's own URL left out. A score-weighted vote of the KB_VOTERS nearest reports that merely
@@ -125,14 +127,15 @@ KINDS: dict[str, KindRate] = {
     k.kind: k
     for k in (
         KindRate("stated-hang", 17, 18),
-        KindRate("stated-corruption", 4, 11),
-        KindRate(KB_UNANIMOUS, 9, 9),
+        KindRate(KB_UNANIMOUS, 10, 10),
         KindRate("log-hang-prose", 8, 9),
+        KindRate("stated-acceptance-drop", 8, 9),
         KindRate("stated-load-mismatch", 7, 7),
         KindRate("stated-memory", 4, 7),
+        KindRate("stated-corruption", 0, 6),
         KindRate("stated-capture", 4, 4),
-        KindRate("log-shape", 3, 3),
         KindRate("log-copy-overflow", 3, 3),
+        KindRate("log-shape", 3, 3),
         KindRate("crash-with-outside-feature", 2, 2),
         KindRate("log-capture-unsupported", 2, 2),
         KindRate("log-draft-load", 2, 2),
@@ -163,10 +166,10 @@ TIER_RATES: dict[str, KindRate] = {
     for t in (
         KindRate("between", 0, 7),
         KindRate("guess", 14, 20),
-        KindRate("named", 56, 73),
-        KindRate("nothing", 17, 44),
+        KindRate("named", 60, 77),
+        KindRate("nothing", 17, 40),
     )
 }
 
 # The knowledge base's top-k vote agreeing with the rules' verdict, on the same reports.
-KB_AGREEMENT = KindRate("kb-vote-agrees", 50, 79)
+KB_AGREEMENT = KindRate("kb-vote-agrees", 53, 80)
