@@ -398,8 +398,9 @@ def said_facts(ticket: Ticket | None) -> dict[str, list[Said]]:
 def _shape_facts(f: LogFacts, shapes: list[Hit]) -> None:
     """What a shape error's sizes are (issue 29). Widths or vocabularies (`log.shape-sized`)
     name a config mismatch; token counts (`log.shape-tokens`) name bookkeeping; sizes that say
-    neither name nothing (vllm#44304's symbolic token lengths were read as widths). The first
-    few shape lines are read, as a reporter's sentence often precedes the quoted error."""
+    neither name nothing (symbolic token lengths such as `(N+len(...))` were once read as
+    widths). The first few shape lines are read, as a reporter's sentence often precedes the
+    quoted error."""
     for h in shapes[:3]:
         text = h.text.lower()
         nums = [int(x) for m in k.SHAPE_NUMBERS.finditer(text) for x in m.groups() if x]
