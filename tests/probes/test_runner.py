@@ -159,7 +159,14 @@ def test_signals_end_the_worker_too(sig: signal.Signals) -> None:
         """
     )
     env = {**os.environ, "EAGLEGRAPH_PROBE_FAULT": "hang:stuck"}
-    parent = subprocess.Popen([sys.executable, "-c", script], env=env)
+    # A Ctrl-C from a terminal: a process that inherits SIGINT ignored (as a runner's worker
+    # may, from whatever ran in it before) never turns it into KeyboardInterrupt, so the
+    # parent starts with the default disposition, as a shell's foreground job does.
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script],
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     children = Path(f"/proc/{parent.pid}/task/{parent.pid}/children")
     deadline = time.monotonic() + 60
     worker = ""
