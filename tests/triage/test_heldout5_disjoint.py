@@ -11,24 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from pathlib import Path
 
 from eaglegraph.known.triage_categories import CATEGORIES
 
-ROOT = Path(__file__).resolve().parents[2]
+from .frozen_sets import GITHUB, ROOT, keys, load, other_files, url
+
 HELDOUT5 = ROOT / "tests" / "triage" / "data" / "heldout-5.jsonl"
-# Every other set of real reports: dev and earlier held-out sets (heldout-4 included), fixtures,
-# the shipped knowledge base, and the shared dev crash logs where this checkout has them.
-OTHER_GLOBS = (
-    (ROOT, "tests/triage/data/*.jsonl"),
-    (ROOT, "tests/triage/fixtures/*.jsonl"),
-    (ROOT, "tests/fixtures/*.jsonl"),
-    (ROOT, "eaglegraph/known/data/reports/*.jsonl"),
-    (ROOT.parent / "shared", "fixtures/crash-logs-dev*.jsonl"),
-)
 # The SHA-256 of the set as frozen at its completing commit: nobody edits it afterwards.
 FROZEN_SHA256 = "8bd6408f3f4d0e611c1d1e6915801646ad8cb53408607e16b580830ed7532a9d"
-_GITHUB = re.compile(r"github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/(\d+)")
 _OWNER_REPO_REF = re.compile(r"\b([\w.-]+/[\w.-]+)#(\d+)")
 # Short forms the labelled sets use in notes and fix_ref ("vllm#123", "sglang#45").
 _SHORT_REF = re.compile(r"\b(vllm|sglang)#(\d+)")
@@ -38,36 +28,10 @@ _SERVED_OWNERS = ("vllm-project/", "sgl-project/")
 _IN_SCOPE_REPOS = ("nvidia/tensorrt-llm",)
 
 
-def _load(path: Path) -> list[dict]:
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-def _other_files() -> list[Path]:
-    files = [p for base, pattern in OTHER_GLOBS for p in sorted(base.glob(pattern))]
-    return [p for p in files if p.resolve() != HELDOUT5.resolve()]
-
-
-def _url(record: dict) -> str:
-    return str(record.get("url") or record.get("source") or "").rstrip("/").lower()
-
-
-def _keys(record: dict) -> set[str]:
-    """The repo#number names of a record: its own fields and the thread its URL points at."""
-    keys = set()
-    if record.get("repo") and record.get("number"):
-        keys.add(f"{record['repo'].lower()}#{int(record['number'])}")
-    for field in ("url", "source"):
-        match = _GITHUB.search(str(record.get(field) or ""))
-        if match:
-            keys.add(f"{match.group(1).lower()}#{int(match.group(2))}")
-    return keys
-
-
 def _mentions(record: dict) -> set[str]:
     """Every GitHub thread a record's text names: links, owner/repo#N and vllm#N forms."""
     text = json.dumps(record, ensure_ascii=False)
-    found = {f"{m.group(1).lower()}#{int(m.group(2))}" for m in _GITHUB.finditer(text)}
+    found = {f"{m.group(1).lower()}#{int(m.group(2))}" for m in GITHUB.finditer(text)}
     found |= {f"{m.group(1).lower()}#{int(m.group(2))}" for m in _OWNER_REPO_REF.finditer(text)}
     found |= {f"{_SHORT_REPO[m.group(1)]}#{int(m.group(2))}" for m in _SHORT_REF.finditer(text)}
     return found
@@ -78,40 +42,40 @@ def test_heldout5_is_frozen_as_committed() -> None:
 
 
 def test_other_sets_are_found_and_named() -> None:
-    files = _other_files()
+    files = other_files(HELDOUT5)
     names = {p.name for p in files}
     assert {"heldout-frozen.jsonl", "heldout-2.jsonl", "heldout-3.jsonl"} <= names
     assert {"heldout-4.jsonl", "vllm.jsonl", "others.jsonl", "crash-logs-dev.jsonl"} <= names
     for path in files:
-        records = _load(path)
+        records = load(path)
         assert records, path
-        assert all(_keys(r) and _url(r) for r in records), path
+        assert all(keys(r) and url(r) for r in records), path
 
 
 def test_heldout5_shares_no_report_by_repo_and_number() -> None:
-    held = {k for r in _load(HELDOUT5) for k in _keys(r)}
-    for path in _other_files():
-        other = {k for r in _load(path) for k in _keys(r)}
+    held = {k for r in load(HELDOUT5) for k in keys(r)}
+    for path in other_files(HELDOUT5):
+        other = {k for r in load(path) for k in keys(r)}
         assert not held & other, (path.name, sorted(held & other))
 
 
 def test_heldout5_shares_no_report_by_url() -> None:
-    held = {_url(r) for r in _load(HELDOUT5)}
-    for path in _other_files():
-        other = {_url(r) for r in _load(path)}
+    held = {url(r) for r in load(HELDOUT5)}
+    for path in other_files(HELDOUT5):
+        other = {url(r) for r in load(path)}
         assert not held & other, (path.name, sorted(held & other))
 
 
 def test_heldout5_reports_are_not_threads_the_other_sets_cite() -> None:
-    held = {k for r in _load(HELDOUT5) for k in _keys(r)}
-    for path in _other_files():
-        cited = {k for r in _load(path) for k in _mentions(r)}
+    held = {k for r in load(HELDOUT5) for k in keys(r)}
+    for path in other_files(HELDOUT5):
+        cited = {k for r in load(path) for k in _mentions(r)}
         assert not held & cited, (path.name, sorted(held & cited))
 
 
 def test_heldout5_has_the_schema_of_the_first_frozen_set() -> None:
-    keys = list(_load(HELDOUT5.with_name("heldout-frozen.jsonl"))[0])
-    reports = _load(HELDOUT5)
+    keys = list(load(HELDOUT5.with_name("heldout-frozen.jsonl"))[0])
+    reports = load(HELDOUT5)
     assert len(reports) >= 40
     for r in reports:
         assert list(r) == keys, r["url"]
@@ -126,7 +90,7 @@ def test_heldout5_has_the_schema_of_the_first_frozen_set() -> None:
 
 
 def test_heldout5_is_mostly_vllm_and_sglang() -> None:
-    repos = [r["repo"].lower() for r in _load(HELDOUT5)]
+    repos = [r["repo"].lower() for r in load(HELDOUT5)]
     served = [r for r in repos if r.startswith(_SERVED_OWNERS)]
     outside = [r for r in repos if not r.startswith(_SERVED_OWNERS) and r not in _IN_SCOPE_REPOS]
     assert len(served) >= 30, len(served)
@@ -134,4 +98,4 @@ def test_heldout5_is_mostly_vllm_and_sglang() -> None:
 
 
 def test_heldout5_names_enough_fixes_to_measure() -> None:
-    assert sum(1 for r in _load(HELDOUT5) if r["fix_ref"]) >= 10
+    assert sum(1 for r in load(HELDOUT5) if r["fix_ref"]) >= 10
