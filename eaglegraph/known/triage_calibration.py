@@ -6,34 +6,36 @@ set. Here the unit is the *evidence kind*: the rule whose evidence names the ver
 primary log line of that kind, or the reporter's own statement), counted on the FIT_SOURCES:
 `heldout-frozen.jsonl` (52 real reports gathered before the rules of issue 29 existed),
 `heldout-2.jsonl` (22, gathered before its method change), `heldout-3.jsonl` (20, gathered
-before the second round's rules) and `heldout-4.jsonl` (50, gathered before the fourth
-round's), each read once for its report and a dev set since. Rules written after studying a
-set's misses make its rates optimistic until a later held-out set counts them. `scripts/triage_eval.py FILES --fit` prints these rows; a test checks that they
-are what it counts.
+before the second round's rules), `heldout-4.jsonl` (50, gathered before the fourth round's)
+and `heldout-5.jsonl` (44, gathered before the fifth round's), each read once for its report
+and a dev set since. Rules written after studying a set's misses make its rates optimistic
+until a later held-out set counts them. `scripts/triage_eval.py FILES --fit` prints these
+rows; a test checks that they are what it counts.
 
 A kind's stated rate is Laplace-smoothed. Whether it *commits* is decided from its uncertainty,
 not from that point estimate: the lower end of the Wilson score interval of its counts
 (WILSON_Z = 1.645, one-sided 95 %) must reach COMMIT_LOWER, so a kind commits only when it was
-both precise and seen often enough (2 of 2 passes at 0.43, 3 of 4 does not at 0.36, 1 of 1
-never at 0.27, 14 of 15 does at 0.75). The bound was picked by leave-one-source-out cross-validation
-(`scripts/triage_eval.py FIT_SOURCES --cv`): fit the counts on three sets, count commits on
-the fourth, all four folds summed (issue 29, fifth round: heldout-4 added, after its two wrong
-commits were fixed by class: a shape error's sizes must be widths, an engine's refusal is no
-load mismatch):
+both precise and seen often enough (4 of 4 passes at 0.60, 3 of 3 does not at 0.53, 2 of 2
+not at 0.43, 14 of 15 does at 0.75). The bound was picked by leave-one-source-out
+cross-validation (`scripts/triage_eval.py FIT_SOURCES --cv`): fit the counts on four sets,
+count commits on the fifth, all five folds summed (issue 29, sixth round: heldout-5 added):
 
-    gate                 frozen  heldout-2  heldout-3  heldout-4   committed right
-    seen on >= 3, rate    15/18     8/9        8/8       11/12     42/47   89 %
-    no gate               16/19     8/9       10/11      13/16     47/55   85 %
-    lower >= 0.30         15/18     8/9       10/10      11/12     44/49   90 %
-    lower >= 0.40         14/15     8/8       10/10      11/12     43/45   96 %   (COMMIT_LOWER)
-    lower >= 0.50         14/15     8/8        8/8       11/12     41/43   95 %   (the bound before)
-    lower >= 0.60         13/14     5/5        6/6        5/5      29/30   97 %
-    lower >= 0.70         12/13     5/5        5/5        5/5      27/28   96 %
+    gate            frozen  held-2  held-3  held-4  held-5   committed right
+    seen on >= 3     15/18     8/9   10/10   12/15   12/12    57/64   89 %
+    no gate          16/20    9/10   10/11   14/17   13/13    62/71   87 %
+    lower >= 0.30    15/19     8/9   10/10   12/14   12/12    57/64   89 %
+    lower >= 0.40    15/19     8/9   10/10   11/13   12/12    56/63   89 %   (the bound before)
+    lower >= 0.50    14/15     8/8   10/10   11/13   12/12    55/58   95 %
+    lower >= 0.55    14/15     8/8     9/9   11/12   11/11    53/55   96 %   (COMMIT_LOWER)
+    lower >= 0.60    14/15     8/8     9/9   11/12     7/7    49/51   96 %
+    lower >= 0.70    14/15     6/6     6/6     8/9     6/6    40/42   95 %
 
-0.40 is the loosest bound that keeps every fold at >= 90 % (0.30 lets heldout-2 fall to 8 of
-9); it lets a kind seen right 2 times in 2 commit, which 0.50 did not. The heldout-4 fold is
-optimistic (its misses were studied) and a 2-of-2 kind rests on little: the next held-out read
-says whether 0.40 holds. Kinds that ranked high on the dev
+0.55 is the loosest bound that keeps every fold at >= 90 %: with heldout-5 among the fit
+sources, a reporter's memory statement (5 of 6 or 6 of 8 without the left-out set) passed 0.40
+and committed two capture failures and an index error to pool-memory/oom, and a log stall
+seen 3 times in 3 committed a non-hang at 0.50. A kind now needs 4 right of 4 (or 8 of 9) to
+commit. The heldout-4 and heldout-5 folds are optimistic (their misses were studied). Kinds
+that ranked high on the dev
 sets but were wrong on unseen reports (a reporter saying "garbage output" is not an acceptance
 regression to the maintainers: they file it by its mechanism, a mode or a stale read; split
 from the reporter saying the drafts are accepted less often, the fifth round, it was right 0
@@ -48,7 +50,7 @@ named tier, `triage.commit`), it is: that kind, `kb-unanimous`, is one more evid
 counted like the others. Alone, beside a guess or nothing, it does not count (issue 29, third
 round): on the fit sources it was then right 1 time in 2, and on the dev sets (own URL left
 out) 5 in 7. Verdicts between two classes (tier "between", `known.triage_commit.UNDECIDED`)
-carry no kind: on the fit sources the class they would have picked was right 0 times in 7.
+carry no kind: on the fit sources the class they would have picked was right 0 times in 10.
 """
 
 from __future__ import annotations
@@ -57,15 +59,16 @@ import math
 from dataclasses import dataclass
 
 # Where the counts come from (relative to the repository root) and how many reports they hold:
-# the four held-out sets read once each (issue 29), dev sets now. heldout-5.jsonl, frozen for
+# the five held-out sets read once each (issue 29), dev sets now. heldout-6.jsonl, frozen for
 # the lead's final read, is never counted here.
 FIT_SOURCES: tuple[str, ...] = (
     "tests/triage/data/heldout-frozen.jsonl",
     "tests/triage/data/heldout-2.jsonl",
     "tests/triage/data/heldout-3.jsonl",
     "tests/triage/data/heldout-4.jsonl",
+    "tests/triage/data/heldout-5.jsonl",
 )
-FIT_REPORTS = 144
+FIT_REPORTS = 188
 
 # The nearest known reports (triage.similar) whose categories are weighed.
 KB_VOTERS = 3
@@ -75,7 +78,7 @@ KB_UNANIMOUS = "kb-unanimous"
 # A kind commits only when the lower end of the Wilson score interval of its counts (WILSON_Z
 # standard deviations, one-sided) reaches COMMIT_LOWER: precise *and* seen often enough.
 WILSON_Z = 1.645
-COMMIT_LOWER = 0.4
+COMMIT_LOWER = 0.55
 # A kind seen naming the verdict on at least this many unseen reports states its own rate, low
 # as it may be, when no kind of the verdict passes the gate (a verdict resting on "garbage
 # output", right 2 times in 7, says so rather than its tier's rate).
@@ -126,33 +129,35 @@ class KindRate:
 KINDS: dict[str, KindRate] = {
     k.kind: k
     for k in (
-        KindRate("stated-hang", 17, 18),
-        KindRate(KB_UNANIMOUS, 10, 10),
-        KindRate("log-hang-prose", 8, 9),
-        KindRate("stated-acceptance-drop", 8, 9),
-        KindRate("stated-load-mismatch", 7, 7),
-        KindRate("stated-memory", 4, 7),
-        KindRate("stated-corruption", 0, 6),
-        KindRate("stated-capture", 4, 4),
+        KindRate("stated-hang", 19, 20),
+        KindRate(KB_UNANIMOUS, 13, 13),
+        KindRate("stated-acceptance-drop", 11, 12),
+        KindRate("log-hang-prose", 10, 11),
+        KindRate("stated-load-mismatch", 9, 9),
+        KindRate("stated-memory", 6, 9),
+        KindRate("stated-capture", 8, 8),
+        KindRate("stated-corruption", 0, 7),
+        KindRate("log-shape", 4, 4),
+        KindRate("log-stall", 3, 4),
+        KindRate("stated-oob", 2, 4),
+        KindRate("log-acceptance-collapsed", 2, 3),
         KindRate("log-copy-overflow", 3, 3),
-        KindRate("log-shape", 3, 3),
         KindRate("crash-with-outside-feature", 2, 2),
         KindRate("log-capture-unsupported", 2, 2),
         KindRate("log-draft-load", 2, 2),
         KindRate("log-index-assert", 1, 2),
         KindRate("log-shape-tokens", 2, 2),
-        KindRate("log-stall", 1, 2),
+        KindRate("log-watchdog", 2, 2),
+        KindRate("stated-load-and-mismatch", 2, 2),
         KindRate("stated-mode", 1, 2),
-        KindRate("stated-oob", 1, 2),
         KindRate("stated-shrink", 1, 2),
         KindRate("stated-width-error", 2, 2),
-        KindRate("log-acceptance-collapsed", 0, 1),
         KindRate("log-fault-during-capture", 1, 1),
+        KindRate("log-frames-through-capture", 1, 1),
         KindRate("log-k-limit", 0, 1),
         KindRate("log-oom", 1, 1),
         KindRate("log-stack-dump", 1, 1),
-        KindRate("log-watchdog", 1, 1),
-        KindRate("stated-load-and-mismatch", 1, 1),
+        KindRate("stated-k-gated", 0, 1),
         KindRate("stated-slowdown", 1, 1),
         KindRate("stated-stale", 1, 1),
     )
@@ -164,12 +169,12 @@ KINDS: dict[str, KindRate] = {
 TIER_RATES: dict[str, KindRate] = {
     t.kind: t
     for t in (
-        KindRate("between", 0, 7),
-        KindRate("guess", 14, 20),
-        KindRate("named", 60, 77),
-        KindRate("nothing", 17, 40),
+        KindRate("between", 0, 10),
+        KindRate("guess", 17, 25),
+        KindRate("named", 80, 100),
+        KindRate("nothing", 23, 53),
     )
 }
 
 # The knowledge base's top-k vote agreeing with the rules' verdict, on the same reports.
-KB_AGREEMENT = KindRate("kb-vote-agrees", 53, 80)
+KB_AGREEMENT = KindRate("kb-vote-agrees", 69, 102)
