@@ -34,10 +34,12 @@ import torch  # noqa: E402
 
 import eaglegraph.kernels  # noqa: E402, F401  (chooses the interpreter before triton)
 from eaglegraph.kernels.attention import (  # noqa: E402
+    PagedMeta,
+    block_table_meta,
     build_csr_page_indices,
-    csr_paged_decode,
-    csr_paged_prefill,
-    varlen_paged_attention,
+    csr_decode_meta,
+    csr_meta,
+    paged_attention,
 )
 from eaglegraph.kernels.block_table import (  # noqa: E402
     compute_slot_mappings,
@@ -143,17 +145,17 @@ def cases(guarded: bool) -> dict[str, Callable[[], None]]:
     next_tokens = torch.randint(0, VOCAB, (4,), generator=gen)
     target_ids = torch.randint(0, VOCAB, (64,), generator=gen).to(i32)
 
+    def attention(meta: PagedMeta, max_q: int) -> Callable[[], None]:
+        return lambda: paged_attention(
+            q64, k_cache, v_cache, out64, meta, max_query_len=max_q, scale=scale, guard=g()
+        )
+
     def varlen(b: Batch) -> Callable[[], None]:
-        return lambda: varlen_paged_attention(
-            q64, k_cache, v_cache, out64, b.qsl, b.seq_lens, b.block_table,
-            b.num_reqs, b.max_q, scale, g(),
-        )  # fmt: skip
+        return attention(block_table_meta(b.qsl, b.seq_lens, b.block_table, b.num_reqs), b.max_q)
 
     def csr(b: Batch) -> Callable[[], None]:
-        return lambda: csr_paged_prefill(
-            q64, k_cache, v_cache, out64, b.qsl, b.kv_indptr, b.kv_indices, b.last_page_len,
-            b.num_reqs, b.max_q, scale, g(),
-        )  # fmt: skip
+        meta = csr_meta(b.qsl, b.kv_indptr, b.kv_indices, b.last_page_len, b.num_reqs)
+        return attention(meta, b.max_q)
 
     def kv(b: Batch) -> Callable[[], None]:
         return lambda: write_kv(k64, v64, k_cache, v_cache, b.slots, b.tokens, g())
@@ -168,17 +170,8 @@ def cases(guarded: bool) -> dict[str, Callable[[], None]]:
         "varlen_attention prefill 64": varlen(prefill),
         "csr_prefill verify 4x4": csr(verify),
         "csr_prefill prefill 64": csr(prefill),
-        "csr_decode 4 rows": lambda: csr_paged_decode(
-            q64,
-            k_cache,
-            v_cache,
-            out64,
-            decode.kv_indptr,
-            decode.kv_indices,
-            decode.last_page_len,
-            4,
-            scale,
-            g(),
+        "csr_decode 4 rows": attention(
+            csr_decode_meta(decode.kv_indptr, decode.kv_indices, decode.last_page_len, 4), 1
         ),
         "write_kv 16 tokens": kv(verify),
         "write_kv 64 tokens": kv(prefill),

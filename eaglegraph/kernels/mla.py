@@ -8,13 +8,16 @@ attention whose key is the whole row and whose value is its latent prefix:
 That absorbed form is what vLLM's MLA decode backends run, and it is exact for every query
 length, so one kernel serves decode, verify and prefill here.
 
-Metadata styles are the ones of :mod:`eaglegraph.kernels.attention`:
+:func:`mla_attention` takes the batch's :class:`~eaglegraph.kernels.attention.meta.PagedMeta`,
+as ``paged_attention`` does, in the layouts of :mod:`eaglegraph.kernels.attention`:
 
-* flash-attn style (:func:`mla_varlen_attention`): ``query_start_loc``, ``seq_lens``, block
-  table (FlashMLA / Triton MLA); rows past ``query_start_loc[num_reqs]`` are never touched.
-* FlashInfer style (:func:`mla_csr_prefill`, :func:`mla_csr_decode`): CSR page lists; the
-  decode takes its batch size from the number of query rows, one token per row (FlashInfer
-  MLA), so padded rows read whatever ``kv_indptr``/``last_page_len`` hold there.
+* flash-attn style (``block_table_meta``): ``query_start_loc``, ``seq_lens``, block table
+  (FlashMLA / Triton MLA); rows past ``query_start_loc[num_reqs]`` are never touched; reported
+  as ``"mla_varlen_attention"``.
+* FlashInfer style (``csr_meta``, ``csr_decode_meta``): CSR page lists; the decode takes its
+  batch size from the number of query rows, one token per row (FlashInfer MLA), so padded rows
+  read whatever ``kv_indptr``/``last_page_len`` hold there; reported as ``"mla_csr_prefill"``
+  and ``"mla_csr_decode"``.
 
 Guards follow ``guard.py`` and the conventions of the standard attention kernels: every
 metadata entry and page id read is checked, logged once (by the first head block of the
@@ -30,12 +33,7 @@ import math
 import torch
 
 from eaglegraph.kernels._triton import check_device, interpreting, next_pow2, tl, triton
-from eaglegraph.kernels.attention.meta import (
-    PagedMeta,
-    block_table_meta,
-    csr_decode_meta,
-    csr_meta,
-)
+from eaglegraph.kernels.attention.meta import PagedLayout, PagedMeta
 from eaglegraph.kernels.attention.request import page_ids, qk_scores, request_kv, softmax_step
 from eaglegraph.kernels.attention.tiles import (
     INTERP_MAX_TILE,
@@ -46,7 +44,7 @@ from eaglegraph.kernels.attention.tiles import (
 from eaglegraph.kernels.guard import Guard, guard_args
 from eaglegraph.kernels.launch import launch, strides
 
-__all__ = ["mla_csr_decode", "mla_csr_prefill", "mla_scale", "mla_varlen_attention"]
+__all__ = ["mla_attention", "mla_scale"]
 
 
 @triton.jit
@@ -188,98 +186,50 @@ def _tiles(num_heads: int, max_query_len: int, max_kv_len: int, latent: int) -> 
     return block_h, block_m, 32 if latent >= 256 else 64
 
 
-def _launch(
-    decode: bool,
+# The name a launch is logged and reported under, by layout (``guard.KERNEL_NAMES``): guard
+# logs, run files and findings carry it, so it stays what the entry points were once called.
+_KERNEL_NAMES: dict[PagedLayout, str] = {
+    PagedLayout.BLOCK_TABLE: "mla_varlen_attention",
+    PagedLayout.CSR: "mla_csr_prefill",
+    PagedLayout.CSR_DECODE: "mla_csr_decode",
+}
+
+
+def mla_attention(
     q: torch.Tensor,
     cache: torch.Tensor,
     out: torch.Tensor,
     meta: PagedMeta,
+    *,
     max_query_len: int,
-    scale: float | None,
-    kernel: str,
-    guard: Guard | None,
+    scale: float | None = None,
+    guard: Guard | None = None,
 ) -> None:
+    """Causal MLA of ``q`` over the latent ``cache``, written to ``out``, for ``meta``'s batch.
+
+    The layouts' rules are those of ``paged_attention``: a block table or CSR prefill lists
+    (``max_query_len`` sizes the grid), or a CSR decode, one query row per request and
+    ``meta.num_reqs`` rows, so padded rows read the CSR entries past the real requests.
+    Guard roles: those the meta's builder names.
+    """
+    check_device(q, cache, out, *meta.tensors)
+    meta.check_query_rows(q.shape[0])
     latent, rope, block_size = _check_shapes(q, cache, out)
-    if meta.num_reqs <= 0 or max_query_len <= 0:
+    query_len = 1 if meta.decode else max_query_len
+    if meta.num_reqs <= 0 or query_len <= 0:
         return
     num_heads = q.shape[1]
-    block_h, block_m, block_n = _tiles(
-        num_heads, max_query_len, meta.pages_extent * block_size, latent
-    )
-    grid = (meta.num_reqs, triton.cdiv(num_heads, block_h), triton.cdiv(max_query_len, block_m))
+    block_h, block_m, block_n = _tiles(num_heads, query_len, meta.pages_extent * block_size, latent)
+    grid = (meta.num_reqs, triton.cdiv(num_heads, block_h), triton.cdiv(query_len, block_m))
     softmax_scale = mla_scale(latent, rope) if scale is None else scale
     launch(
         _mla_kernel, grid,
         q, cache, out, *meta.tensors,
         q.shape[0], num_heads, cache.shape[0], meta.pages_extent, meta.bt_stride,
         *strides(q, out, cache, dims=2), float(softmax_scale) * LOG2E,
-        guard=guard_args(guard, kernel, meta.roles, meta.lens),
-        LATENT=latent, ROPE=rope, CSR=meta.csr, DECODE=decode, PAGE_SIZE=block_size,
+        guard=guard_args(guard, _KERNEL_NAMES[meta.layout], meta.roles, meta.lens),
+        LATENT=latent, ROPE=rope, CSR=meta.csr, DECODE=meta.decode, PAGE_SIZE=block_size,
         BLOCK_H=block_h, BLOCK_M=block_m, BLOCK_N=block_n,
         BLOCK_L=next_pow2(latent, 16), BLOCK_R=next_pow2(rope, 16),
         DOT_F32=dot_in_f32(q, cache), num_warps=8 if latent >= 256 else 4,
     )  # fmt: skip
-
-
-def mla_varlen_attention(
-    q: torch.Tensor,
-    cache: torch.Tensor,
-    out: torch.Tensor,
-    query_start_loc: torch.Tensor,
-    seq_lens: torch.Tensor,
-    block_table: torch.Tensor,
-    num_reqs: int,
-    max_query_len: int,
-    scale: float | None = None,
-    guard: Guard | None = None,
-) -> None:
-    """Flash-attn style causal MLA over a block table (rules of ``varlen_paged_attention``).
-
-    Guard roles: ``"query_start_loc"``, ``"seq_lens"``, ``"block_table"``.
-    """
-    check_device(q, cache, out, query_start_loc, seq_lens, block_table)
-    meta = block_table_meta(query_start_loc, seq_lens, block_table, num_reqs)
-    _launch(False, q, cache, out, meta, max_query_len, scale, "mla_varlen_attention", guard)
-
-
-def mla_csr_prefill(
-    q: torch.Tensor,
-    cache: torch.Tensor,
-    out: torch.Tensor,
-    qo_indptr: torch.Tensor,
-    kv_indptr: torch.Tensor,
-    kv_indices: torch.Tensor,
-    last_page_len: torch.Tensor,
-    num_reqs: int,
-    max_query_len: int,
-    scale: float | None = None,
-    guard: Guard | None = None,
-) -> None:
-    """FlashInfer style causal MLA prefill/verify over CSR page lists.
-
-    Guard roles: ``"qo_indptr"``, ``"kv_indptr"``, ``"last_page_len"``, ``"kv_indices"``.
-    """
-    check_device(q, cache, out, qo_indptr, kv_indptr, kv_indices, last_page_len)
-    meta = csr_meta(qo_indptr, kv_indptr, kv_indices, last_page_len, num_reqs)
-    _launch(False, q, cache, out, meta, max_query_len, scale, "mla_csr_prefill", guard)
-
-
-def mla_csr_decode(
-    q: torch.Tensor,
-    cache: torch.Tensor,
-    out: torch.Tensor,
-    kv_indptr: torch.Tensor,
-    kv_indices: torch.Tensor,
-    last_page_len: torch.Tensor,
-    batch_size: int,
-    scale: float | None = None,
-    guard: Guard | None = None,
-) -> None:
-    """FlashInfer style MLA decode: one query row per request, ``batch_size`` = query rows,
-    so padded rows read the CSR entries past the real requests (as ``csr_paged_decode``).
-
-    Guard roles: ``"kv_indptr"``, ``"last_page_len"``, ``"kv_indices"``.
-    """
-    check_device(q, cache, out, kv_indptr, kv_indices, last_page_len)
-    meta = csr_decode_meta(q, kv_indptr, kv_indices, last_page_len, batch_size)
-    _launch(True, q, cache, out, meta, 1, scale, "mla_csr_decode", guard)

@@ -16,20 +16,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 from typing import Any
 
 import torch
 
 from eaglegraph.kernels.attention import (
+    PagedMeta,
+    block_table_meta,
     build_csr_page_indices,
-    csr_paged_decode,
-    csr_paged_prefill,
+    csr_decode_meta,
+    csr_meta,
     default_scale,
-    varlen_paged_attention,
+    paged_attention,
 )
 from eaglegraph.kernels.guard import Guard, GuardLog
 from eaglegraph.kernels.kv_cache import write_kv
-from eaglegraph.kernels.mla import mla_csr_decode, mla_csr_prefill, mla_varlen_attention
+from eaglegraph.kernels.mla import mla_attention
 from eaglegraph.known.attention_workspace import SplitKvScratch
 from eaglegraph.models.mla import absorbed_attention
 from eaglegraph.rig.buffers import BufferRegistry
@@ -67,6 +70,13 @@ class FlashAttnMetadata(BatchTensors):
     # FA3's split-KV cap for this batch (known.attention_workspace); None: not FA3, no scratch
     fa3_splits: int | None = None
 
+    @cached_property
+    def paged(self) -> PagedMeta:
+        """The kernels' view of the batch, checked once and read by every layer."""
+        return block_table_meta(
+            self.query_start_loc, self.seq_lens, self.block_table, self.num_reqs
+        )
+
 
 @dataclass
 class FlashInferMetadata:
@@ -80,6 +90,18 @@ class FlashInferMetadata:
     decode: bool
     guard_ids: dict[str, int] = field(default_factory=dict)
     style: str = "flashinfer"
+
+    @cached_property
+    def paged(self) -> PagedMeta:
+        """The kernels' view of the batch, checked once and read by every layer: a decode is
+        one row per (padded) token, the batch size FlashInfer's decode takes."""
+        if self.decode:
+            return csr_decode_meta(
+                self.kv_indptr, self.kv_indices, self.last_page_len, self.num_tokens
+            )
+        return csr_meta(
+            self.qo_indptr, self.kv_indptr, self.kv_indices, self.last_page_len, self.num_reqs
+        )
 
 
 Metadata = FlashAttnMetadata | FlashInferMetadata
@@ -256,25 +278,20 @@ class AttentionRuntime:
             return
         write_kv(k, v, k_cache, v_cache, self.slot_mapping, q.shape[0], self.guard(self._slot_ids))
         guard = self.guard(md.guard_ids)
-        scale = self.scales[layer]
-        if isinstance(md, FlashAttnMetadata):
-            scratch = _fa3_scratch(md.fa3_splits, q, v)  # lives for the call, as FA3's does
-            varlen_paged_attention(
-                q, k_cache, v_cache, out, md.query_start_loc, md.seq_lens, md.block_table,
-                md.num_reqs, md.max_query_len, scale, guard, layer not in self.non_causal,
-            )  # fmt: skip
-            del scratch
-        elif md.decode:
-            csr_paged_decode(
-                q, k_cache, v_cache, out, md.kv_indptr, md.kv_indices, md.last_page_len,
-                md.num_tokens, scale, guard,
-            )  # fmt: skip
-        else:
-            csr_paged_prefill(
-                q, k_cache, v_cache, out, md.qo_indptr, md.kv_indptr, md.kv_indices,
-                md.last_page_len, md.num_reqs, md.max_query_len, scale, guard,
-                layer not in self.non_causal,
-            )  # fmt: skip
+        # FA3's scratch lives for the call, as FA3's does; FlashInfer allocates none
+        scratch = _fa3_scratch(md.fa3_splits, q, v) if isinstance(md, FlashAttnMetadata) else []
+        paged_attention(
+            q,
+            k_cache,
+            v_cache,
+            out,
+            md.paged,
+            max_query_len=md.max_query_len,
+            scale=self.scales[layer],
+            guard=guard,
+            causal=layer not in self.non_causal,
+        )
+        del scratch
 
     def _latent_core(
         self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor
@@ -287,21 +304,7 @@ class AttentionRuntime:
         cache = self.kv_caches[layer][0]
         write_kv(k, k, cache, cache, self.slot_mapping, q.shape[0], self.guard(self._slot_ids))
         guard = self.guard(md.guard_ids)
-        if isinstance(md, FlashAttnMetadata):
-            mla_varlen_attention(
-                q, cache, out, md.query_start_loc, md.seq_lens, md.block_table, md.num_reqs,
-                md.max_query_len, guard=guard,
-            )  # fmt: skip
-        elif md.decode:
-            mla_csr_decode(
-                q, cache, out, md.kv_indptr, md.kv_indices, md.last_page_len, md.num_tokens,
-                guard=guard,
-            )  # fmt: skip
-        else:
-            mla_csr_prefill(
-                q, cache, out, md.qo_indptr, md.kv_indptr, md.kv_indices, md.last_page_len,
-                md.num_reqs, md.max_query_len, guard=guard,
-            )  # fmt: skip
+        mla_attention(q, cache, out, md.paged, max_query_len=md.max_query_len, guard=guard)
 
 
 def _fa3_scratch(splits: int | None, q: torch.Tensor, v: torch.Tensor) -> list[torch.Tensor]:

@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 import torch
 
 from eaglegraph.kernels.attention import (
+    block_table_meta,
     build_csr_page_indices,
-    csr_paged_decode,
-    csr_paged_prefill,
-    varlen_paged_attention,
+    csr_decode_meta,
+    csr_meta,
+    paged_attention,
 )
 from eaglegraph.kernels.block_table import (
     compute_slot_mappings,
@@ -126,17 +127,15 @@ def varlen_case(device: torch.device, gen: torch.Generator, nh: int = 2, nkv: in
     }
 
     def launch(b: Buffers, guard: Guard | None) -> None:
-        varlen_paged_attention(
+        meta = block_table_meta(b["qsl"], b["seq_lens"], b["block_table"], 3)
+        paged_attention(
             b["q"],
             b["k_cache"],
             b["v_cache"],
             b["out"],
-            b["qsl"],
-            b["seq_lens"],
-            b["block_table"],
-            3,
-            3,
-            scale_for(hd),
+            meta,
+            max_query_len=3,
+            scale=scale_for(hd),
             guard=guard,
         )
 
@@ -187,18 +186,15 @@ def csr_prefill_case(device: torch.device, gen: torch.Generator, nh: int = 2, nk
     }
 
     def launch(b: Buffers, guard: Guard | None) -> None:
-        csr_paged_prefill(
+        meta = csr_meta(b["qo"], b["kv_indptr"], b["kv_indices"], b["last_page_len"], 3)
+        paged_attention(
             b["q"],
             b["k_cache"],
             b["v_cache"],
             b["out"],
-            b["qo"],
-            b["kv_indptr"],
-            b["kv_indices"],
-            b["last_page_len"],
-            3,
-            3,
-            scale_for(hd),
+            meta,
+            max_query_len=3,
+            scale=scale_for(hd),
             guard=guard,
         )
 
@@ -240,16 +236,15 @@ def csr_decode_case(device: torch.device, gen: torch.Generator, nh: int = 2, nkv
     }
 
     def launch(b: Buffers, guard: Guard | None) -> None:
-        csr_paged_decode(
+        meta = csr_decode_meta(b["kv_indptr"], b["kv_indices"], b["last_page_len"], batch)
+        paged_attention(
             b["q"],
             b["k_cache"],
             b["v_cache"],
             b["out"],
-            b["kv_indptr"],
-            b["kv_indices"],
-            b["last_page_len"],
-            batch,
-            scale_for(hd),
+            meta,
+            max_query_len=1,
+            scale=scale_for(hd),
             guard=guard,
         )
 

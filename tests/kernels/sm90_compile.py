@@ -93,45 +93,18 @@ def _launch_all(z: Any, guard: Any, n: int) -> None:
     for dt, hd in ((bf16, 128), (torch.float32, 64))[: 2 if n > 1 else 1]:
         q, out = z(64, 32, hd, dtype=dt), z(64, 32, hd, dtype=dt)
         kc = z(100, 16, nkv, hd, dtype=dt)
-        attention.varlen_paged_attention(
-            q,
-            kc,
-            kc,
-            out,
-            z(9, dtype=i32),
-            z(8, dtype=i32),
-            z(8, 64, dtype=i32),
-            n,
-            8,
-            0.1,
-            guard=guard,
+        varlen = attention.block_table_meta(
+            z(9, dtype=i32), z(8, dtype=i32), z(8, 64, dtype=i32), n
         )
-        attention.csr_paged_prefill(
-            q,
-            kc,
-            kc,
-            out,
-            z(9, dtype=i32),
-            z(9, dtype=i32),
-            z(400, dtype=i32),
-            z(8, dtype=i32),
-            n,
-            100 if dt is bf16 else 8,  # long-query tiles in bf16; fp32 (ieee dots) is slow to build
-            0.1,
-            guard=guard,
+        attention.paged_attention(q, kc, kc, out, varlen, max_query_len=8, scale=0.1, guard=guard)
+        csr = attention.csr_meta(
+            z(9, dtype=i32), z(9, dtype=i32), z(400, dtype=i32), z(8, dtype=i32), n
         )
-        attention.csr_paged_decode(
-            q,
-            kc,
-            kc,
-            out,
-            z(65, dtype=i32),
-            z(400, dtype=i32),
-            z(64, dtype=i32),
-            n,
-            0.1,
-            guard=guard,
-        )
+        # long-query tiles in bf16; fp32 (ieee dots) is slow to build
+        long_q = 100 if dt is bf16 else 8
+        attention.paged_attention(q, kc, kc, out, csr, max_query_len=long_q, scale=0.1, guard=guard)
+        decode = attention.csr_decode_meta(z(65, dtype=i32), z(400, dtype=i32), z(64, dtype=i32), n)
+        attention.paged_attention(q, kc, kc, out, decode, max_query_len=1, scale=0.1, guard=guard)
         kv_cache.write_kv(
             z(64, nkv, hd, dtype=dt),
             z(64, nkv, hd, dtype=dt),
@@ -240,13 +213,16 @@ def _launch_all(z: Any, guard: Any, n: int) -> None:
                 z(64, nh, 128, dtype=bf16),
                 z(100, 16, nkv, 128, dtype=bf16),
             )
-            attention.varlen_paged_attention(
-                q, kc, kc, out, z(9, dtype=i32), z(8, dtype=i32), z(8, 64, dtype=i32), n, 4, 0.1
+            varlen = attention.block_table_meta(
+                z(9, dtype=i32), z(8, dtype=i32), z(8, 64, dtype=i32), n
             )
-            attention.csr_paged_decode(
-                q, kc, kc, out, z(65, dtype=i32), z(400, dtype=i32), z(64, dtype=i32), n, 0.1,
-                guard=guard,
-            )  # fmt: skip
+            attention.paged_attention(q, kc, kc, out, varlen, max_query_len=4, scale=0.1)
+            decode = attention.csr_decode_meta(
+                z(65, dtype=i32), z(400, dtype=i32), z(64, dtype=i32), n
+            )
+            attention.paged_attention(
+                q, kc, kc, out, decode, max_query_len=1, scale=0.1, guard=guard
+            )
         kc = z(100, 16, 2, 64, dtype=bf16)  # 128 elements per token: several tokens a program
         kv_cache.write_kv(
             z(64, 2, 64, dtype=bf16), z(64, 2, 64, dtype=bf16), kc, kc, z(64, dtype=i64), 20
@@ -255,16 +231,14 @@ def _launch_all(z: Any, guard: Any, n: int) -> None:
         gather.gather_rows(
             z(512, 4096, dtype=bf16), z(8, dtype=i64), z(8, 4096, dtype=bf16), n, 512
         )
-        attention.csr_paged_decode(
+        attention.paged_attention(
             z(64, 32, 128, dtype=bf16),
             z(100, 16, 8, 128, dtype=bf16),
             z(100, 16, 8, 128, dtype=bf16),
             z(64, 32, 128, dtype=bf16),
-            z(65, dtype=i32),
-            z(400, dtype=i32),
-            z(64, dtype=i32),
-            n,
-            0.1,
+            attention.csr_decode_meta(z(65, dtype=i32), z(400, dtype=i32), z(64, dtype=i32), n),
+            max_query_len=1,
+            scale=0.1,
         )
 
 

@@ -11,12 +11,13 @@ import torch
 
 import eaglegraph.kernels.attention.tiles as tiles
 from eaglegraph.kernels.attention import (
+    block_table_meta,
     build_csr_page_indices,
     csr,
-    csr_paged_decode,
-    csr_paged_prefill,
+    csr_decode_meta,
+    csr_meta,
+    paged_attention,
     paged_prefill,
-    varlen_paged_attention,
 )
 
 from .reference import (
@@ -86,9 +87,8 @@ def check_varlen(
     qsl_t = torch.tensor(qsl, dtype=torch.int32, device=device)
     seq_t = torch.tensor(seq_lens, dtype=torch.int32, device=device)
     scale = scale_for(head_dim)
-    varlen_paged_attention(
-        q, k_cache, v_cache, out, qsl_t, seq_t, bt.to(device), num_reqs, max(q_lens), scale
-    )
+    meta = block_table_meta(qsl_t, seq_t, bt.to(device), num_reqs)
+    paged_attention(q, k_cache, v_cache, out, meta, max_query_len=max(q_lens), scale=scale)
     expected = ref_attention(q, k_cache, v_cache, torch.full_like(q, SENTINEL), reqs, scale)
     torch.testing.assert_close(out.cpu(), expected.cpu(), **TOL[dtype])
     assert torch.all(out[qsl[num_reqs] :] == SENTINEL)  # padded rows untouched
@@ -120,7 +120,8 @@ def check_csr_prefill(
         torch.tensor(x, dtype=torch.int32, device=device) for x in (qo, kv_indptr, kv_indices, last)
     ]
     scale = scale_for(head_dim)
-    csr_paged_prefill(q, k_cache, v_cache, out, *args, num_reqs, max(q_lens), scale)
+    meta = csr_meta(*args, num_reqs)
+    paged_attention(q, k_cache, v_cache, out, meta, max_query_len=max(q_lens), scale=scale)
     expected = ref_attention(q, k_cache, v_cache, torch.full_like(q, SENTINEL), reqs, scale)
     torch.testing.assert_close(out.cpu(), expected.cpu(), **TOL[dtype])
     assert torch.all(out[qo[num_reqs] :] == SENTINEL)
@@ -153,7 +154,8 @@ def check_csr_decode(
         torch.tensor(x, dtype=torch.int32, device=device) for x in (kv_indptr, kv_indices, last)
     ]
     scale = scale_for(head_dim)
-    csr_paged_decode(q, k_cache, v_cache, out, *args, batch_size, scale)
+    meta = csr_decode_meta(*args, batch_size)
+    paged_attention(q, k_cache, v_cache, out, meta, max_query_len=1, scale=scale)
     expected = ref_attention(q, k_cache, v_cache, torch.full_like(q, SENTINEL), reqs, scale)
     torch.testing.assert_close(out.cpu(), expected.cpu(), **TOL[dtype])
     assert torch.all(out[batch_size:] == SENTINEL)
@@ -226,18 +228,22 @@ def test_long_queries_span_query_and_kv_blocks(
         torch.tensor(x, dtype=torch.int32, device=device) for x in (qsl, [r.kv_len for r in reqs])
     ]
     out = torch.full_like(q, SENTINEL)
-    varlen_paged_attention(q, k_cache, v_cache, out, *meta, bt.to(device), 3, 300, scale)
+    paged = block_table_meta(*meta, bt.to(device), 3)
+    paged_attention(q, k_cache, v_cache, out, paged, max_query_len=300, scale=scale)
     torch.testing.assert_close(out.cpu(), expected.cpu(), **TOL[torch.float32])
     indptr, indices, last = csr_from_reqs(reqs, bs)
     csr = [torch.tensor(x, dtype=torch.int32, device=device) for x in (indptr, indices, last)]
     out = torch.full_like(q, SENTINEL)
-    csr_paged_prefill(q, k_cache, v_cache, out, meta[0], *csr, 3, 300, scale)
+    paged = csr_meta(meta[0], *csr, 3)
+    paged_attention(q, k_cache, v_cache, out, paged, max_query_len=300, scale=scale)
     torch.testing.assert_close(out.cpu(), expected.cpu(), **TOL[torch.float32])
     # Decode over the same long KV: one query row per request, its last position.
     dec = [Req(i, 1, r.kv_len, r.pages) for i, r in enumerate(reqs)]
     q_dec = randn((3, num_heads, hd), gen, torch.float32, device)
     out = torch.full_like(q_dec, SENTINEL)
-    csr_paged_decode(q_dec, k_cache, v_cache, out, *csr, 3, scale)
+    paged_attention(
+        q_dec, k_cache, v_cache, out, csr_decode_meta(*csr, 3), max_query_len=1, scale=scale
+    )
     want = ref_attention(q_dec, k_cache, v_cache, torch.full_like(q_dec, SENTINEL), dec, scale)
     torch.testing.assert_close(out.cpu(), want.cpu(), **TOL[torch.float32])
 
@@ -306,7 +312,8 @@ def test_varlen_empty_and_long_queries(device: torch.device, gen: torch.Generato
     bt[1, : len(reqs[1].pages)] = torch.tensor(reqs[1].pages, dtype=torch.int32)
     qsl = torch.tensor([0, 0, 37, 37], dtype=torch.int32, device=device)
     seq = torch.tensor([0, 43, 0], dtype=torch.int32, device=device)
-    varlen_paged_attention(q, k_cache, v_cache, out, qsl, seq, bt.to(device), 3, 37, scale_for(hd))
+    meta = block_table_meta(qsl, seq, bt.to(device), 3)
+    paged_attention(q, k_cache, v_cache, out, meta, max_query_len=37, scale=scale_for(hd))
     expected = ref_attention(q, k_cache, v_cache, torch.full_like(q, SENTINEL), reqs, scale_for(hd))
     torch.testing.assert_close(out.cpu(), expected.cpu(), **TOL[torch.float32])
 
@@ -321,11 +328,12 @@ def test_strided_q_view(device: torch.device, gen: torch.Generator) -> None:
     q = qkv[:, : nh * hd].view(5, nh, hd)
     out = torch.full((5, nh, hd), SENTINEL, device=device)
     indptr, indices, last = csr_from_reqs(reqs, bs)
-    meta = [
+    args = [
         torch.tensor(x, dtype=torch.int32, device=device)
         for x in ([0, 2, 5], indptr, indices, last)
     ]
-    csr_paged_prefill(q, k_cache, v_cache, out, *meta, 2, 3, scale_for(hd))
+    meta = csr_meta(*args, 2)
+    paged_attention(q, k_cache, v_cache, out, meta, max_query_len=3, scale=scale_for(hd))
     expected = ref_attention(
         q, k_cache, v_cache, torch.full_like(out, SENTINEL), reqs, scale_for(hd)
     )
@@ -347,8 +355,9 @@ def test_nan_in_read_kv_propagates(device: torch.device, gen: torch.Generator) -
     q = randn((2, 2, hd), gen, torch.float32, device)
     out = torch.zeros_like(q)
     indptr, indices, last = csr_from_reqs(reqs, bs)
-    meta = [torch.tensor(x, dtype=torch.int32, device=device) for x in (indptr, indices, last)]
-    csr_paged_decode(q, k_cache, v_cache, out, *meta, 2, scale_for(hd))
+    args = [torch.tensor(x, dtype=torch.int32, device=device) for x in (indptr, indices, last)]
+    meta = csr_decode_meta(*args, 2)
+    paged_attention(q, k_cache, v_cache, out, meta, max_query_len=1, scale=scale_for(hd))
     assert torch.isnan(out[0]).all()
     assert not torch.isnan(out[1]).any()
 
@@ -398,25 +407,15 @@ def test_random_padded_batches(device: torch.device, seed: int) -> None:
     for i, r in enumerate(reqs):
         bt[i, : len(r.pages)] = torch.tensor(r.pages, dtype=torch.int32)
     out = torch.full_like(q, SENTINEL)
-    varlen_paged_attention(
-        q,
-        k_cache,
-        v_cache,
-        out,
-        qsl_t.to(device),
-        seq_t.to(device),
-        bt.to(device),
-        num_reqs,
-        max_q,
-        scale,
-    )
+    meta = block_table_meta(qsl_t.to(device), seq_t.to(device), bt.to(device), num_reqs)
+    paged_attention(q, k_cache, v_cache, out, meta, max_query_len=max_q, scale=scale)
     torch.testing.assert_close(out.cpu(), expected.cpu(), **TOL[torch.float32])
 
     # FlashInfer style over the same requests, stale tails in the CSR arrays
     indptr, indices, last = csr_from_reqs(reqs, bs)
     pad = R - num_reqs
     stale = randint(0, len(indices) + 1, (pad,), gen, torch.int64, "cpu").tolist()
-    meta = [
+    args = [
         torch.tensor(x, dtype=torch.int32, device=device)
         for x in (
             qsl + [T] * pad,
@@ -426,7 +425,8 @@ def test_random_padded_batches(device: torch.device, seed: int) -> None:
         )
     ]
     out = torch.full_like(q, SENTINEL)
-    csr_paged_prefill(q, k_cache, v_cache, out, *meta, num_reqs, max_q, scale)
+    meta = csr_meta(*args, num_reqs)
+    paged_attention(q, k_cache, v_cache, out, meta, max_query_len=max_q, scale=scale)
     torch.testing.assert_close(out.cpu(), expected.cpu(), **TOL[torch.float32])
 
 
@@ -442,8 +442,9 @@ def test_non_causal_block_attends_whole_kv(device: torch.device, gen: torch.Gene
         bt[i, : len(r.pages)] = torch.tensor(r.pages, dtype=torch.int32)
     qsl = torch.tensor([0, 4, 7], dtype=torch.int32, device=device)
     sl = torch.tensor([r.kv_len for r in reqs], dtype=torch.int32, device=device)
-    varlen_paged_attention(
-        q, k_cache, v_cache, out, qsl, sl, bt.to(device), 2, 4, scale_for(16), causal=False
+    meta = block_table_meta(qsl, sl, bt.to(device), 2)
+    paged_attention(
+        q, k_cache, v_cache, out, meta, max_query_len=4, scale=scale_for(16), causal=False
     )
     # a non-causal request equals causal rows that all sit at the last position
     want = torch.zeros_like(q)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from eaglegraph.kernels.attention import csr_paged_decode, varlen_paged_attention
+from eaglegraph.kernels.attention import block_table_meta, csr_decode_meta, paged_attention
 from eaglegraph.kernels.eagle import prepare_eagle_inputs, update_eagle_draft_inputs
 from eaglegraph.kernels.gather import gather_rows
 from eaglegraph.kernels.guard import Guard, GuardLog
@@ -93,18 +93,8 @@ def test_serving_shapes(dtype: torch.dtype, gen: torch.Generator) -> None:
         bt[i, : len(r.pages)] = torch.tensor(r.pages, dtype=torch.int32)
     qsl = torch.tensor([0, *torch.tensor(q_lens).cumsum(0).tolist()], dtype=torch.int32)
     seq = torch.tensor([r.kv_len for r in reqs], dtype=torch.int32)
-    varlen_paged_attention(
-        q,
-        k_cache,
-        v_cache,
-        out,
-        qsl.to(CUDA),
-        seq.to(CUDA),
-        bt.to(CUDA),
-        len(reqs),
-        max(q_lens),
-        scale_for(hd),
-    )
+    meta = block_table_meta(qsl.to(CUDA), seq.to(CUDA), bt.to(CUDA), len(reqs))
+    paged_attention(q, k_cache, v_cache, out, meta, max_query_len=max(q_lens), scale=scale_for(hd))
     expected = ref_attention(q, k_cache, v_cache, torch.zeros_like(q), reqs, scale_for(hd))
     torch.testing.assert_close(out.cpu(), expected.cpu(), **TOL[dtype])
 
@@ -153,6 +143,7 @@ def test_wrappers_capture_and_replay_in_a_cuda_graph(gen: torch.Generator) -> No
     log = GuardLog(64, CUDA)
     guard = Guard(log)
     b = buf
+    decode = csr_decode_meta(b["kv_indptr"], b["kv_indices"], b["last"], R)
 
     def step() -> None:
         prepare_eagle_inputs(
@@ -173,16 +164,14 @@ def test_wrappers_capture_and_replay_in_a_cuda_graph(gen: torch.Generator) -> No
             guard=guard,
         )
         write_kv(b["k"], b["k"], b["k_cache"], b["v_cache"], b["slots"], R, guard=guard)
-        csr_paged_decode(
+        paged_attention(
             b["q"],
             b["k_cache"],
             b["v_cache"],
             b["attn_out"],
-            b["kv_indptr"],
-            b["kv_indices"],
-            b["last"],
-            R,
-            scale_for(hd),
+            decode,
+            max_query_len=1,
+            scale=scale_for(hd),
             guard=guard,
         )
         gather_rows(b["hidden"], b["lti"], b["gathered"], R, T, guard=guard)

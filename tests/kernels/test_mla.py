@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from eaglegraph.kernels.attention import block_table_meta, csr_decode_meta, csr_meta
 from eaglegraph.kernels.guard import Guard, GuardLog
-from eaglegraph.kernels.mla import mla_csr_decode, mla_csr_prefill, mla_varlen_attention
+from eaglegraph.kernels.mla import mla_attention
 
 from .reference import TOL, Req, csr_from_reqs, randint, randn, ref_attention, scale_for
 from .test_attention import make_batch
@@ -45,7 +46,7 @@ def test_mla_varlen(device: torch.device, dtype: torch.dtype, gen: torch.Generat
         bt[i, : len(r.pages)] = torch.tensor(r.pages, dtype=torch.int32)
     args = [torch.tensor(x, dtype=torch.int32, device=device) for x in (qsl, seq_lens)]
     scale = scale_for(LATENT + ROPE)
-    mla_varlen_attention(q, cache, out, *args, bt.to(device), 3, 6)
+    mla_attention(q, cache, out, block_table_meta(*args, bt.to(device), 3), max_query_len=6)
     want = _expected(q, cache, torch.full_like(out, SENTINEL), reqs, scale)
     torch.testing.assert_close(out.cpu(), want.cpu(), **TOL[dtype])
     assert torch.all(out[10:] == SENTINEL)  # padded rows untouched
@@ -62,14 +63,15 @@ def test_mla_csr_prefill_and_decode(
     qo = [0, 4, 8, 10]
     t = [torch.tensor(x, dtype=torch.int32, device=device) for x in (qo, indptr, indices, last)]
     scale = scale_for(LATENT + ROPE)
-    mla_csr_prefill(q, cache, out, *t, 3, 4, scale)
+    mla_attention(q, cache, out, csr_meta(*t, 3), max_query_len=4, scale=scale)
     want = _expected(q, cache, torch.full_like(out, SENTINEL), reqs, scale)
     torch.testing.assert_close(out.cpu(), want.cpu(), **TOL[dtype])
 
     # decode: one query per request, the query is the last KV position
     dec = [Req(i, 1, r.kv_len, r.pages) for i, r in enumerate(reqs)]
     out_d = torch.full((3, HEADS, LATENT), SENTINEL, dtype=dtype, device=device)
-    mla_csr_decode(q[:3].contiguous(), cache, out_d, t[1], t[2], t[3], 3)
+    decode = csr_decode_meta(t[1], t[2], t[3], 3)
+    mla_attention(q[:3].contiguous(), cache, out_d, decode, max_query_len=1)
     want_d = _expected(q[:3], cache, torch.full_like(out_d, SENTINEL), dec, scale)
     torch.testing.assert_close(out_d.cpu(), want_d.cpu(), **TOL[dtype])
 
@@ -86,7 +88,9 @@ def test_mla_many_heads_and_long_kv(device: torch.device, gen: torch.Generator) 
         bt[i, : len(r.pages)] = torch.tensor(r.pages, dtype=torch.int32)
     qsl = torch.tensor([0, 5, 7], dtype=torch.int32, device=device)
     sl = torch.tensor([r.kv_len for r in reqs], dtype=torch.int32, device=device)
-    mla_varlen_attention(q, cache, out, qsl, sl, bt.to(device), 2, 5, scale=0.3)
+    mla_attention(
+        q, cache, out, block_table_meta(qsl, sl, bt.to(device), 2), max_query_len=5, scale=0.3
+    )
     want = _expected(q, cache, torch.full_like(out, SENTINEL), reqs, 0.3)
     torch.testing.assert_close(out.cpu(), want.cpu(), **TOL[dtype])
 
@@ -107,7 +111,7 @@ def test_mla_decode_guard_logs_stale_padded_rows(
         torch.tensor(x, dtype=torch.int32, device=device)
         for x in (kv_indptr, indices, last_page_len)
     ]
-    mla_csr_decode(q, cache, out, *t, 4, guard=guard)
+    mla_attention(q, cache, out, csr_decode_meta(*t, 4), max_query_len=1, guard=guard)
     seen = {(v.kernel, v.buffer_id, v.row) for v in log.read()}
     assert ("mla_csr_decode", 3, 3) in seen  # kv_indptr[num_reqs + 1]
     assert ("mla_csr_decode", 4, 2) in seen and ("mla_csr_decode", 4, 3) in seen
@@ -127,7 +131,8 @@ def test_mla_varlen_guard_logs_bad_block_ids(device: torch.device, gen: torch.Ge
     guard = Guard(log, {"block_table": 9})
     qsl = torch.tensor([0, 2], dtype=torch.int32, device=device)
     sl = torch.tensor([7], dtype=torch.int32, device=device)
-    mla_varlen_attention(q, cache, out, qsl, sl, bt.to(device), 1, 2, guard=guard)
+    meta = block_table_meta(qsl, sl, bt.to(device), 1)
+    mla_attention(q, cache, out, meta, max_query_len=2, guard=guard)
     assert [(v.kernel, v.buffer_id, v.row, v.value) for v in log.read()] == [
         ("mla_varlen_attention", 9, 1, 1 << 20)
     ]
@@ -140,4 +145,4 @@ def test_mla_bad_shapes_are_refused(device: torch.device) -> None:
     out = torch.zeros((2, 4, 32), device=device)
     one = torch.zeros(3, dtype=torch.int32, device=device)
     with pytest.raises(ValueError, match="must be \\[num_blocks, block_size, 1, L\\+R\\]"):
-        mla_varlen_attention(q, cache, out, one, one, one.view(3, 1), 1, 1)
+        mla_attention(q, cache, out, block_table_meta(one, one, one.view(3, 1), 1), max_query_len=1)

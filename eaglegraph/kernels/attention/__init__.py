@@ -1,13 +1,19 @@
-"""Causal paged attention in the two metadata styles vLLM's backends use.
+"""Causal paged attention over the metadata layouts vLLM's backends use.
 
-* flash-attn style (:func:`varlen_paged_attention`): ``query_start_loc``, ``seq_lens`` and a
-  block table; only query rows below ``query_start_loc[num_reqs]`` are processed, so padded
-  tokens are ignored.
-* FlashInfer style (:func:`csr_paged_prefill`, :func:`csr_paged_decode`): CSR
-  ``kv_indptr``/``kv_indices``/``last_page_len``. Decode takes its batch size from the number of
-  query rows and assumes one token per request, which is what makes a PIECEWISE draft decode read
-  stale ``kv_indptr[num_reqs+1:]`` / ``last_page_len[num_reqs:]`` (hazard
+One entry point, :func:`paged_attention`, takes the batch's :class:`PagedMeta` and launches the
+kernel its layout needs; a caller builds the meta once per batch with one of the builders:
+
+* flash-attn style (:func:`block_table_meta`): ``query_start_loc``, ``seq_lens`` and a block
+  table; only query rows below ``query_start_loc[num_reqs]`` are processed, so padded tokens
+  are ignored.
+* FlashInfer style (:func:`csr_meta`, :func:`csr_decode_meta`): CSR
+  ``kv_indptr``/``kv_indices``/``last_page_len``. Decode takes its batch size from the number
+  of query rows and assumes one token per request, which is what makes a PIECEWISE draft
+  decode read stale ``kv_indptr[num_reqs+1:]`` / ``last_page_len[num_reqs:]`` (hazard
   ``piecewise-draft-decode``).
+
+A launch is logged and reported under the name of the layout's kernel role
+(``"varlen_paged_attention"``, ``"csr_paged_prefill"``, ``"csr_paged_decode"``).
 
 Programs are per (request or decode row, kv head[, query block]): the query heads sharing a
 kv head (GQA) are rows of one tile, so each K/V block is loaded once per group and scored
@@ -25,25 +31,32 @@ left untouched) and a bad page's tokens are masked out of the softmax.
 Accumulation is fp32 with an online softmax over ``BLOCK_N`` tokens at a time. Output rows
 with nothing to attend (empty KV) are written as zeros.
 
-Layout: ``flash.py`` and ``csr.py`` hold each style's entry points, ``meta.py`` their
-metadata checks (shared with the MLA wrappers), ``paged_prefill.py`` the prefill kernel both
-share, ``tiles.py`` shapes, tile sizes and constants.
+Layout: ``paged.py`` holds the entry point, ``meta.py`` the metadata builders and checks
+(shared with the MLA entry point), ``paged_prefill.py`` the prefill kernel both styles share,
+``csr.py`` the decode kernel and the CSR page-list build, ``tiles.py`` shapes, tile sizes and
+constants.
 """
 
 from __future__ import annotations
 
-from eaglegraph.kernels.attention.csr import (
-    build_csr_page_indices,
-    csr_paged_decode,
-    csr_paged_prefill,
+from eaglegraph.kernels.attention.csr import build_csr_page_indices
+from eaglegraph.kernels.attention.meta import (
+    PagedLayout,
+    PagedMeta,
+    block_table_meta,
+    csr_decode_meta,
+    csr_meta,
 )
-from eaglegraph.kernels.attention.flash import varlen_paged_attention
+from eaglegraph.kernels.attention.paged import paged_attention
 from eaglegraph.kernels.attention.tiles import default_scale
 
 __all__ = [
+    "PagedLayout",
+    "PagedMeta",
+    "block_table_meta",
     "build_csr_page_indices",
-    "csr_paged_decode",
-    "csr_paged_prefill",
+    "csr_decode_meta",
+    "csr_meta",
     "default_scale",
-    "varlen_paged_attention",
+    "paged_attention",
 ]

@@ -1,7 +1,8 @@
-"""FlashInfer style metadata: CSR ``kv_indptr``/``kv_indices``/``last_page_len``. Decode takes
-its batch size from the number of query rows and assumes one token per request, which is what
-makes a PIECEWISE draft decode read stale ``kv_indptr[num_reqs+1:]`` (hazard
-``piecewise-draft-decode``)."""
+"""FlashInfer style: the decode kernel over CSR ``kv_indptr``/``kv_indices``/``last_page_len``
+page lists, and the device build of those lists from a block table. Decode takes its batch size
+from the number of query rows and assumes one token per request, which is what makes a
+PIECEWISE draft decode read stale ``kv_indptr[num_reqs+1:]`` (hazard ``piecewise-draft-decode``).
+"""
 
 from __future__ import annotations
 
@@ -16,8 +17,7 @@ from eaglegraph.kernels._triton import (
     tl,
     triton,
 )
-from eaglegraph.kernels.attention.meta import csr_decode_meta, csr_meta
-from eaglegraph.kernels.attention.paged_prefill import launch_prefill
+from eaglegraph.kernels.attention.meta import PagedMeta
 from eaglegraph.kernels.attention.request import (
     check_csr,
     csr_extent,
@@ -171,79 +171,33 @@ def _copy_page_indices_kernel(
         tl.store(dst + j, tl.load(src + j, mask=m), mask=m)
 
 
-def csr_paged_prefill(
+def launch_decode(
     q: torch.Tensor,
     k_cache: torch.Tensor,
     v_cache: torch.Tensor,
     out: torch.Tensor,
-    qo_indptr: torch.Tensor,
-    kv_indptr: torch.Tensor,
-    kv_indices: torch.Tensor,
-    last_page_len: torch.Tensor,
-    num_reqs: int,
-    max_query_len: int,
+    meta: PagedMeta,
     scale: float,
-    guard: Guard | None = None,
-    causal: bool = True,
+    kernel: str,
+    guard: Guard | None,
 ) -> None:
-    """FlashInfer style causal prefill/verify over CSR page lists.
-
-    Request ``r``'s queries are rows ``[qo_indptr[r], qo_indptr[r+1])``, its pages
-    ``kv_indices[kv_indptr[r]:kv_indptr[r+1]]``, its KV length
-    ``(n_pages - 1) * block_size + last_page_len[r]`` (0 without pages); queries sit at the end
-    of the KV range.
-
-    Guard roles: ``"qo_indptr"`` (monotone, in ``[0, q.shape[0]]``), ``"kv_indptr"``
-    (monotone, in ``[0, kv_indices.numel()]``), ``"last_page_len"`` (``1..block_size`` when
-    the request has pages), ``"kv_indices"`` (page ids in ``[0, num_blocks)``).
-    """
-    check_device(q, k_cache, v_cache, out, qo_indptr, kv_indptr, kv_indices, last_page_len)
-    meta = csr_meta(qo_indptr, kv_indptr, kv_indices, last_page_len, num_reqs)
-    launch_prefill(
-        q, k_cache, v_cache, out, meta, max_query_len, scale, "csr_paged_prefill", guard, causal
-    )
-
-
-def csr_paged_decode(
-    q: torch.Tensor,
-    k_cache: torch.Tensor,
-    v_cache: torch.Tensor,
-    out: torch.Tensor,
-    kv_indptr: torch.Tensor,
-    kv_indices: torch.Tensor,
-    last_page_len: torch.Tensor,
-    batch_size: int,
-    scale: float,
-    guard: Guard | None = None,
-) -> None:
-    """FlashInfer style decode: one query row per request, ``batch_size`` = query rows.
-
-    Row ``b`` attends all of pages ``kv_indices[kv_indptr[b]:kv_indptr[b+1]]`` (length rule
-    as in :func:`csr_paged_prefill`). Because the batch size is the (possibly padded) token
-    count, rows past the real request count read whatever ``kv_indptr``/``last_page_len``
-    hold there — the ``piecewise-draft-decode`` hazard's stale read; the guard checks every
-    entry each row reads. Guard roles as in :func:`csr_paged_prefill` (no ``qo_indptr``).
-    """
-    check_device(q, k_cache, v_cache, out, kv_indptr, kv_indices, last_page_len)
+    """The decode kernel over a CSR decode meta: ``meta.num_reqs`` rows, one query each."""
     heads = check_attention_shapes(q, k_cache, v_cache, out)
-    csr_decode_meta(q, kv_indptr, kv_indices, last_page_len, batch_size)  # checks sizes
-    if batch_size <= 0:
+    if meta.num_reqs <= 0:
         return
-    tiles = Tiles.decode(heads, kv_indices.numel() * heads.page_size)
-    g = guard_args(
-        guard, "csr_paged_decode", ("kv_indptr", "last_page_len", "kv_indices"), kv_indptr
-    )
+    tiles = Tiles.decode(heads, meta.pages_extent * heads.page_size)
+    g = guard_args(guard, kernel, ("kv_indptr", "last_page_len", "kv_indices"), meta.kv_indptr)
     launch(
         _csr_decode_kernel,
-        (batch_size, tiles.kv_head_programs),
+        (meta.num_reqs, tiles.kv_head_programs),
         q,
         k_cache,
         v_cache,
         out,
-        kv_indptr,
-        kv_indices,
-        last_page_len,
-        kv_indices.numel(),
+        meta.kv_indptr,
+        meta.pages,
+        meta.lens,
+        meta.pages_extent,
         k_cache.shape[0],
         *strides(q, out, k_cache, v_cache),
         float(scale) * LOG2E,
