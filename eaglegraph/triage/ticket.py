@@ -60,6 +60,7 @@ _NARRATIVE = (
     "context.none-still-fails",
     "health.gibberish",
     "context.launch-blocking",
+    "health.acceptance-prose",  # "acceptance rate dropping from ~97% to ~4%": a sentence
 )
 _MARKDOWN = re.compile(r"^\s*(?:\||[-*+] |\d+[.)] |#{1,6} |> )")
 _WORDY = re.compile(r"[A-Za-z]{2,}(?:\W+[A-Za-z]{2,}){3,}")
@@ -209,7 +210,10 @@ def _statements(para: list[int], lines: list[str], title: int | None) -> list[Sa
         pos += len(text) + 1
     joined = " ".join(parts)
     out: list[Said] = []
+    in_title = para == [title + 1] if title is not None else False
     for st, rx in _STATEMENTS:
+        if st.title_only and not in_title:
+            continue
         for m in rx.finditer(joined):
             if _NEGATED.search(joined[max(0, m.start() - 40) : m.start()]):
                 continue

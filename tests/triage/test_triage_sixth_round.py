@@ -1,0 +1,72 @@
+"""Issue 29, sixth round: what a ticket's title and the reporter's acceptance sentences name.
+
+Each test reads a report written for the test (no dev-set text), so it checks the class of
+evidence, not one report.
+"""
+
+from __future__ import annotations
+
+from eaglegraph.known.triage_categories import Category
+from eaglegraph.triage.diagnose import triage_text
+from eaglegraph.triage.ticket import read_ticket
+
+LAUNCH = '```\nvllm serve Qwen/Qwen3-8B --speculative-config \'{"method": "eagle3"}\'\n```\n'
+
+
+def _ticket(title: str, body: str = LAUNCH) -> str:
+    return f"{title}\n\n{body}"
+
+
+def test_a_title_about_the_acceptance_metric_names_an_acceptance_report() -> None:
+    """The title is the reporter's one-line subject: about the drafts' acceptance rate or
+    length, with no failure named, the report is an acceptance report whatever its verb."""
+    for title in (
+        "[Bugfix] Fix Foo-2 MTP acceptance rate by keeping the trained head",
+        "[Bug]: eagle acceptance length on H100 with the new image",
+        "[Bug]: mtp accept rate < 10% on image B7",
+        "[Bug]: eagle3 with sp causes an accuracy problem in the drafter model",
+    ):
+        r = triage_text(_ticket(title))
+        assert r.category == Category.ACCEPT, (title, r.scores)
+        assert "titled-acceptance" in r.evidence_kinds, (title, r.evidence_kinds)
+
+
+def test_a_title_that_names_a_failure_beside_the_metric_is_about_the_failure() -> None:
+    """A crash, an index error or a deadlock in the title is the subject; `accept_length` as a
+    variable is no metric."""
+    for title in (
+        "[Bug] EAGLE crash from missing accept length handling",
+        "[Bug] index out of bounds when accept rate is 0 under DP",
+        "[Bug] deadlock: ranks diverge on acceptance length",
+        "[Fix] handle accept_length == 0 in the drafter",
+    ):
+        t = read_ticket(_ticket(title))
+        assert "says.acceptance-titled" not in t.facts, title
+
+
+def test_the_acceptance_metric_in_the_body_is_not_the_title_statement() -> None:
+    """Body sentences are context: the title-only statement is read in the title alone."""
+    body = "Some context: the acceptance rate was fine before.\n\n" + LAUNCH
+    t = read_ticket(_ticket("[Bug]: server does not start with eagle3", body))
+    assert "says.acceptance-titled" not in t.facts
+
+
+def test_an_acceptance_sentence_inside_a_fence_is_the_reporters_statement() -> None:
+    """A pasted PR description fenced whole: its bullet saying acceptance fell from 97 % to
+    4 % is a sentence (the acceptance-prose signal is narrative), not a log line."""
+    body = (
+        "```\n- Fix Foo MTP speculative decoding acceptance rate dropping from ~97% to ~4%\n"
+        "- Skip weight sharing when the MTP module has its own head\n```\n"
+    )
+    t = read_ticket(_ticket("[Bugfix] keep the draft's own head", body))
+    assert "says.acceptance-drop" in t.facts
+    assert triage_text(_ticket("[Bugfix] keep the draft's own head", body)).category == (
+        Category.ACCEPT
+    )
+
+
+def test_a_regression_in_the_acceptance_with_words_between_is_a_drop() -> None:
+    said = "A refactor introduced a regression in MTP speculative decoding acceptance rates."
+    assert "says.acceptance-drop" in read_ticket(_ticket("[Bugfix] chained MTP", said)).facts
+    decays = "[Performance]: draft acceptance rate decays with context length"
+    assert "says.acceptance-drop" in read_ticket(_ticket(decays)).facts
