@@ -5,7 +5,14 @@ paged kernels (and the probe) own the KV cache.
 
 from __future__ import annotations
 
-from eaglegraph.models.drafts import Draft, DraftArch, draft_build, load_draft, random_draft
+from eaglegraph.models.drafts import (
+    Draft,
+    DraftArch,
+    DraftStep,
+    draft_build,
+    load_draft,
+    random_draft,
+)
 from eaglegraph.models.drafts.eagle1 import Eagle1Draft
 from eaglegraph.models.drafts.eagle3 import Eagle3Draft
 from eaglegraph.models.init import random_target
@@ -18,6 +25,7 @@ __all__ = [
     "AttentionFn",
     "Draft",
     "DraftArch",
+    "DraftStep",
     "Eagle1Draft",
     "Eagle3Draft",
     "LayerSpec",

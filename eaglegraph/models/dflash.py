@@ -26,6 +26,7 @@ from eaglegraph.models.drafts.base import BuildArgs, DraftBase
 from eaglegraph.models.layers import (
     AttentionFn,
     DecoderLayer,
+    ForwardContext,
     RMSNorm,
     modules_of,
     new_param,
@@ -99,8 +100,9 @@ class DFlashDraft(DraftBase[DFlashArch, TargetModel]):
     ) -> torch.Tensor:
         """Final-normed hidden states of the query block `[T, H]`."""
         h = self.target.embed_tokens(input_ids)
+        ctx = ForwardContext(positions, self.cos_sin_cache, attention)
         for i, layer in enumerate(self.layers):
-            h = layer(h, positions, self.cos_sin_cache, attention, self.layer_offset + i)
+            h = layer(h, ctx, self.layer_offset + i)
         return self.norm(h)
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:

@@ -32,6 +32,17 @@ up-projections around its multi-query core, as vLLM's MLA op does
 """
 
 
+class ForwardContext(NamedTuple):
+    """What every layer of one forward is called with besides its hidden states and its index:
+    the tokens' positions, the RoPE cache they index and the attention callable. vLLM's layers
+    read the attention part from a global forward context; here the model hands this record
+    down, so a new layer or model takes one parameter for it, not three."""
+
+    positions: torch.Tensor
+    cos_sin_cache: torch.Tensor
+    attention: AttentionFn
+
+
 def new_param(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> nn.Parameter:
     """An uninitialised inference parameter; loading or random init fills it on the device."""
     return nn.Parameter(torch.empty(shape, dtype=dtype, device=device), requires_grad=False)
@@ -124,16 +135,9 @@ class AttentionModule(nn.Module, ABC):
     place), the external attention call, its `output` projection. Standard, gated and latent
     attention differ only in those two."""
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        positions: torch.Tensor,
-        cos_sin_cache: torch.Tensor,
-        attention: AttentionFn,
-        layer_index: int,
-    ) -> torch.Tensor:
-        call = self.operands(x, positions, cos_sin_cache)
-        attention(layer_index, call.q, call.k, call.v, call.out)
+    def forward(self, x: torch.Tensor, ctx: ForwardContext, layer_index: int) -> torch.Tensor:
+        call = self.operands(x, ctx.positions, ctx.cos_sin_cache)
+        ctx.attention(layer_index, call.q, call.k, call.v, call.out)
         return self.output(call)
 
     @abstractmethod
@@ -205,16 +209,9 @@ class PreNormBlock(nn.Module):
     post_attention_layernorm: nn.Module
     mlp: nn.Module
 
-    def forward(
-        self,
-        h: torch.Tensor,
-        positions: torch.Tensor,
-        cos_sin_cache: torch.Tensor,
-        attention: AttentionFn,
-        layer_index: int,
-    ) -> torch.Tensor:
+    def forward(self, h: torch.Tensor, ctx: ForwardContext, layer_index: int) -> torch.Tensor:
         x = self.input_layernorm(h) if self.input_layernorm is not None else h
-        h = h + self.self_attn(x, positions, cos_sin_cache, attention, layer_index)
+        h = h + self.self_attn(x, ctx, layer_index)
         return h + self.mlp(self.post_attention_layernorm(h))
 
 

@@ -28,10 +28,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from eaglegraph.models import ops
-from eaglegraph.models.drafts.base import BuildArgs, DraftBase
+from eaglegraph.models.drafts.base import BuildArgs, DraftBase, DraftStep
 from eaglegraph.models.layers import (
     AttentionCall,
-    AttentionFn,
     AttentionModule,
     GatedMLP,
     LayerSpec,
@@ -199,9 +198,10 @@ def _rope_cache(arch: MTPArch, target: Target, args: BuildArgs) -> torch.Tensor:
 class MTPDraft(DraftBase[MTPArch, Target]):
     """`num_modules` MTP modules sharing the target's embedding (and head unless own).
 
-    The draft interface of the rig: `forward(ids, positions, hidden_in, attention)` returns
+    The draft interface of the rig: `forward(step)` (a `DraftStep`) returns
     (pre-norm hidden for logits, post-norm hidden for the next step), `compute_logits`
-    applies the module's shared-head norm and head. `step` picks the module (k % n).
+    applies the module's shared-head norm and head. The attribute `step` picks the module
+    (k % n).
     """
 
     kind = "mtp"
@@ -243,21 +243,15 @@ class MTPDraft(DraftBase[MTPArch, Target]):
             raise TypeError(f"MTP module {step}: {type(module).__name__}")
         return module
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        positions: torch.Tensor,
-        hidden_in: torch.Tensor,
-        attention: AttentionFn,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, step: DraftStep) -> tuple[torch.Tensor, torch.Tensor]:
         index = self.step % self.num_modules
         module = self.module_for(index)
-        emb = self.embed(input_ids)
+        emb = self.embed(step.input_ids)
         if self.arch.mask_position_zero:
-            emb = torch.where(positions[:, None] == 0, torch.zeros_like(emb), emb)
-        x = torch.cat([module.enorm(emb), module.hnorm(hidden_in)], dim=-1)
+            emb = torch.where(step.positions[:, None] == 0, torch.zeros_like(emb), emb)
+        x = torch.cat([module.enorm(emb), module.hnorm(step.hidden_in)], dim=-1)
         h = F.linear(x, module.eh_proj)
-        h = module.block(h, positions, self.cos_sin_cache, attention, self.layer_offset + index)
+        h = module.block(h, self.context(step), self.layer_offset + index)
         return h, module.shared_norm(h)
 
     def prefill_feature(self, hidden: torch.Tensor, aux: torch.Tensor | None) -> torch.Tensor:

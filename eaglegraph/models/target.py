@@ -18,6 +18,7 @@ from eaglegraph.errors import BadInput
 from eaglegraph.models.layers import (
     AttentionFn,
     DecoderLayer,
+    ForwardContext,
     LayerSpec,
     RMSNorm,
     VocabEmbedding,
@@ -143,10 +144,11 @@ class DecoderStack(nn.Module):
         ids = self.check_aux_layer_ids(aux_layer_ids)
         h = self.embed_tokens(input_ids)
         taps: dict[int, torch.Tensor] = {}
+        ctx = ForwardContext(positions, self.cos_sin_cache, attention)
         for index, layer in enumerate(self.layers):
             if index in ids:
                 taps[index] = h
-            h = layer(h, positions, self.cos_sin_cache, attention, index)
+            h = layer(h, ctx, index)
         aux = torch.cat([taps[i] for i in ids], dim=-1) if ids else None
         return self.norm(h), aux
 

@@ -16,6 +16,7 @@ from eaglegraph.kernels.eagle import update_eagle_draft_inputs
 from eaglegraph.kernels.gather import gather_rows
 from eaglegraph.kernels.guard import Guard
 from eaglegraph.kernels.sampling import argmax_map_draft
+from eaglegraph.models.drafts import DraftStep
 from eaglegraph.rig.attention import AttentionRuntime
 from eaglegraph.rig.graphs import GraphContext
 from eaglegraph.rig.model_setup import LoadedPair
@@ -61,9 +62,8 @@ class PhaseRoutines:
         states) at `positions`: (rows its logits come from, hidden states it hands on)."""
         n, b = num_tokens, self.bufs
         draft = self.models.draft
-        out = self.model_call(
-            name, draft, n, b.eagle_input_ids[:n], positions[:n], b.eagle_hidden[:n], self.attention
-        )
+        step = DraftStep(b.eagle_input_ids[:n], positions[:n], b.eagle_hidden[:n], self.attention)
+        out = self.model_call(name, draft, n, step)
         return out[0], out[1]
 
     def target(self, num_reqs: int, num_tokens: int) -> None:

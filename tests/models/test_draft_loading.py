@@ -10,7 +10,14 @@ import pytest
 import torch
 
 from eaglegraph.errors import BadInput
-from eaglegraph.models import DraftArch, Eagle1Draft, Eagle3Draft, TargetModel, load_draft
+from eaglegraph.models import (
+    DraftArch,
+    DraftStep,
+    Eagle1Draft,
+    Eagle3Draft,
+    TargetModel,
+    load_draft,
+)
 from tests.models.cpu_only import cpu_only
 from tests.models.draft_support import (
     VD,
@@ -67,7 +74,7 @@ def test_eagle1_matches_reference(tmp_path: Path, target: TargetModel, layers: i
     ids, pos, hidden = _inputs(H)
     attn = DenseAttention()
     with torch.no_grad():
-        for_logits, for_next = draft(ids, pos, hidden, attn)
+        for_logits, for_next = draft(DraftStep(ids, pos, hidden, attn))
         logits = draft.compute_logits(for_logits)
     assert for_logits is for_next
     assert attn.calls == [4 + i for i in range(layers)]
@@ -98,7 +105,7 @@ def test_eagle1_naming_variants_load_identically(tmp_path: Path, target: TargetM
         draft = _load(folder, config, E1, target)
         assert draft.fc_bias is None and draft.extra_tensors == ()
         with torch.no_grad():
-            outputs[name] = draft(ids, pos, hidden, DenseAttention())[0]
+            outputs[name] = draft(DraftStep(ids, pos, hidden, DenseAttention()))[0]
     for name, out in outputs.items():
         assert torch.equal(out, outputs["bare"]), name
     want = ref_eagle1(base, g, target.embed_tokens.weight, ids, pos, hidden)
@@ -125,8 +132,8 @@ def _run_eagle3(
 ) -> dict[str, torch.Tensor]:
     """Prefill on aux states, then one decode step on the draft's own hidden_out."""
     with torch.no_grad():
-        normed, prenorm = draft(ids, pos, aux, DenseAttention())
-        normed2, prenorm2 = draft(ids, pos + 1, prenorm, DenseAttention())
+        normed, prenorm = draft(DraftStep(ids, pos, aux, DenseAttention()))
+        normed2, prenorm2 = draft(DraftStep(ids, pos + 1, prenorm, DenseAttention()))
         logits = draft.compute_logits(normed)
     return {
         "normed": normed,
@@ -246,7 +253,7 @@ def test_eagle31_fc_norm_bias_norm_before_residual_two_layers(
     attn = DenseAttention()
     ids, pos, aux = _inputs(3 * H)
     with torch.no_grad():
-        draft(ids, pos, aux, attn)
+        draft(DraftStep(ids, pos, aux, attn))
     assert attn.calls == [10, 11]
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import torch
 
-from eaglegraph.models.drafts.base import BuildArgs
+from eaglegraph.models.drafts.base import BuildArgs, DraftStep
 from eaglegraph.models.loading import open_index
 from eaglegraph.models.mtp import MTPArch
 from eaglegraph.models.mtp_loading import load_mla_target, load_mtp_draft
@@ -151,7 +151,7 @@ def test_mtp_module_matches_transformers(tmp_path: Path) -> None:
         cos_sin = hf.model.rotary_emb(emb, positions[None])
         want_h = mtp_hf.layers[0](emb, prev[None], cos_sin, None, positions[None], None)[0]
         want = hf.lm_head(want_h)
-        logit_h, recycled = draft(ids, positions, prev, DenseAttention())
+        logit_h, recycled = draft(DraftStep(ids, positions, prev, DenseAttention()))
         logits = draft.compute_logits(logit_h)
     assert (logits - want).abs().max().item() <= LOGITS_TOL
     assert (recycled - want_h).abs().max().item() <= LOGITS_TOL

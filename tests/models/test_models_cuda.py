@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from eaglegraph.models import DraftArch, load_draft, random_draft, random_target
+from eaglegraph.models import DraftArch, DraftStep, load_draft, random_draft, random_target
 from tests.models.draft_support import TARGET_CONFIG, VD, draft_config, eagle3_tensors, make_target
 from tests.models.models_support import DenseAttention, geometry_of, write_checkpoint
 
@@ -42,7 +42,7 @@ def test_random_pair_forward_and_graph_replay_bf16() -> None:
     def step() -> tuple[torch.Tensor, torch.Tensor]:
         hidden, aux = target(ids, pos, attn, aux_layer_ids=(1, 2, 3))
         assert aux is not None
-        normed, _ = draft(ids, pos, aux, attn)
+        normed, _ = draft(DraftStep(ids, pos, aux, attn))
         return target.compute_logits(hidden), draft.compute_logits(normed)
 
     with torch.no_grad():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from eaglegraph.models import DraftArch, Eagle3Draft, random_draft, random_target
+from eaglegraph.models import DraftArch, DraftStep, Eagle3Draft, random_draft, random_target
 from tests.models.cpu_only import cpu_only
 from tests.models.models_support import DenseAttention, geometry_of
 
@@ -68,7 +68,7 @@ def test_deep_bf16_stack_stays_finite_and_d2t_is_valid() -> None:
     with torch.no_grad():
         hidden, aux = target(ids, pos, DenseAttention(), aux_layer_ids=(2, 12, 21))
         logits = target.compute_logits(hidden)
-        normed, prenorm = draft(ids, pos, aux, DenseAttention())
+        normed, prenorm = draft(DraftStep(ids, pos, aux, DenseAttention()))
         draft_logits = draft.compute_logits(normed)
     assert aux is not None and aux.dtype == torch.bfloat16
     for tensor in (hidden, aux, logits, normed, prenorm, draft_logits):

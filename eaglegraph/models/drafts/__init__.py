@@ -18,7 +18,14 @@ from typing import Any
 import torch
 
 from eaglegraph.errors import BadInput
-from eaglegraph.models.drafts.base import BuildArgs, Draft, DraftArch, DraftBuild, Verified
+from eaglegraph.models.drafts.base import (
+    BuildArgs,
+    Draft,
+    DraftArch,
+    DraftBuild,
+    DraftStep,
+    Verified,
+)
 from eaglegraph.models.init import generator
 from eaglegraph.models.loading import folder_rope_extras, open_index, resolve_dtype
 from eaglegraph.models.target import TargetModel
@@ -30,6 +37,7 @@ __all__ = [
     "Draft",
     "DraftArch",
     "DraftBuild",
+    "DraftStep",
     "Verified",
     "draft_build",
     "load_draft",

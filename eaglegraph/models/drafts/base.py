@@ -11,16 +11,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 import torch
 from torch import nn
 
 from eaglegraph.models.init import fill_random
-from eaglegraph.models.layers import AttentionFn, LayerSpec
+from eaglegraph.models.layers import AttentionFn, ForwardContext
 from eaglegraph.models.loading import Plan
 from eaglegraph.models.rope import build_cos_sin_cache, cache_length
-from eaglegraph.models.target import DecoderStack, TargetModel, layer_spec
+from eaglegraph.models.target import DecoderStack, TargetModel
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.kinds import DraftKind
 
@@ -51,6 +51,17 @@ class DraftArch:
         object.__setattr__(self, "kind", DraftKind(self.kind))  # accept "eagle3" too
 
 
+class DraftStep(NamedTuple):
+    """What the rig hands one draft forward: the input ids, their positions, the hidden states
+    fed in (the target's, or the draft's own from the step before) and the attention callable.
+    One record, so a new draft kind does not spell the interface again."""
+
+    input_ids: torch.Tensor
+    positions: torch.Tensor
+    hidden_in: torch.Tensor
+    attention: AttentionFn
+
+
 class Draft(Protocol):
     """The interface the rig drives, whatever the kind."""
 
@@ -59,13 +70,9 @@ class Draft(Protocol):
     vocab_size: int
     extra_tensors: tuple[str, ...]
 
-    def __call__(
-        self,
-        input_ids: torch.Tensor,
-        positions: torch.Tensor,
-        hidden_in: torch.Tensor,
-        attention: AttentionFn,
-    ) -> tuple[torch.Tensor, torch.Tensor]: ...
+    def __call__(self, step: DraftStep) -> tuple[torch.Tensor, torch.Tensor]:
+        """(hidden its logits come from, hidden it hands to the next step)."""
+        ...
 
     def prefill_feature(self, hidden: torch.Tensor, aux: torch.Tensor | None) -> torch.Tensor:
         """How the target feeds the draft prefill: from its final hidden and its aux taps."""
@@ -129,7 +136,7 @@ def autoregressive_drafts(draft: Draft, v: Verified) -> list[int]:
     tokens, feats, out = v.tokens[1:], [feature], []
     for _ in range(v.num_speculative_tokens):
         ids, pos = positions_of(tokens, feature.device)
-        logit_h, h_out = draft(ids, pos, torch.cat(feats, 0), v.attention)
+        logit_h, h_out = draft(DraftStep(ids, pos, torch.cat(feats, 0), v.attention))
         logits = draft.compute_logits(logit_h[-1:])
         token = int(draft.draft_to_target(logits.argmax(-1))[0])
         out.append(token)
@@ -174,28 +181,6 @@ class DraftBuild(Protocol):
         ...
 
 
-def draft_layer_spec(geometry: Geometry) -> LayerSpec:
-    """Config defaults for draft layers (drafts are Llama-shaped; Qwen3-typed ones get q/k norm)."""
-    family = geometry.model_type if geometry.model_type in ("qwen2", "qwen3") else "llama"
-    return layer_spec(geometry, family)
-
-
-@dataclass(frozen=True)
-class HeadParts:
-    """What a loaded checkpoint says of an EAGLE head's parts; None: what the config says."""
-
-    spec: LayerSpec | None = None
-    fc_bias: bool | None = None
-    own_embed: bool = False
-    own_lm_head: bool = True
-
-    def layer_spec(self, geometry: Geometry) -> LayerSpec:
-        return self.spec or draft_layer_spec(geometry)
-
-    def has_fc_bias(self, arch: DraftArch) -> bool:
-        return arch.fc_bias if self.fc_bias is None else self.fc_bias
-
-
 def _rope_cache(target: DecoderStack, args: BuildArgs) -> torch.Tensor:
     # vLLM raises a draft's max_position_embeddings to the target's serving length.
     g = args.geometry
@@ -236,6 +221,11 @@ class DraftBase(nn.Module, Generic[ArchT, TargetT]):
     @property
     def target(self) -> TargetT:
         return self._target[0]
+
+    def context(self, step: DraftStep) -> ForwardContext:
+        """What the draft's layers are called with for `step`: its positions over the draft's
+        rope cache, its attention."""
+        return ForwardContext(step.positions, self.cos_sin_cache, step.attention)
 
 
 ModuleT = TypeVar("ModuleT", bound=DraftBase[Any, Any])

@@ -7,15 +7,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from eaglegraph.errors import BadInput
-from eaglegraph.models.drafts.base import (
-    BuildArgs,
-    DraftArch,
-    DraftBase,
-    HeadParts,
-    PlannedBuild,
-    draft_layer_spec,
-)
-from eaglegraph.models.layers import AttentionFn, DecoderLayer, modules_of, new_param
+from eaglegraph.models.drafts.base import BuildArgs, DraftArch, DraftBase, DraftStep, PlannedBuild
+from eaglegraph.models.drafts.eagle_head import HeadParts, draft_layer_spec
+from eaglegraph.models.layers import DecoderLayer, modules_of, new_param
 from eaglegraph.models.loading import Plan, detect_layer_spec, plan_layer
 from eaglegraph.models.target import TargetModel
 from eaglegraph.pair.kinds import DraftKind
@@ -49,18 +43,13 @@ class Eagle1Draft(DraftBase[DraftArch, TargetModel]):
             for i in range(geometry.num_hidden_layers)
         )
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        positions: torch.Tensor,
-        hidden_in: torch.Tensor,
-        attention: AttentionFn,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, step: DraftStep) -> tuple[torch.Tensor, torch.Tensor]:
         """(hidden for logits, hidden for the next step): the same tensor for EAGLE-1."""
-        emb = self.target.embed_tokens(input_ids)
-        h = F.linear(torch.cat([emb, hidden_in], dim=-1), self.fc_weight, self.fc_bias)
+        emb = self.target.embed_tokens(step.input_ids)
+        h = F.linear(torch.cat([emb, step.hidden_in], dim=-1), self.fc_weight, self.fc_bias)
+        ctx = self.context(step)
         for i, layer in enumerate(self.layers):
-            h = layer(h, positions, self.cos_sin_cache, attention, self.layer_offset + i)
+            h = layer(h, ctx, self.layer_offset + i)
         return h, h
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:

@@ -13,18 +13,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from eaglegraph.errors import BadInput
-from eaglegraph.models.drafts.base import (
-    BuildArgs,
-    DraftArch,
-    DraftBase,
-    HeadParts,
-    PlannedBuild,
-    draft_layer_spec,
-)
+from eaglegraph.models.drafts.base import BuildArgs, DraftArch, DraftBase, DraftStep, PlannedBuild
+from eaglegraph.models.drafts.eagle_head import HeadParts, draft_layer_spec
 from eaglegraph.models.layers import (
     Attention,
-    AttentionFn,
     DecoderLayer,
+    ForwardContext,
     GatedMLP,
     LayerSpec,
     RMSNorm,
@@ -61,18 +55,12 @@ class Eagle3MidLayer(nn.Module):
         self.mlp = GatedMLP(spec, dtype, device)
 
     def forward(
-        self,
-        emb: torch.Tensor,
-        h: torch.Tensor,
-        positions: torch.Tensor,
-        cos_sin_cache: torch.Tensor,
-        attention: AttentionFn,
-        layer_index: int,
+        self, emb: torch.Tensor, h: torch.Tensor, ctx: ForwardContext, layer_index: int
     ) -> torch.Tensor:
         normed = self.hidden_norm(h)
         residual = normed if self.norm_before_residual else h
         x = torch.cat([self.input_layernorm(emb), normed], dim=-1)
-        h = residual + self.self_attn(x, positions, cos_sin_cache, attention, layer_index)
+        h = residual + self.self_attn(x, ctx, layer_index)
         return h + self.mlp(self.post_attention_layernorm(h))
 
 
@@ -155,19 +143,13 @@ class Eagle3Draft(DraftBase[DraftArch, TargetModel]):
             aux = torch.cat([norm(c) for norm, c in zip(self.fc_norm, chunks, strict=True)], dim=-1)
         return F.linear(aux, self.fc_weight, self.fc_bias)
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        positions: torch.Tensor,
-        hidden_in: torch.Tensor,
-        attention: AttentionFn,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, step: DraftStep) -> tuple[torch.Tensor, torch.Tensor]:
         """(norm(h_out) for logits, h_out prenorm for the next draft step)."""
-        emb = self.embed(input_ids)
+        emb, hidden_in, ctx = self.embed(step.input_ids), step.hidden_in, self.context(step)
         h = hidden_in if hidden_in.shape[-1] == self.hidden_size else self.combine(hidden_in)
-        h = self.midlayer(emb, h, positions, self.cos_sin_cache, attention, self.layer_offset)
+        h = self.midlayer(emb, h, ctx, self.layer_offset)
         for i, layer in enumerate(self.layers, start=1):
-            h = layer(h, positions, self.cos_sin_cache, attention, self.layer_offset + i)
+            h = layer(h, ctx, self.layer_offset + i)
         return self.norm(h), h
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:

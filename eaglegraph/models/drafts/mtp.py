@@ -13,7 +13,13 @@ from dataclasses import replace
 import torch
 
 from eaglegraph.errors import BadInput
-from eaglegraph.models.drafts.base import BuildArgs, BuildDefaults, Verified, positions_of
+from eaglegraph.models.drafts.base import (
+    BuildArgs,
+    BuildDefaults,
+    DraftStep,
+    Verified,
+    positions_of,
+)
 from eaglegraph.models.mtp import GemmaRMSNorm, MTPArch, MTPDraft, Target
 from eaglegraph.models.mtp_loading import load_mtp_draft
 from eaglegraph.models.rope import rope_extras_from_config
@@ -72,7 +78,7 @@ def window_drafts(draft: MTPDraft, v: Verified) -> list[int]:
             tokens = (v.tokens + out)[s + 1 : s + 1 + valid]
             ids, pos = positions_of(tokens, feature.device)
             draft.step = s
-            logit_h, feature = draft(ids, pos, feature, v.attention)
+            logit_h, feature = draft(DraftStep(ids, pos, feature, v.attention))
             logits = draft.compute_logits(logit_h[-1:])
             out.append(int(draft.draft_to_target(logits.argmax(-1))[0]))
     finally:
