@@ -21,7 +21,7 @@ from eaglegraph.known.pair_checks import (
 )
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.discovery import hf_cache_name
-from eaglegraph.pair.drafts.base import check_finding, hazard_finding
+from eaglegraph.pair.drafts.findings import check_finding, hazard_finding
 from eaglegraph.pair.facts import DraftFacts
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.kinds import DraftKind, supported_titles

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.drafts.base import DraftFacts as DraftFacts
-from eaglegraph.pair.drafts.base import FactsInput, KindVerdict
+from eaglegraph.pair.drafts.base import FactsInput
+from eaglegraph.pair.drafts.detection import KindVerdict
 from eaglegraph.pair.tensors import CheckpointIndex, TensorInfo
 from eaglegraph.results.inspect import AuxTapsFacts
 

@@ -4,26 +4,19 @@ Serving engines guess the method from the folder name ("eagle-", "eagle3" substr
 local `/models/draft` holding an EAGLE-3 head is silently loaded as something else. This module
 follows the recipe of research eagle-formats.md §8 instead: config keys first, architecture
 names second, tensor headers third, and it always says which evidence decided. Each kind
-declares its own rules in `pair/drafts/<kind>.py`; this module only orders and runs them.
+declares its own rules in `pair/drafts/<kind>.py` (its architecture names as data); this
+module only runs them, in the order `pair.drafts.detection.recognisers` gives.
 
 Adding a kind: one `DraftKind` member (its value names the modules), `pair/drafts/<value>.py`
-with a `SPEC` (on-disk facts), and, if the rig builds it, `models/drafts/<value>.py` with a
-`BUILD` (torch module, loader, init, hidden-state feed).
+with a `SPEC` (on-disk facts) and its `RECOGNISERS`, and, if the rig builds it,
+`models/drafts/<value>.py` with a `BUILD` (torch module, loader, init, hidden-state feed).
 """
 
 from __future__ import annotations
 
-from functools import cache
-
 from eaglegraph.pair.config import Config
-from eaglegraph.pair.drafts.base import (
-    DraftKind,
-    Evidence,
-    KindSpec,
-    KindVerdict,
-    Recogniser,
-    kind_spec,
-)
+from eaglegraph.pair.drafts.base import DraftKind, KindSpec, kind_spec
+from eaglegraph.pair.drafts.detection import Evidence, KindVerdict, recognisers
 from eaglegraph.pair.drafts.mtp import mtp_weight_names
 from eaglegraph.pair.mtp_layout import MTP_COUNT_KEYS
 from eaglegraph.pair.tensors import CheckpointIndex
@@ -44,12 +37,6 @@ __all__ = [
 
 def all_specs() -> list[KindSpec]:
     return [kind_spec(kind) for kind in DraftKind]
-
-
-@cache
-def _recognisers() -> tuple[Recogniser, ...]:
-    rules = [rule for spec in all_specs() for rule in spec.recognisers]
-    return tuple(sorted(rules, key=lambda r: r.priority))
 
 
 def supported_titles() -> str:
@@ -83,8 +70,8 @@ def detect_draft_kind(cfg: Config, index: CheckpointIndex | None) -> KindVerdict
         )
     names = frozenset(_strip_model(n) for n in index.tensors) if index is not None else frozenset()
     evidence = Evidence(cfg, index, names)
-    for rule in _recognisers():
-        verdict = rule.rule(evidence)
+    for rule in recognisers():
+        verdict = rule.verdict(evidence)
         if verdict is not None:
             return verdict
     return KindVerdict(DraftKind.UNKNOWN, None, ["no draft markers in config or tensors"])

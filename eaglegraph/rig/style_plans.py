@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from eaglegraph.known.profiles import PROFILES
 from eaglegraph.known.runners import ModelRunner
 from eaglegraph.known.speculator_styles import SpeculatorStyle
-from eaglegraph.pair.drafts.base import hazard_finding
+from eaglegraph.pair.drafts.findings import hazard_finding
 from eaglegraph.pair.kv_layers import draft_kv_layers
 from eaglegraph.pair.model import Pair
 from eaglegraph.results.findings import Finding, Severity

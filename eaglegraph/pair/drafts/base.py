@@ -1,26 +1,24 @@
-"""What every draft kind declares about itself on disk: the enum, verdicts and `KindSpec`.
+"""What every draft kind declares about itself on disk: the enum, `KindSpec` and its records.
 
 A kind module (`pair/drafts/<kind>.py`) holds everything eaglegraph knows about one kind from
-config and headers alone: how it recognises itself (with evidence), the facts it derives, the
-pair checks it adds and its parameter count. No torch here: `inspect` never builds a model.
+config and headers alone: how it recognises itself, with evidence (its `RECOGNISERS`, in the
+vocabulary of `pair/drafts/detection`), and, in its `SPEC`, the facts it derives, the pair
+checks it adds (`pair/drafts/findings`) and its parameter count. No torch here: `inspect`
+never builds a model.
 """
 
 from __future__ import annotations
 
 import importlib
-import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
 
-from eaglegraph.known.hazards import hazard
-from eaglegraph.known.pair_checks import pair_check
 from eaglegraph.known.speculator_styles import SpeculatorStyle
 from eaglegraph.pair.config import Config
 from eaglegraph.pair.geometry import Geometry
 from eaglegraph.pair.tensors import CheckpointIndex
-from eaglegraph.results.findings import Finding, Severity
+from eaglegraph.results.findings import Finding
 from eaglegraph.results.inspect import AuxTapsFacts as AuxTaps
 
 
@@ -52,62 +50,6 @@ def kind_spec(kind: DraftKind) -> KindSpec:
     if not isinstance(spec, KindSpec) or spec.kind is not kind:
         raise RuntimeError(f"pair/drafts/{kind.value}.py declares {spec!r}, not a {kind} spec")
     return spec
-
-
-@dataclass
-class KindVerdict:
-    kind: DraftKind
-    style: str | None
-    evidence: list[str] = field(default_factory=list)
-
-    @property
-    def is_draft(self) -> bool:
-        return self.kind is not DraftKind.UNKNOWN
-
-
-LAYER_RE = re.compile(r"^(?:model\.)?layers\.(\d+)\.")
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """What a recogniser may look at: the folder's config and its tensor names (no `model.`)."""
-
-    cfg: Config
-    index: CheckpointIndex | None
-    names: frozenset[str]
-
-    @property
-    def archs(self) -> list[str]:
-        return self.cfg.str_list("architectures")
-
-    @property
-    def num_layers(self) -> int | None:
-        layers = self.cfg.int("num_hidden_layers", default=None, minimum=None)
-        return layers if isinstance(layers, int) else None
-
-    @property
-    def small(self) -> bool:
-        """One or two layers: the shape of an EAGLE head."""
-        return self.num_layers is not None and self.num_layers <= 2
-
-    @property
-    def first_arch(self) -> str:
-        return self.archs[0] if self.archs else "model"
-
-    @property
-    def layer_ids(self) -> set[int]:
-        """The decoder layer ids the folder's tensor names hold (`layers.{i}.*`)."""
-        return {int(m.group(1)) for n in self.names if (m := LAYER_RE.match(n))}
-
-
-@dataclass(frozen=True)
-class Recogniser:
-    """One rule by which a kind recognises a folder. Lower `priority` is asked first (config
-    keys ~10-30, architecture names ~20-40, config shape ~50, tensor headers ~60-70, weak
-    config-only guesses ~80+); the first rule that returns a verdict decides."""
-
-    priority: int
-    rule: Callable[[Evidence], KindVerdict | None]
 
 
 @dataclass
@@ -179,7 +121,6 @@ class KindSpec:
     checked_against_target: bool = False
     speculators_names: tuple[str, ...] = ()  # `speculators_model_type` values naming it
     engine_methods: tuple[str, ...] = ()  # vLLM `--speculative-config` methods; first = main
-    recognisers: tuple[Recogniser, ...] = ()
     # its KV-cache layers are one per module the engine runs, not one per config layer (MTP:
     # `pair.kv_layers`)
     kv_layer_per_module: bool = False
@@ -227,47 +168,6 @@ class BuiltKindSpec(KindSpec):
 
     supported = True
     checked_against_target = True
-
-
-def hazard_finding(
-    hazard_id: str,
-    severity: Severity,
-    message: str,
-    *,
-    fix: str | None = None,
-    hazard_fix: bool = False,
-) -> Finding:
-    """The finding that is known hazard `hazard_id`: its id, the hazard's ref and the link to it;
-    `fix` as given, or the hazard's own fix text with `hazard_fix`."""
-    known = hazard(hazard_id)
-    return Finding(
-        id=hazard_id,
-        severity=severity,
-        message=message,
-        ref=known.ref_text,
-        fix=known.fix_text if hazard_fix else fix,
-        hazard=hazard_id,
-    )
-
-
-def check_finding(check_id: str, severity: Severity, message: str) -> Finding:
-    """The finding of pair check `check_id`: the message, then what the engine does with it;
-    the check's fix and its public references (`known.pair_checks`)."""
-    check = pair_check(check_id)
-    return Finding(
-        id=check_id,
-        severity=severity,
-        message=f"{message}: {check.engine_does}",
-        ref=check.ref_text,
-        fix=check.change,
-    )
-
-
-def width_mismatch(draft: int, target: int, message: str, fix: str | None = None) -> list[Finding]:
-    """`hidden-mismatch` (an error) when what the draft consumes is not the target's width."""
-    if draft == target:
-        return []
-    return [hazard_finding("hidden-mismatch", Severity.ERROR, message, fix=fix)]
 
 
 @dataclass

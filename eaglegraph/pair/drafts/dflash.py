@@ -6,15 +6,8 @@ from typing import TYPE_CHECKING
 
 from eaglegraph.known.speculator_styles import SpeculatorStyle
 from eaglegraph.pair.config import Config
-from eaglegraph.pair.drafts.base import (
-    BuiltKindSpec,
-    DraftKind,
-    Evidence,
-    FactsInput,
-    KindVerdict,
-    Recogniser,
-    ShapeFacts,
-)
+from eaglegraph.pair.drafts.base import BuiltKindSpec, DraftKind, FactsInput, ShapeFacts
+from eaglegraph.pair.drafts.detection import ArchName, ArchNames, Evidence, KindVerdict, recognises
 from eaglegraph.pair.geometry import Geometry, layer_params
 from eaglegraph.pair.mtp_layout import dflash_layout
 from eaglegraph.results.findings import Finding, Severity
@@ -23,20 +16,21 @@ if TYPE_CHECKING:
     from eaglegraph.pair.facts import DraftFacts
 
 
-def _architecture(ev: Evidence) -> KindVerdict | None:
-    for arch in ev.archs:
-        if "dflash" in arch.lower() or "dspark" in arch.lower():
-            kind = DraftKind.DFLASH if "dflash" in arch.lower() else DraftKind.OTHER
-            return KindVerdict(kind, None, [f"architecture {arch!r} is a block drafter, not EAGLE"])
-    return None
+ARCHITECTURES = (  # the architecture names it answers to
+    ArchName(contains="dflash", any_case=True),
+    ArchName(contains="dspark", any_case=True, kind=DraftKind.OTHER),
+)
+BY_ARCHITECTURE = ArchNames(DraftKind.DFLASH, 20, "is a block drafter, not EAGLE", ARCHITECTURES)
 
 
+@recognises(25)
 def _config_key(ev: Evidence) -> KindVerdict | None:
     if ev.cfg.has("dflash_config"):
         return KindVerdict(DraftKind.DFLASH, None, ["config has 'dflash_config' (block drafter)"])
     return None
 
 
+@recognises(63)
 def _fc_over_layers(ev: Evidence) -> KindVerdict | None:
     if "fc.weight" not in ev.names:
         return None
@@ -52,11 +46,6 @@ class DFlashSpec(BuiltKindSpec):
     title = "DFlash"
     engine_methods = ("dflash",)
     speculators_names = ("dflash",)
-    recognisers = (
-        Recogniser(20, _architecture),
-        Recogniser(25, _config_key),
-        Recogniser(63, _fc_over_layers),
-    )
     speculator_style = SpeculatorStyle.BLOCK  # one graph drafts the whole block
 
     def shape_facts(self, given: FactsInput) -> ShapeFacts:
@@ -127,3 +116,4 @@ class DFlashSpec(BuiltKindSpec):
 
 
 SPEC = DFlashSpec()
+RECOGNISERS = (BY_ARCHITECTURE, _config_key, _fc_over_layers)

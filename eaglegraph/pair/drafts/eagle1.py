@@ -3,17 +3,9 @@
 from __future__ import annotations
 
 from eaglegraph.pair.config import Config
-from eaglegraph.pair.drafts.base import (
-    BuiltKindSpec,
-    DraftKind,
-    Evidence,
-    FactsInput,
-    KindVerdict,
-    Recogniser,
-    ShapeFacts,
-    hazard_finding,
-    width_mismatch,
-)
+from eaglegraph.pair.drafts.base import BuiltKindSpec, DraftKind, FactsInput, ShapeFacts
+from eaglegraph.pair.drafts.detection import ArchName, ArchNames, Evidence, KindVerdict, recognises
+from eaglegraph.pair.drafts.findings import hazard_finding, width_mismatch
 from eaglegraph.pair.facts import DraftFacts
 from eaglegraph.pair.geometry import Geometry, layer_params
 from eaglegraph.results.findings import Finding, Severity
@@ -21,14 +13,14 @@ from eaglegraph.results.findings import Finding, Severity
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 
-def _architecture(ev: Evidence) -> KindVerdict | None:
-    for arch in ev.archs:
-        if arch.endswith("ForCausalLMEagle") or arch.startswith("Eagle"):
-            style = "sglang" if arch.endswith("ForCausalLMEagle") else "vllm"
-            return KindVerdict(DraftKind.EAGLE1, style, [f"architecture {arch!r} names EAGLE-1/2"])
-    return None
+ARCHITECTURES = (  # the architecture names it answers to
+    ArchName(suffix="ForCausalLMEagle", style="sglang"),
+    ArchName(prefix="Eagle", style="vllm"),
+)
+BY_ARCHITECTURE = ArchNames(DraftKind.EAGLE1, 35, "names EAGLE-1/2", ARCHITECTURES)
 
 
+@recognises(62)
 def _fc_tensors(ev: Evidence) -> KindVerdict | None:
     if "fc.weight" not in ev.names:
         return None
@@ -43,6 +35,7 @@ def _fc_tensors(ev: Evidence) -> KindVerdict | None:
     return None
 
 
+@recognises(90)
 def _small_config(ev: Evidence) -> KindVerdict | None:
     """Config only, no draft vocabulary: a 1-2 layer model is taken for an EAGLE-1 head."""
     if not ev.small or ev.cfg.int("hidden_size", default=None, minimum=None) is None:
@@ -60,11 +53,6 @@ class Eagle1Spec(BuiltKindSpec):
     title = "EAGLE-1"
     speculators_names = ("eagle", "eagle1", "eagle2")
     engine_methods = ("eagle", "eagle1")
-    recognisers = (
-        Recogniser(35, _architecture),
-        Recogniser(62, _fc_tensors),
-        Recogniser(90, _small_config),
-    )
 
     def shape_facts(self, given: FactsInput) -> ShapeFacts:
         return ShapeFacts(expected_fc_in=2 * given.hidden_size, draft_vocab_size=given.vocab_size)
@@ -94,6 +82,7 @@ class Eagle1Spec(BuiltKindSpec):
 
 
 SPEC = Eagle1Spec()
+RECOGNISERS = (BY_ARCHITECTURE, _fc_tensors, _small_config)
 
 
 def _bias_findings(facts: DraftFacts) -> list[Finding]:

@@ -3,18 +3,9 @@
 from __future__ import annotations
 
 from eaglegraph.pair.config import Config
-from eaglegraph.pair.drafts.base import (
-    BuiltKindSpec,
-    DraftKind,
-    Evidence,
-    FactsInput,
-    KindVerdict,
-    Recogniser,
-    ShapeFacts,
-    check_finding,
-    hazard_finding,
-    width_mismatch,
-)
+from eaglegraph.pair.drafts.base import BuiltKindSpec, DraftKind, FactsInput, ShapeFacts
+from eaglegraph.pair.drafts.detection import ArchName, ArchNames, Evidence, KindVerdict, recognises
+from eaglegraph.pair.drafts.findings import check_finding, hazard_finding, width_mismatch
 from eaglegraph.pair.facts import DraftFacts, aux_taps
 from eaglegraph.pair.geometry import Geometry, layer_params
 from eaglegraph.results.findings import Finding, Severity
@@ -22,19 +13,16 @@ from eaglegraph.results.findings import Finding, Severity
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 
-def _architecture(ev: Evidence) -> KindVerdict | None:
-    for arch in ev.archs:
-        if "eagle3" in arch.lower():
-            style = {
-                "Eagle3Speculator": "speculators",
-                "Eagle3DraftModel": "speculators",
-            }.get(arch)
-            if style is None:
-                style = "specforge" if arch.endswith("Eagle3") else "vllm"
-            return KindVerdict(DraftKind.EAGLE3, style, [f"architecture {arch!r} names EAGLE-3"])
-    return None
+ARCHITECTURES = (  # the architecture names it answers to
+    ArchName(exact="Eagle3Speculator", style="speculators"),
+    ArchName(exact="Eagle3DraftModel", style="speculators"),
+    ArchName(suffix="Eagle3", style="specforge"),
+    ArchName(contains="eagle3", style="vllm", any_case=True),
+)
+BY_ARCHITECTURE = ArchNames(DraftKind.EAGLE3, 30, "names EAGLE-3", ARCHITECTURES)
 
 
+@recognises(50)
 def _draft_vocab(ev: Evidence) -> KindVerdict | None:
     cfg = ev.cfg
     if not ev.small or not (cfg.has("draft_vocab_size") or cfg.has("truncated_vocab_size")):
@@ -47,6 +35,7 @@ def _draft_vocab(ev: Evidence) -> KindVerdict | None:
     )
 
 
+@recognises(60)
 def _midlayer(ev: Evidence) -> KindVerdict | None:
     if any(n.startswith("midlayer.") for n in ev.names):
         return KindVerdict(
@@ -55,12 +44,14 @@ def _midlayer(ev: Evidence) -> KindVerdict | None:
     return None
 
 
+@recognises(61)
 def _vocab_maps(ev: Evidence) -> KindVerdict | None:
     if "d2t" in ev.names or "t2d" in ev.names:
         return KindVerdict(DraftKind.EAGLE3, "safeailab", ["'d2t'/'t2d' vocabulary maps present"])
     return None
 
 
+@recognises(64)
 def _fc_with_head(ev: Evidence) -> KindVerdict | None:
     if "fc.weight" not in ev.names:
         return None
@@ -79,13 +70,6 @@ class Eagle3Spec(BuiltKindSpec):
     title = "EAGLE-3"
     speculators_names = ("eagle3",)
     engine_methods = ("eagle3",)
-    recognisers = (
-        Recogniser(30, _architecture),
-        Recogniser(50, _draft_vocab),
-        Recogniser(60, _midlayer),
-        Recogniser(61, _vocab_maps),
-        Recogniser(64, _fc_with_head),
-    )
 
     def shape_facts(self, given: FactsInput) -> ShapeFacts:
         ht = given.config_target_hidden or given.target_hidden or given.hidden_size
@@ -141,6 +125,7 @@ class Eagle3Spec(BuiltKindSpec):
 
 
 SPEC = Eagle3Spec()
+RECOGNISERS = (BY_ARCHITECTURE, _draft_vocab, _midlayer, _vocab_maps, _fc_with_head)
 
 
 def _eagle3_findings(facts: DraftFacts, g: Geometry) -> list[Finding]:

@@ -10,18 +10,9 @@ from typing import TYPE_CHECKING
 
 from eaglegraph.known.speculator_styles import SpeculatorStyle
 from eaglegraph.pair.config import Config
-from eaglegraph.pair.drafts.base import (
-    LAYER_RE,
-    BuiltKindSpec,
-    DraftKind,
-    Evidence,
-    FactsInput,
-    InTarget,
-    KindVerdict,
-    Recogniser,
-    ShapeFacts,
-    width_mismatch,
-)
+from eaglegraph.pair.drafts.base import BuiltKindSpec, DraftKind, FactsInput, InTarget, ShapeFacts
+from eaglegraph.pair.drafts.detection import LAYER_RE, Evidence, KindVerdict, recognises
+from eaglegraph.pair.drafts.findings import width_mismatch
 from eaglegraph.pair.geometry import Geometry, layer_params
 from eaglegraph.pair.mla import mla_mtp_parameters, mtp_module_params
 from eaglegraph.pair.mtp_layout import (
@@ -54,6 +45,7 @@ def mtp_weight_names(cfg: Config, index: CheckpointIndex | None) -> list[str]:
     return found
 
 
+@recognises(80)
 def _target_with_mtp(ev: Evidence) -> KindVerdict | None:
     """A config that declares MTP layers is a target (its MTP draft is found by `in_target`)."""
     if mtp_count(ev.cfg)[0]:
@@ -61,6 +53,7 @@ def _target_with_mtp(ev: Evidence) -> KindVerdict | None:
     return None
 
 
+@recognises(22)
 def _separate_draft(ev: Evidence) -> KindVerdict | None:
     """A separate MTP draft folder (SpecForge `Qwen3_5MTPDraftModel`, `*ForCausalLMMTP`,
     `mtp_config`, `mtp.fc` weights): asked before the EAGLE rules, which would otherwise call
@@ -75,7 +68,6 @@ class MTPSpec(BuiltKindSpec):
     kind = DraftKind.MTP
     title = "MTP"
     engine_methods = ("mtp",)
-    recognisers = (Recogniser(22, _separate_draft), Recogniser(80, _target_with_mtp))
     kv_layer_per_module = True
     multi_module_style = SpeculatorStyle.WINDOW
 
@@ -147,3 +139,4 @@ def layout_rows(layout: MTPLayout, reason: str | None) -> list[tuple[str, str]]:
 
 
 SPEC = MTPSpec()
+RECOGNISERS = (_separate_draft, _target_with_mtp)

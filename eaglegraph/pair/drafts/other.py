@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from eaglegraph.pair.drafts.base import DraftKind, Evidence, KindSpec, KindVerdict, Recogniser
+from eaglegraph.pair.drafts.base import DraftKind, KindSpec
+from eaglegraph.pair.drafts.detection import ArchName, ArchNames
 
-
-def _architecture(ev: Evidence) -> KindVerdict | None:
-    for arch in ev.archs:
-        if arch.lower() in ("medusamodel", "mlpspeculatorpretrainedmodel") or (
-            "medusa" in arch.lower()
-        ):
-            return KindVerdict(DraftKind.OTHER, None, [f"architecture {arch!r} (not EAGLE)"])
-    return None
+ARCHITECTURES = (  # the architecture names it answers to
+    ArchName(exact="MLPSpeculatorPreTrainedModel", any_case=True),
+    ArchName(contains="medusa", any_case=True),
+)
+BY_ARCHITECTURE = ArchNames(DraftKind.OTHER, 36, "(not EAGLE)", ARCHITECTURES)
 
 
 class OtherSpec(KindSpec):
     kind = DraftKind.OTHER
     title = "other"
-    recognisers = (Recogniser(36, _architecture),)
 
 
 SPEC = OtherSpec()
+RECOGNISERS = (BY_ARCHITECTURE,)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from eaglegraph.pair.drafts.base import DraftKind, Evidence, KindSpec, KindVerdict, Recogniser
+from eaglegraph.pair.drafts.base import DraftKind, KindSpec
+from eaglegraph.pair.drafts.detection import Evidence, KindVerdict, recognises
 
 
+@recognises(70)
 def _plain_tensors(ev: Evidence) -> KindVerdict | None:
     """Headers present and no kind claimed them (every tensor rule runs before this one)."""
     if not ev.names:
@@ -15,7 +17,7 @@ def _plain_tensors(ev: Evidence) -> KindVerdict | None:
 class UnknownSpec(KindSpec):
     kind = DraftKind.UNKNOWN
     title = "no draft"
-    recognisers = (Recogniser(70, _plain_tensors),)
 
 
 SPEC = UnknownSpec()
+RECOGNISERS = (_plain_tensors,)
