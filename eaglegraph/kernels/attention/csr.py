@@ -26,7 +26,7 @@ from eaglegraph.kernels.attention.request import (
     qk_scores,
     softmax_step,
 )
-from eaglegraph.kernels.attention.tiles import LOG2E, Tiles, check_attention_shapes
+from eaglegraph.kernels.attention.tiles import LOG2E, Operands, Tiles
 from eaglegraph.kernels.guard import (
     Guard,
     check_bounds_pair,
@@ -34,7 +34,7 @@ from eaglegraph.kernels.guard import (
     log_bounds_pair,
     log_violation,
 )
-from eaglegraph.kernels.launch import launch, launch_rows, strides
+from eaglegraph.kernels.launch import launch, launch_rows
 
 
 @triton.jit
@@ -172,36 +172,26 @@ def _copy_page_indices_kernel(
 
 
 def launch_decode(
-    q: torch.Tensor,
-    k_cache: torch.Tensor,
-    v_cache: torch.Tensor,
-    out: torch.Tensor,
-    meta: PagedMeta,
-    scale: float,
-    kernel: str,
-    guard: Guard | None,
+    ops: Operands, meta: PagedMeta, scale: float, kernel: str, guard: Guard | None
 ) -> None:
-    """The decode kernel over a CSR decode meta: ``meta.num_reqs`` rows, one query each."""
-    heads = check_attention_shapes(q, k_cache, v_cache, out)
+    """The decode kernel over checked operands and a CSR decode meta: ``meta.num_reqs`` rows,
+    one query each."""
     if meta.num_reqs <= 0:
         return
-    tiles = Tiles.decode(heads, meta.pages_extent * heads.page_size)
+    tiles = Tiles.decode(ops.heads, meta.pages_extent * ops.heads.page_size)
     g = guard_args(guard, kernel, ("kv_indptr", "last_page_len", "kv_indices"), meta.kv_indptr)
     launch(
         _csr_decode_kernel,
         (meta.num_reqs, tiles.kv_head_programs),
-        q,
-        k_cache,
-        v_cache,
-        out,
+        *ops.tensors,
         meta.kv_indptr,
         meta.pages,
         meta.lens,
         meta.pages_extent,
-        k_cache.shape[0],
-        *strides(q, out, k_cache, v_cache),
+        ops.k_cache.shape[0],
+        *ops.strides,
         float(scale) * LOG2E,
-        heads.head_dim,
+        ops.heads.head_dim,
         guard=g,
         **tiles.constexprs(),
     )

@@ -13,6 +13,7 @@ from eaglegraph.kernels._triton import check_device
 from eaglegraph.kernels.attention.csr import launch_decode
 from eaglegraph.kernels.attention.meta import PagedLayout, PagedMeta
 from eaglegraph.kernels.attention.paged_prefill import launch_prefill
+from eaglegraph.kernels.attention.tiles import check_attention_shapes
 from eaglegraph.kernels.guard import Guard
 
 # The name a launch is logged and reported under, by layout (``guard.KERNEL_NAMES``): guard
@@ -63,8 +64,9 @@ def paged_attention(
     """
     check_device(q, k_cache, v_cache, out, *meta.tensors)
     meta.check_query_rows(q.shape[0])
+    ops = check_attention_shapes(q, k_cache, v_cache, out)
     kernel = _KERNEL_NAMES[meta.layout]
     if meta.decode:
-        launch_decode(q, k_cache, v_cache, out, meta, scale, kernel, guard)
+        launch_decode(ops, meta, scale, kernel, guard)
     else:
-        launch_prefill(q, k_cache, v_cache, out, meta, max_query_len, scale, kernel, guard, causal)
+        launch_prefill(ops, meta, max_query_len, scale, kernel, guard, causal)

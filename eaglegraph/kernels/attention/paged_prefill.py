@@ -3,8 +3,6 @@ request's pages and KV length are read), and its launcher."""
 
 from __future__ import annotations
 
-import torch
-
 from eaglegraph.kernels._triton import tl, triton
 from eaglegraph.kernels.attention.meta import PagedMeta
 from eaglegraph.kernels.attention.request import (
@@ -14,9 +12,9 @@ from eaglegraph.kernels.attention.request import (
     request_kv,
     softmax_step,
 )
-from eaglegraph.kernels.attention.tiles import LOG2E, Tiles, check_attention_shapes
+from eaglegraph.kernels.attention.tiles import LOG2E, Operands, Tiles
 from eaglegraph.kernels.guard import Guard, guard_args
-from eaglegraph.kernels.launch import launch, strides
+from eaglegraph.kernels.launch import launch
 
 
 @triton.jit
@@ -137,10 +135,7 @@ def _paged_prefill_kernel(
 
 
 def launch_prefill(
-    q: torch.Tensor,
-    k_cache: torch.Tensor,
-    v_cache: torch.Tensor,
-    out: torch.Tensor,
+    ops: Operands,
     meta: PagedMeta,
     max_query_len: int,
     scale: float,
@@ -148,27 +143,24 @@ def launch_prefill(
     guard: Guard | None,
     causal: bool = True,
 ) -> None:
-    heads = check_attention_shapes(q, k_cache, v_cache, out)
+    """The prefill kernel over checked operands and a block-table or CSR prefill meta."""
     if meta.num_reqs <= 0 or max_query_len <= 0:
         return
-    tiles = Tiles.prefill(heads, max_query_len, meta.pages_extent * heads.page_size)
+    tiles = Tiles.prefill(ops.heads, max_query_len, meta.pages_extent * ops.heads.page_size)
     g = guard_args(guard, kernel, meta.roles, meta.qo)
     grid = (meta.num_reqs, tiles.kv_head_programs, triton.cdiv(max_query_len, tiles.block_rows))
     launch(
         _paged_prefill_kernel,
         grid,
-        q,
-        k_cache,
-        v_cache,
-        out,
+        *ops.tensors,
         *meta.tensors,
-        q.shape[0],
-        k_cache.shape[0],
+        ops.q.shape[0],
+        ops.k_cache.shape[0],
         meta.pages_extent,
         meta.bt_stride,
-        *strides(q, out, k_cache, v_cache),
+        *ops.strides,
         float(scale) * LOG2E,
-        heads.head_dim,
+        ops.heads.head_dim,
         guard=g,
         CSR=meta.csr,
         CAUSAL=causal,

@@ -15,6 +15,7 @@ import torch
 
 from eaglegraph.kernels._triton import interpreting, next_pow2
 from eaglegraph.kernels.blas import one_blas_thread
+from eaglegraph.kernels.launch import strides
 
 LOG2E = 1.4426950408889634
 
@@ -32,10 +33,32 @@ class Heads:
     dot_f32: bool
 
 
+@dataclass(frozen=True)
+class Operands:
+    """One layer's q, caches and output, checked against each other once by the entry point,
+    and what they say of the launch (``heads``): the kernels' launchers take them as one."""
+
+    q: torch.Tensor
+    k_cache: torch.Tensor
+    v_cache: torch.Tensor
+    out: torch.Tensor
+    heads: Heads
+
+    @property
+    def tensors(self) -> tuple[torch.Tensor, ...]:
+        """The kernels' first pointer arguments, in their order."""
+        return (self.q, self.k_cache, self.v_cache, self.out)
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """The kernels' stride arguments: leading strides of q, out, k_cache, v_cache."""
+        return strides(self.q, self.out, self.k_cache, self.v_cache)
+
+
 def check_attention_shapes(
     q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, out: torch.Tensor
-) -> Heads:
-    """Validate q/out/cache shapes; returns what they say of the launch."""
+) -> Operands:
+    """Validate q/out/cache shapes; returns them with what they say of the launch."""
     if q.dim() != 3 or out.shape != q.shape:
         raise ValueError(f"q {tuple(q.shape)} and out {tuple(out.shape)} must be [T, nh, hd]")
     if k_cache.dim() != 4 or v_cache.shape != k_cache.shape:
@@ -50,7 +73,8 @@ def check_attention_shapes(
         if t.stride(-1) != 1:
             raise ValueError("q, out and the caches need a contiguous last dimension")
     group = num_heads // num_kv_heads
-    return Heads(num_kv_heads, group, head_dim, block_size, dot_in_f32(q, k_cache))
+    heads = Heads(num_kv_heads, group, head_dim, block_size, dot_in_f32(q, k_cache))
+    return Operands(q, k_cache, v_cache, out, heads)
 
 
 # Under the interpreter a program costs ~0.1 ms per executed operation however wide its tiles
