@@ -242,8 +242,12 @@ STATEMENTS: tuple[Statement, ...] = (
         r"[^.;]{0,40}(?:not supported|unsupported|incompatible)|(?:unsupported|incompatible)"
         r"[^.;]{0,20}(?:cuda ?graph|cudagraph)[_ ]mode|"
         r"(?:full|piecewise)[- ](?:cuda[- ]?graphs?|cudagraphs?) support|"
-        r"support (?:for )?(?:full|piecewise) (?:cuda[- ]?graphs?|cudagraphs?)|decode-only full",
-        "the engine cannot run the requested graph mode for this backend or draft",
+        r"support (?:for )?(?:full|piecewise) (?:cuda[- ]?graphs?|cudagraphs?)|decode-only full|"
+        r"(?:do not|don't|never|avoid|skip|coerce\w*)[^.;]{0,40}?\b(?:FULL|PIECEWISE)"
+        r"(?:[- _](?:DECODE_ONLY|decode))?[- _](?:cuda[- ]?graphs?|cudagraphs?|captur\w*|dispatch)|"
+        r"(?:不能|无法)(?:同时)?(?:开启|启用|使用|打开)?\s*(?:FULL\w*|PIECEWISE)",
+        "the engine cannot run the requested graph mode for this backend or draft (a fix that "
+        "steers spec decode off a FULL or PIECEWISE graph says the same)",
     ),
     Statement(
         "says.corruption",

@@ -70,3 +70,16 @@ def test_a_regression_in_the_acceptance_with_words_between_is_a_drop() -> None:
     assert "says.acceptance-drop" in read_ticket(_ticket("[Bugfix] chained MTP", said)).facts
     decays = "[Performance]: draft acceptance rate decays with context length"
     assert "says.acceptance-drop" in read_ticket(_ticket(decays)).facts
+
+
+def test_a_fix_that_steers_spec_decode_off_a_full_graph_names_the_mode() -> None:
+    """A fix titled "do not FULL-capture spec-decode batches in backend X" says backend X
+    cannot run that mode with speculative decoding: a mode incompatibility, as the engine's own
+    refusal would; so does "cannot enable FULL_DECODE_ONLY with mtp" said in Chinese."""
+    for title in (
+        "[Bugfix] Do not FULL-capture spec-decode batches in the Foo attention backend",
+        "Coerce hybrid speculative decode off full decode CUDAGraphs on Bar",
+        "[Bug]: 运行Foo时不能同时开启FULL_DECODE_ONLY和mtp投机",
+    ):
+        assert "says.mode" in read_ticket(_ticket(title)).facts, title
+    assert "says.mode" not in read_ticket(_ticket("[Bug]: do not crash on FULL batches")).facts
