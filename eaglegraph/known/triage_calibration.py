@@ -21,19 +21,19 @@ cross-validation (`scripts/triage_eval.py FIT_SOURCES --cv`): fit the counts on 
 count commits on the fifth, all five folds summed (issue 29, sixth round: heldout-5 added):
 
     gate            frozen  held-2  held-3  held-4  held-5   committed right
-    seen on >= 3     15/18     8/9   12/13   13/16   16/16    64/72   89 %
-    no gate          16/20    9/10   12/13   15/18   17/17    69/78   88 %
-    lower >= 0.30    15/19     8/9   12/13   12/14   16/16    63/71   89 %
-    lower >= 0.40    15/19     8/9   12/13   11/13   16/16    62/70   89 %   (the bound before)
-    lower >= 0.50    14/15     8/8   12/13   11/13   16/16    61/65   94 %
-    lower >= 0.55    14/15     8/8   11/11   11/12   15/15    59/61   97 %   (COMMIT_LOWER)
-    lower >= 0.60    14/15     8/8   11/11   11/12   11/11    55/57   96 %
+    seen on >= 3     15/18     8/9   13/14   14/17   16/16    66/74   89 %
+    no gate          16/20    9/10   13/14   16/19   17/17    71/80   89 %
+    lower >= 0.30    15/19     8/9   13/14   13/15   16/16    65/73   89 %
+    lower >= 0.40    15/19     8/9   13/14   12/14   16/16    64/72   89 %   (the bound before)
+    lower >= 0.50    14/15     8/8   13/14   12/14   16/16    63/67   94 %
+    lower >= 0.55    14/15     8/8   13/13   12/13   16/16    63/65   97 %   (COMMIT_LOWER)
+    lower >= 0.60    14/15     8/8   11/11   12/13   12/12    57/59   97 %
     lower >= 0.70    14/15     8/8   10/10     8/9   10/10    50/52   96 %
 
 0.55 is the loosest bound that keeps every fold at >= 90 %: with heldout-5 among the fit
 sources, a reporter's memory statement (5 of 6 or 6 of 8 without the left-out set) passed 0.40
-and committed two capture failures and an index error to pool-memory/oom, and a log stall
-seen 3 times in 3 committed a non-hang at 0.50. A kind now needs 4 right of 4 (or 8 of 9) to
+and committed two capture failures and an index error to pool-memory/oom; at 0.50 a log
+stall and a mode statement, each seen 3 times in 3, committed a non-hang and a non-mode. A kind now needs 4 right of 4 (or 8 of 9) to
 commit. The heldout-4 and heldout-5 folds are optimistic (their misses were studied): the
 sixth round's `titled-acceptance` (a title about the drafts' acceptance rate or length that
 names no failure, 13 of 13 here) was written after reading heldout-5's four acceptance reports
@@ -139,8 +139,8 @@ KINDS: dict[str, KindRate] = {
         KindRate("stated-load-mismatch", 9, 9),
         KindRate("stated-memory", 6, 9),
         KindRate("stated-capture", 8, 8),
+        KindRate("log-shape", 6, 6),
         KindRate("stated-corruption", 0, 6),
-        KindRate("log-shape", 4, 4),
         KindRate("log-stall", 3, 4),
         KindRate("stated-mode", 3, 4),
         KindRate("stated-oob", 2, 4),
@@ -173,11 +173,11 @@ TIER_RATES: dict[str, KindRate] = {
     t.kind: t
     for t in (
         KindRate("between", 0, 9),
-        KindRate("guess", 18, 26),
-        KindRate("named", 87, 106),
+        KindRate("guess", 18, 24),
+        KindRate("named", 89, 108),
         KindRate("nothing", 23, 47),
     )
 }
 
 # The knowledge base's top-k vote agreeing with the rules' verdict, on the same reports.
-KB_AGREEMENT = KindRate("kb-vote-agrees", 77, 106)
+KB_AGREEMENT = KindRate("kb-vote-agrees", 79, 108)

@@ -187,6 +187,7 @@ SIGNALS: tuple[SignalSpec, ...] = (
         "shape.mismatch",
         ERROR,
         r"size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\)|"
+        r"expanded size of the tensor \(\d+\) must match the existing size \(\d+\)|"
         r"mat1 and mat2 shapes cannot be multiplied \((?P<m1>\d+x\d+) and (?P<m2>\d+x\d+)\)|"
         r"size mismatch for (?P<param>[\w.]+)|copying a param with shape|"
         r"shape '\[[\d, -]*\]' is invalid for input of size \d+|[Ss]izes? of tensors must match|"

@@ -83,3 +83,19 @@ def test_a_fix_that_steers_spec_decode_off_a_full_graph_names_the_mode() -> None
     ):
         assert "says.mode" in read_ticket(_ticket(title)).facts, title
     assert "says.mode" not in read_ticket(_ticket("[Bug]: do not crash on FULL batches")).facts
+
+
+def test_torchs_expand_error_is_a_shape_error_read_by_its_sizes() -> None:
+    """torch's "expanded size of the tensor (A) must match the existing size (B)" is the same
+    family as "size of tensor a must match tensor b": widths or a vocabulary name a config
+    mismatch (round 5's shape rule), small token counts do not."""
+    wide = (
+        "```\nRuntimeError: The expanded size of the tensor (1024) must match the existing "
+        "size (4096) at non-singleton dimension 1.  Target sizes: [5, 1024].\n```\n"
+    )
+    r = triage_text(_ticket("[Bug]: draft model run fails", wide))
+    assert r.category == Category.CONFIG and "log-shape" in r.evidence_kinds, r.evidence_kinds
+    tokens = wide.replace("(1024)", "(5)").replace("(4096)", "(7)")
+    assert triage_text(_ticket("[Bug]: draft model run fails", tokens)).category != (
+        Category.CONFIG
+    )
