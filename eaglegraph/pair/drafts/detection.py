@@ -117,10 +117,10 @@ class ArchName:
     kind: DraftKind | None = None
 
     def __post_init__(self) -> None:
-        if not self._texts():
+        if not self._tests():
             raise ValueError("an ArchName needs exact, prefix, suffix or contains")
 
-    def _texts(self) -> list[tuple[str, Callable[[str, str], bool]]]:
+    def _tests(self) -> list[tuple[str, Callable[[str, str], bool]]]:
         tests: list[tuple[str | None, Callable[[str, str], bool]]] = [
             (self.exact, str.__eq__),
             (self.prefix, str.startswith),
@@ -133,7 +133,7 @@ class ArchName:
         def fold(s: str) -> str:
             return s.lower() if self.any_case else s
 
-        return all(test(fold(arch), fold(text)) for text, test in self._texts())
+        return all(test(fold(arch), fold(text)) for text, test in self._tests())
 
 
 @dataclass(frozen=True)
