@@ -320,10 +320,13 @@ STATEMENTS: tuple[Statement, ...] = (
     ),
     Statement(
         "says.k-gated",
-        KNOB + r"\s*(?:=|>=|>|≥|of)\s*\d[^.;]{0,60}?(?:crash|fail|error|IMA|illegal)|"
+        KNOB + r"\s*(?:>=|>|≥)\s*\d[^.;]{0,60}?(?:crash|fail|error|IMA|illegal)|"
         r"(?:gated on|depends on|only (?:with|for|when)) (?:the )?(?:draft )?"
         r"(?:depth|steps|num_speculative_tokens|k)\b|" + KNOB + r"\s*>\s*\d",
-        "the failure depends on the number of speculative tokens",
+        "the failure depends on the number of speculative tokens (a threshold, `k >= 2 crashes`, "
+        "or gating said outright; one value beside a crash, `num_spec_tokens=3 | IMA`, says "
+        "only what was run: of the 8 dev reports that older reading matched, 1 was a mode "
+        "incompatibility)",
     ),
     Statement(
         "says.under-load",

@@ -99,3 +99,12 @@ def test_torchs_expand_error_is_a_shape_error_read_by_its_sizes() -> None:
     assert triage_text(_ticket("[Bug]: draft model run fails", tokens)).category != (
         Category.CONFIG
     )
+
+
+def test_one_number_of_speculative_tokens_beside_a_crash_is_no_gating() -> None:
+    """ "num_spec_tokens=3 | IMA" says what was run; a threshold or two values contrasted say
+    the failure depends on the number of speculative tokens."""
+    one = "| TP=2 + MTP `num_spec_tokens=3` | `cudaErrorIllegalAddress` on first request |\n"
+    assert "says.k-gated" not in read_ticket(_ticket("[Bug]: TP=2 MTP crash", one)).facts
+    threshold = "[Bug] EAGLE speculative-num-steps >= 2 crash-loops the scheduler"
+    assert "says.k-gated" in read_ticket(_ticket(threshold)).facts
