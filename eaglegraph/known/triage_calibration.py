@@ -6,43 +6,44 @@ set. Here the unit is the *evidence kind*: the rule whose evidence names the ver
 primary log line of that kind, or the reporter's own statement), counted on the FIT_SOURCES:
 `heldout-frozen.jsonl` (52 real reports gathered before the rules of issue 29 existed),
 `heldout-2.jsonl` (22, gathered before its method change), `heldout-3.jsonl` (20, gathered
-before the second round's rules), `heldout-4.jsonl` (50, gathered before the fourth round's)
-and `heldout-5.jsonl` (44, gathered before the fifth round's), each read once for its report
-and a dev set since. Rules written after studying a set's misses make its rates optimistic
-until a later held-out set counts them. `scripts/triage_eval.py FILES --fit` prints these
-rows; a test checks that they are what it counts.
+before the second round's rules), `heldout-4.jsonl` (50, gathered before the fourth round's),
+`heldout-5.jsonl` (44, before the fifth round's) and `heldout-6.jsonl` (43, before the
+sixth's), each read once for its report and a dev set since. Rules written after studying a
+set's misses make its rates optimistic until a later held-out set counts them.
+`scripts/triage_eval.py FILES --fit` prints these rows; a test checks that they are what it
+counts.
 
 A kind's stated rate is Laplace-smoothed. Whether it *commits* is decided from its uncertainty,
 not from that point estimate: the lower end of the Wilson score interval of its counts
 (WILSON_Z = 1.645, one-sided 95 %) must reach COMMIT_LOWER, so a kind commits only when it was
-both precise and seen often enough (4 of 4 passes at 0.60, 3 of 3 does not at 0.53, 2 of 2
-not at 0.43, 14 of 15 does at 0.75). The bound was picked by leave-one-source-out
-cross-validation (`scripts/triage_eval.py FIT_SOURCES --cv`): fit the counts on four sets,
-count commits on the fifth, all five folds summed (issue 29, sixth round: heldout-5 added):
+both precise and seen often enough (5 of 5 passes at 0.65, 4 of 4 does not at 0.597, 3 of 3
+not at 0.53, 17 of 18 does at 0.78). The bound was picked by leave-one-source-out
+cross-validation (`scripts/triage_eval.py FIT_SOURCES --cv`): fit the counts on five sets,
+count commits on the sixth, all six folds summed (issue 29, seventh round: heldout-6 added):
 
-    gate            frozen  held-2  held-3  held-4  held-5   committed right
-    seen on >= 3     15/18     8/9   13/14   14/17   16/16    66/74   89 %
-    no gate          16/20    9/10   13/14   16/19   17/17    71/80   89 %
-    lower >= 0.30    15/19     8/9   13/14   13/15   16/16    65/73   89 %
-    lower >= 0.40    15/19     8/9   13/14   12/14   16/16    64/72   89 %   (the bound before)
-    lower >= 0.50    14/15     8/8   13/14   12/14   16/16    63/67   94 %
-    lower >= 0.55    14/15     8/8   13/13   12/13   16/16    63/65   97 %   (COMMIT_LOWER)
-    lower >= 0.60    14/15     8/8   11/11   12/13   12/12    57/59   97 %
-    lower >= 0.70    14/15     8/8   10/10     8/9   10/10    50/52   96 %
+    gate            frozen  held-2  held-3  held-4  held-5  held-6   committed right
+    seen on >= 3     15/19     8/9   14/15   14/17   19/19   11/11    81/90   90 %
+    no gate          16/21    9/10   14/15   16/19   20/20   14/14    89/99   90 %
+    lower >= 0.30    15/20     8/9   14/15   13/16   18/18   10/10    78/88   89 %
+    lower >= 0.40    15/20     8/9   13/14   12/15   16/16     9/9    73/83   88 %
+    lower >= 0.50    15/19     8/9   13/14   12/14   16/16     9/9    73/81   90 %
+    lower >= 0.55    14/16     8/8   13/13   12/13   16/16     9/9    72/75   96 %  (before)
+    lower >= 0.60    14/15     8/8   11/11   12/13   12/12     9/9    66/68   97 %  (chosen)
+    lower >= 0.70    14/15     8/8   10/10     8/9   11/11     9/9    60/62   97 %
 
-0.55 is the loosest bound that keeps every fold at >= 90 %: with heldout-5 among the fit
-sources, a reporter's memory statement (5 of 6 or 6 of 8 without the left-out set) passed 0.40
-and committed two capture failures and an index error to pool-memory/oom; at 0.50 a log
-stall and a mode statement, each seen 3 times in 3, committed a non-hang and a non-mode. A
-kind now needs 4 right of 4 (or 8 of 9) to commit. The heldout-4 and heldout-5 folds are
-optimistic (their misses were studied): the sixth round's `titled-acceptance` (a title about
-the drafts' acceptance rate or length that names no failure, 13 of 13 here) was written after
-reading heldout-5's four acceptance reports read as "other". Kinds that ranked high on the dev
-sets but were wrong on unseen reports (a reporter saying "garbage output" is not an acceptance
-regression to the maintainers: they file it by its mechanism, a mode or a stale read; split
-from the reporter saying the drafts are accepted less often, the fifth round, it was right 0
-times in 6 and the acceptance statements 8 in 9) keep their counts, and a verdict resting on
-one states that low rate (MIN_SUPPORT).
+0.60 (COMMIT_LOWER) is the loosest bound that keeps every fold at >= 90 %: at 0.55, fitted
+without heldout-frozen, a collapsed acceptance line seen 4 times in 4 committed vllm#52816 (a
+mode incompatibility) to an acceptance regression, and the frozen fold fell to 14 of 16. A
+kind now needs 5 right of 5 (or 9 of 10) to commit. Earlier rounds picked their bounds the
+same way (0.40 over four sets; 0.55 over five, when a reporter's memory statement committed
+capture failures to pool-memory/oom). The heldout-4 to heldout-6 folds are optimistic (their
+misses were studied): the sixth round's `titled-acceptance` was written after reading
+heldout-5's acceptance reports read as "other", the seventh round's narrowing of a stated
+"mismatch" (one of a batch or token count is no config mismatch) after heldout-6's one wrong
+commit. Kinds that ranked high on the dev sets but were wrong on unseen reports (a reporter
+saying "garbage output" is not an acceptance regression to the maintainers: they file it by
+its mechanism, a mode or a stale read; right 0 times in 7) keep their counts, and a verdict
+resting on one states that low rate (MIN_SUPPORT).
 
 The knowledge base's nearest reports were cross-validated as evidence the same way, each
 report's own URL left out. A score-weighted vote of the KB_VOTERS nearest reports that merely
@@ -61,7 +62,7 @@ import math
 from dataclasses import dataclass
 
 # Where the counts come from (relative to the repository root) and how many reports they hold:
-# the five held-out sets read once each (issue 29), dev sets now. heldout-6.jsonl, frozen for
+# the six held-out sets read once each (issue 29), dev sets now. heldout-7.jsonl, frozen for
 # the lead's final read, is never counted here.
 FIT_SOURCES: tuple[str, ...] = (
     "tests/triage/data/heldout-frozen.jsonl",
@@ -69,8 +70,9 @@ FIT_SOURCES: tuple[str, ...] = (
     "tests/triage/data/heldout-3.jsonl",
     "tests/triage/data/heldout-4.jsonl",
     "tests/triage/data/heldout-5.jsonl",
+    "tests/triage/data/heldout-6.jsonl",
 )
-FIT_REPORTS = 188
+FIT_REPORTS = 231
 
 # The nearest known reports (triage.similar) whose categories are weighed.
 KB_VOTERS = 3
@@ -80,7 +82,7 @@ KB_UNANIMOUS = "kb-unanimous"
 # A kind commits only when the lower end of the Wilson score interval of its counts (WILSON_Z
 # standard deviations, one-sided) reaches COMMIT_LOWER: precise *and* seen often enough.
 WILSON_Z = 1.645
-COMMIT_LOWER = 0.55
+COMMIT_LOWER = 0.60
 # A kind seen naming the verdict on at least this many unseen reports states its own rate, low
 # as it may be, when no kind of the verdict passes the gate (a verdict resting on "garbage
 # output", right 2 times in 7, says so rather than its tier's rate).
@@ -131,37 +133,38 @@ class KindRate:
 KINDS: dict[str, KindRate] = {
     k.kind: k
     for k in (
-        KindRate("stated-hang", 19, 20),
-        KindRate(KB_UNANIMOUS, 15, 15),
-        KindRate("stated-acceptance-drop", 14, 15),
-        KindRate("titled-acceptance", 13, 13),
-        KindRate("log-hang-prose", 10, 11),
+        KindRate("stated-hang", 21, 22),
+        KindRate(KB_UNANIMOUS, 20, 20),
+        KindRate("stated-acceptance-drop", 17, 18),
+        KindRate("titled-acceptance", 16, 16),
+        KindRate("log-hang-prose", 12, 13),
+        KindRate("stated-memory", 7, 10),
         KindRate("stated-load-mismatch", 9, 9),
-        KindRate("stated-memory", 6, 9),
         KindRate("stated-capture", 8, 8),
+        KindRate("stated-corruption", 0, 7),
         KindRate("log-shape", 6, 6),
-        KindRate("stated-corruption", 0, 6),
+        KindRate("log-acceptance-collapsed", 4, 5),
         KindRate("log-stall", 3, 4),
         KindRate("stated-mode", 3, 4),
         KindRate("stated-oob", 2, 4),
-        KindRate("log-acceptance-collapsed", 2, 3),
+        KindRate("stated-shrink", 3, 4),
         KindRate("log-copy-overflow", 3, 3),
+        KindRate("log-index-assert", 2, 3),
+        KindRate("log-oom", 3, 3),
+        KindRate("stated-stale", 3, 3),
         KindRate("crash-with-outside-feature", 2, 2),
         KindRate("log-capture-unsupported", 2, 2),
         KindRate("log-draft-load", 2, 2),
-        KindRate("log-index-assert", 1, 2),
+        KindRate("log-k-limit", 0, 2),
         KindRate("log-shape-tokens", 2, 2),
         KindRate("log-watchdog", 2, 2),
         KindRate("stated-load-and-mismatch", 2, 2),
-        KindRate("stated-shrink", 1, 2),
         KindRate("stated-width-error", 2, 2),
         KindRate("log-fault-during-capture", 1, 1),
         KindRate("log-frames-through-capture", 1, 1),
-        KindRate("log-k-limit", 0, 1),
-        KindRate("log-oom", 1, 1),
         KindRate("log-stack-dump", 1, 1),
+        KindRate("stated-k-gated", 1, 1),
         KindRate("stated-slowdown", 1, 1),
-        KindRate("stated-stale", 1, 1),
     )
 }
 
@@ -172,11 +175,11 @@ TIER_RATES: dict[str, KindRate] = {
     t.kind: t
     for t in (
         KindRate("between", 1, 10),
-        KindRate("guess", 18, 24),
-        KindRate("named", 89, 107),
-        KindRate("nothing", 23, 47),
+        KindRate("guess", 21, 31),
+        KindRate("named", 104, 124),
+        KindRate("nothing", 33, 66),
     )
 }
 
 # The knowledge base's top-k vote agreeing with the rules' verdict, on the same reports.
-KB_AGREEMENT = KindRate("kb-vote-agrees", 80, 109)
+KB_AGREEMENT = KindRate("kb-vote-agrees", 87, 106)

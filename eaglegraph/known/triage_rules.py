@@ -108,6 +108,17 @@ def rule_table(*rows: RuleHead | str) -> tuple[Rule, ...]:
     return tuple(out)
 
 
+# "mismatch" that names a count of the step (a batch size, a token or sequence count) is
+# bookkeeping between the engine's own tensors, not the draft's width disagreeing with the
+# target's: sglang#17076's "the fa3 implementation will report a mismatch in input batch size"
+# (padded inputs beside unpadded sequence lengths when the batch cannot run a graph) read as a
+# config mismatch at 0.91, and its maintainers filed it under neither.
+_COUNT = r"(?:batch(?:[_ ]size)?|bs|token(?:s|[_ ]count)?|num_tokens|seq_?lens?|length)"
+_WIDTH_MISMATCH = (
+    r"(?<!batch size )(?<!batch_size )(?<!batch )(?<!token )(?<!tokens )(?<!seqlen )"
+    r"(?<!seq_len )(?<!seq_lens )(?<!length )mismatch(?:es|ed)?"
+    r"(?! (?:in|of|between) (?:the )?(?:input |padded |real )?" + _COUNT + r"\b)"
+)
 _FAULT = (
     r"illegal memory access|illegal ?address|cudaErrorIllegal\w*|CUDA_ERROR_ILLEGAL\w*|\bIMA\b|"
     r"segfault|segmentation fault|SIGSEGV|misaligned address|unspecified launch failure"
@@ -209,7 +220,7 @@ STATEMENTS: tuple[Statement, ...] = (
     ),
     Statement(
         "says.mismatch",
-        r"mismatch|hidden[_ ]size|target_hidden_size|vocab(?:_size| size)|head_dim|"
+        _WIDTH_MISMATCH + r"|hidden[_ ]size|target_hidden_size|vocab(?:_size| size)|head_dim|"
         r"draft_vocab|shape (?:error|differs)|does not match|doesn't match|"
         r"not a valid (?:\w+ )?draft|wrong draft|draft[^.;]{0,20}(?:not|in)compatible|"
         r"does(?:n't| not) fit (?:with |in(?:to)? )?(?:the )?(?:target|draft|model|buffer|logits)|"

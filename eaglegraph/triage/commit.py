@@ -124,21 +124,6 @@ def kb_unanimous(v: Verdict, neighbours: list[str]) -> bool:
     return len(near) == KB_VOTERS and all(c == v.category for c in near)
 
 
-def kb_plurality(neighbours: list[tuple[str, float]]) -> Category | None:
-    """The class the KB_VOTERS nearest known reports weigh most, score-weighted, for a report
-    in which no rule found any evidence. Cross-validated (own URL left out) on the 21 such
-    unseen reports of heldout-frozen and heldout-2 it was right where the default "other" was
-    right and more: 6 of 14 where a neighbour exists against 4 of 14 for "other". It sets the
-    class only; it is never evidence, so such a verdict never commits."""
-    votes: dict[str, float] = {}
-    for category, score in neighbours[:KB_VOTERS]:
-        votes[category] = votes.get(category, 0.0) + score
-    if not votes:
-        return None
-    best = max(votes, key=lambda c: votes[c])
-    return Category(best) if best in set(Category) else None
-
-
 def commitment(
     v: Verdict, cfg: TriageConfig, state: ScanState, neighbours: list[str] | None = None
 ) -> Commitment:

@@ -15,6 +15,7 @@ from typing import BinaryIO
 
 from eaglegraph.known.hazards import Hazard
 from eaglegraph.known.triage_calibration import COMMIT_LOWER, KB_UNANIMOUS, KB_VOTERS, KINDS
+from eaglegraph.known.triage_commit import NO_EVIDENCE_CLASS, NO_EVIDENCE_NOTE
 from eaglegraph.known.triage_rules import MISSING, WEAK
 from eaglegraph.known.versions import parse_version, version_text
 from eaglegraph.results.findings import Finding, Severity
@@ -29,7 +30,7 @@ from eaglegraph.results.triage import (
     TriageResult,
 )
 from eaglegraph.triage import facts, known_issues, recommend, rules
-from eaglegraph.triage.commit import commitment, kb_plurality
+from eaglegraph.triage.commit import commitment
 from eaglegraph.triage.distributed import distributed
 from eaglegraph.triage.fixes import FixContext, applies, matching_fixes
 from eaglegraph.triage.locate import crash_frames
@@ -270,14 +271,10 @@ def diagnose(state: ScanState, source: str, ticket: Ticket | None = None) -> Tri
     similar = similar_reports(query_from([e.text for e in found], cfg, pasted))
     neighbours = [r.category for r in similar]
     if not any(w > 0 for w in verdict.scores.values()):
-        # No rule found anything: the nearest known reports name the class, never as evidence.
-        nearest = kb_plurality([(r.category, r.score) for r in similar])
-        if nearest is not None and nearest != verdict.category:
-            verdict = replace(verdict, category=nearest)
-            state.notes.append(
-                f"no rule found evidence: {nearest} is the class the {KB_VOTERS} nearest known "
-                "reports are filed under (a guess, not evidence)"
-            )
+        # No rule found anything: the verdict stays NO_EVIDENCE_CLASS ("other") with what to
+        # ask for; the nearest known reports are shown, never taken for the class.
+        verdict = replace(verdict, category=NO_EVIDENCE_CLASS)
+        state.notes.append(NO_EVIDENCE_NOTE)
         neighbours = []
     commit = commitment(verdict, cfg, state, neighbours)
     confidence = commit.confidence

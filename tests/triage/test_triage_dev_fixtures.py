@@ -17,11 +17,6 @@ REPORTS = dev_reports()
 # Classifying it as pool-memory/oom would mean keying on this sample's exact string.
 KNOWN_LIMITS = {
     44740: "excerpt holds only a truncated downgrade warning; the OOM evidence is in the title",
-    # No error line, only the launch YAML: with no evidence the verdict is the class of the
-    # nearest known reports (commit.kb_plurality), and the knowledge base files this very report
-    # under capture-failure where this fixture says other (the two labels disagree).
-    17025: "excerpt holds only the launch config; the knowledge base labels this report "
-    "capture-failure, the fixture other",
 }
 
 
