@@ -22,14 +22,14 @@ cross-validation (`scripts/triage_eval.py FIT_SOURCES --cv`): fit the counts on 
 count commits on the sixth, all six folds summed (issue 29, seventh round: heldout-6 added):
 
     gate            frozen  held-2  held-3  held-4  held-5  held-6   committed right
-    seen on >= 3     15/19     8/9   14/15   14/17   19/19   11/11    81/90   90 %
-    no gate          16/21    9/10   14/15   16/19   20/20   14/14    89/99   90 %
-    lower >= 0.30    15/20     8/9   14/15   13/16   18/18   10/10    78/88   89 %
-    lower >= 0.40    15/20     8/9   13/14   12/15   16/16     9/9    73/83   88 %
-    lower >= 0.50    15/19     8/9   13/14   12/14   16/16     9/9    73/81   90 %
-    lower >= 0.55    14/16     8/8   13/13   12/13   16/16     9/9    72/75   96 %  (before)
-    lower >= 0.60    14/15     8/8   11/11   12/13   12/12     9/9    66/68   97 %  (chosen)
-    lower >= 0.70    14/15     8/8   10/10     8/9   11/11     9/9    60/62   97 %
+    seen on >= 3     15/19     8/9   14/15   14/17   19/19   13/13    83/92   90 %
+    no gate          16/21    9/10   14/15   16/19   20/20   16/16   91/101   90 %
+    lower >= 0.30    15/20     8/9   14/15   13/16   18/18   12/12    80/90   89 %
+    lower >= 0.40    15/20     8/9   13/14   12/15   16/16   11/11    75/85   88 %
+    lower >= 0.50    15/19     8/9   13/14   12/14   16/16   11/11    75/83   90 %
+    lower >= 0.55    14/16     8/8   13/13   12/13   16/16   11/11    74/77   96 %  (before)
+    lower >= 0.60    14/15     8/8   11/11   12/13   12/12   11/11    68/70   97 %  (chosen)
+    lower >= 0.70    14/15     8/8   10/10   11/12   11/11   11/11    65/67   97 %
 
 0.60 (COMMIT_LOWER) is the loosest bound that keeps every fold at >= 90 %: at 0.55, fitted
 without heldout-frozen, a collapsed acceptance line seen 4 times in 4 committed vllm#52816 (a
@@ -40,9 +40,12 @@ capture failures to pool-memory/oom). The heldout-4 to heldout-6 folds are optim
 misses were studied): the sixth round's `titled-acceptance` was written after reading
 heldout-5's acceptance reports read as "other", the seventh round's narrowing of a stated
 "mismatch" (one of a batch or token count is no config mismatch) after heldout-6's one wrong
-commit. Kinds that ranked high on the dev sets but were wrong on unseen reports (a reporter
-saying "garbage output" is not an acceptance regression to the maintainers: they file it by
-its mechanism, a mode or a stale read; right 0 times in 7) keep their counts, and a verdict
+commit, its reading of a fix of the draft's weight loading or a missing weight as a load
+failure after two of heldout-6's config mismatches read as "other", and a required argument
+("num_speculative_tokens must be provided") no longer read as a limit on K. Kinds that ranked
+high on the dev sets but were wrong on unseen reports (a reporter saying "garbage output" is
+not an acceptance regression to the maintainers: they file it by its mechanism, a mode or a
+stale read; right 0 times in 7) keep their counts, and a verdict
 resting on one states that low rate (MIN_SUPPORT).
 
 The knowledge base's nearest reports were cross-validated as evidence the same way, each
@@ -134,12 +137,12 @@ KINDS: dict[str, KindRate] = {
     k.kind: k
     for k in (
         KindRate("stated-hang", 21, 22),
-        KindRate(KB_UNANIMOUS, 20, 20),
+        KindRate(KB_UNANIMOUS, 21, 21),
         KindRate("stated-acceptance-drop", 17, 18),
         KindRate("titled-acceptance", 16, 16),
         KindRate("log-hang-prose", 12, 13),
+        KindRate("stated-load-mismatch", 11, 11),
         KindRate("stated-memory", 7, 10),
-        KindRate("stated-load-mismatch", 9, 9),
         KindRate("stated-capture", 8, 8),
         KindRate("stated-corruption", 0, 7),
         KindRate("log-shape", 6, 6),
@@ -155,13 +158,13 @@ KINDS: dict[str, KindRate] = {
         KindRate("crash-with-outside-feature", 2, 2),
         KindRate("log-capture-unsupported", 2, 2),
         KindRate("log-draft-load", 2, 2),
-        KindRate("log-k-limit", 0, 2),
         KindRate("log-shape-tokens", 2, 2),
         KindRate("log-watchdog", 2, 2),
         KindRate("stated-load-and-mismatch", 2, 2),
         KindRate("stated-width-error", 2, 2),
         KindRate("log-fault-during-capture", 1, 1),
         KindRate("log-frames-through-capture", 1, 1),
+        KindRate("log-k-limit", 0, 1),
         KindRate("log-stack-dump", 1, 1),
         KindRate("stated-k-gated", 1, 1),
         KindRate("stated-slowdown", 1, 1),
@@ -175,11 +178,11 @@ TIER_RATES: dict[str, KindRate] = {
     t.kind: t
     for t in (
         KindRate("between", 1, 10),
-        KindRate("guess", 21, 31),
-        KindRate("named", 104, 124),
-        KindRate("nothing", 33, 66),
+        KindRate("guess", 22, 32),
+        KindRate("named", 106, 125),
+        KindRate("nothing", 33, 64),
     )
 }
 
 # The knowledge base's top-k vote agreeing with the rules' verdict, on the same reports.
-KB_AGREEMENT = KindRate("kb-vote-agrees", 87, 106)
+KB_AGREEMENT = KindRate("kb-vote-agrees", 88, 107)

@@ -207,7 +207,13 @@ STATEMENTS: tuple[Statement, ...] = (
         "says.load-fails",
         r"(?:cannot|can't|can not|could not|couldn't|fail(?:s|ed)? to|unable to) load|"
         r"load(?:ing)? (?:error|fail\w*)|error (?:when |while )?loading|"
-        r"fails? to (?:start|initiali[sz]e) (?:the )?(?:draft|eagle|mtp)",
+        r"fails? to (?:start|initiali[sz]e) (?:the )?(?:draft|eagle|mtp)|"
+        # The draft's weights: a fix of their loading, a loading inconsistency, a weight the
+        # checkpoint lacks (vllm#21941 "Fix MTP weight loading", a fork's "failed with a
+        # missing serialized weight"): the draft does not load for this target.
+        r"\bfix\w*[^.;]{0,20}\b(?:draft|eagle\d?|mtp|speculat\w*)\b[^.;]{0,10}weights? load\w*|"
+        r"weights? load\w* (?:inconsisten\w*|bug|issue|problem|mismatch)|"
+        r"missing (?:serialized |checkpoint )?(?:draft |mtp |eagle )?weights?\b",
         "the draft does not load for this target",
     ),
     Statement(

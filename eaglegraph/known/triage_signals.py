@@ -420,7 +420,10 @@ SIGNALS: tuple[SignalSpec, ...] = (
         ERROR,
         r"(?i:(?:num_speculative_tokens|speculative[_ ]tokens|num_draft_tokens|max_draft_len|"
         r"speculative_num_steps|draft[_ ]tokens)[^\n]{0,60}?(?:not supported|unsupported|"
-        r"must be|should be|only supports?|exceeds?|at most)|(?:not supported|unsupported|"
+        # "must be provided" is a required argument left out (vllm#20375's startup
+        # ValidationError), not a limit on the number of speculative tokens.
+        r"must be(?! (?:provided|set|specified|given|passed)\b)|should be|only supports?|"
+        r"exceeds?|at most)|(?:not supported|unsupported|"
         r"only supports?|at most)[^\n]{0,40}?(?:num_speculative_tokens|speculative tokens|"
         r"draft tokens|max_draft_len))",
         anchors=(

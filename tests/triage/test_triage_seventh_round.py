@@ -53,3 +53,32 @@ def test_a_report_in_which_nothing_names_a_class_is_other_with_what_to_ask_for()
     assert r.category == NO_EVIDENCE_CLASS == Category.OTHER
     assert not r.committed and r.ask_for
     assert NO_EVIDENCE_NOTE in r.notes
+
+
+def test_a_fix_of_the_drafts_weight_loading_or_a_missing_weight_is_a_load_failure() -> None:
+    """The draft's weights not loading for this target is a config mismatch, whether the
+    reporter fixes the loading or quotes the weight the checkpoint lacks."""
+    for title, sentence in (
+        ("[Bugfix] Fix EAGLE weight loading", "Fixes a weight loading inconsistency."),
+        (
+            "[Bug]: MTP fails on a cold cache",
+            "Startup failed with a missing serialized weight for the draft layer.",
+        ),
+    ):
+        r = triage_text(_ticket(title, sentence))
+        assert r.category == Category.CONFIG, (title, r.scores)
+    r = triage_text(_ticket("[Bugfix] Fix weight loading of the vision tower", "Loads now."))
+    assert r.category != Category.CONFIG, r.scores
+
+
+def test_a_required_number_of_speculative_tokens_is_no_limit_on_it() -> None:
+    """'must be provided' names an argument left out at startup, not a kernel that runs only
+    some numbers of speculative tokens; 'must be 1' still is such a limit."""
+    missing = (
+        "```\npydantic_core._pydantic_core.ValidationError: 1 validation error for "
+        "SpeculativeConfig\n  Value error, num_speculative_tokens must be provided with "
+        "speculative model.\n```\n"
+    )
+    assert "spec.k-limit" not in {e.signal for e in triage_text(missing).evidence}
+    limit = "```\nValueError: num_speculative_tokens must be 1 for this attention backend\n```\n"
+    assert "spec.k-limit" in {e.signal for e in triage_text(limit).evidence}

@@ -5,7 +5,6 @@ the default weight loader's size assert, and a report with no evidence at all.""
 
 from __future__ import annotations
 
-from eaglegraph.known.triage_calibration import KB_VOTERS
 from eaglegraph.triage.diagnose import triage_text
 
 
@@ -85,17 +84,15 @@ def test_an_error_line_that_names_its_capture_puts_the_fault_in_capture() -> Non
     assert plain.phase.at_failure != "capture"
 
 
-def test_no_evidence_takes_the_nearest_known_reports_class_and_never_commits() -> None:
+def test_no_evidence_is_other_whatever_the_nearest_known_reports_and_never_commits() -> None:
+    """Issue 29, seventh round (`known.triage_commit.NO_EVIDENCE_CLASS`): with no evidence the
+    verdict is "other" with what to ask for; the nearest known reports stay listed."""
     text = "enable_attention_dp: true\ncuda_graph_config:\n  enable_padding: true\n"
     r = triage_text(text)
     assert not any(w > 0 for w in r.scores.values())
-    assert not r.committed and r.evidence_kind is None
-    near = [s.category for s in r.similar[:KB_VOTERS]]
-    if near:
-        assert r.category in near
-        assert any("nearest known" in n for n in r.notes), r.notes
-    else:
-        assert r.category == "other"
+    assert not r.committed and r.evidence_kind is None and r.ask_for
+    assert r.category == "other"
+    assert not any("nearest known reports are filed under" in n for n in r.notes), r.notes
 
 
 def test_slower_with_speculation_and_nothing_failing_is_a_graph_mode_question() -> None:
