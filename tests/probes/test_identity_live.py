@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from benchmarks.bench_mutants import probe_once
 from benchmarks.mutants import by_name, planted
+from tests.probes.shared_runs import clean_eager_run
 
 
 def test_state_by_batch_row_is_found_by_the_live_case_only() -> None:
@@ -32,8 +33,10 @@ def test_one_row_past_the_batch_names_idx_mapping() -> None:
 
 
 def test_clean_rig_live_case_sees_permuted_slots() -> None:
-    """Also the schedule edges' clean run (`test_schedule_edges`): one probe serves both."""
-    run = probe_once("flash_attn", "NONE", 3)
+    """Also the schedule edges' clean run (`test_schedule_edges`) and the unmutated rig of
+    `test_locate_replay`: one probe (`shared_runs.clean_eager_run`) serves all three. It runs
+    at capture sizes 4 and 16; NONE captures no graph, so the sizes change none of its cases."""
+    run = clean_eager_run()
     assert {c.schedule for c in run.cases} >= {"live", "capped"}
     assert all(c.status == "ok" for c in run.cases), [c.error for c in run.cases]
     assert not run.findings, [f.message for f in run.findings]
