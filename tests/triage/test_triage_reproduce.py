@@ -3,8 +3,11 @@ that no reproduction exists.
 
 The probe suggestions are run (emulated backend, the batches that need padding): a stale-buffer
 verdict must come with a command whose probe shows a stale read. Commands that differ only in K
-are run once: K does not change whether padded rows are replayed. The runs are independent, so
-they start at once, one process each, and share the machine's cores. Mode verdicts come with
+are run once: K does not change whether padded rows are replayed. Each command runs once, in
+the process of the test that reads it, through the same `eaglegraph` command group the console
+script calls: under `pytest -n auto` the commands spread over the workers, and no worker probes
+a command another worker's test reads (a module fixture running them all did, once per worker
+its tests landed on), nor imports torch again for each. Mode verdicts come with
 an `inspect` of the same mode, backend and profile, which must show the downgrade. Every other
 verdict says in its notes why no command reproduces it (a class the rig does not rebuild, a
 version whose profile carries every known fix, memory figures that need a GPU).
@@ -15,9 +18,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -29,8 +29,6 @@ from eaglegraph.triage.diagnose import triage_text
 from .helpers_triage import FIXTURES
 
 FAST = ["--device", "cpu", "--no-isolation", "--json"]
-ROOT = Path(__file__).resolve().parents[2]
-PROBE_TIMEOUT = 1800.0  # seconds to wait for each run, on a loaded 2-core machine
 NO_REPRO = ("capture-failure", "hang", "acceptance-regression", "other")
 SAYS_SO = ("no eaglegraph reproduction", "no CPU reproduction", "names no emulated attention")
 
@@ -75,41 +73,17 @@ def test_stale_verdicts_name_a_hazard_profile() -> None:
     assert all("--behavior" in c and "-current" not in c for c in cmds), cmds
 
 
-@pytest.fixture(scope="module")
-def probe_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str, str]]:
-    """Every stale-probe suggestion's exit code, stdout and stderr, run concurrently."""
-    out = tmp_path_factory.mktemp("reproduce")
-    procs = {}
-    for n, command in enumerate(_stale_probe_commands()):
-        args = [sys.executable, "-m", "eaglegraph", *shlex.split(command)[1:], *FAST]
-        stdout, stderr = open(out / f"{n}.out", "w+"), open(out / f"{n}.err", "w+")  # noqa: SIM115
-        procs[command] = (
-            subprocess.Popen(args, cwd=ROOT, stdout=stdout, stderr=stderr),
-            stdout,
-            stderr,
-        )
-    runs = {}
-    try:
-        for command, (proc, stdout, stderr) in procs.items():
-            code = proc.wait(timeout=PROBE_TIMEOUT)
-            stdout.seek(0)
-            stderr.seek(0)
-            runs[command] = (code, stdout.read(), stderr.read())
-    finally:
-        for proc, stdout, stderr in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            stdout.close()
-            stderr.close()
-    return runs
+def _probe_run(command: str) -> tuple[int, str, str]:
+    """The suggested command's exit code, stdout and stderr, as `eaglegraph ...` on the
+    command line gives them; an exception the command lets out fails the test with its
+    traceback (never read as the exit code 1 of a run with findings)."""
+    result = CliRunner().invoke(cli, [*shlex.split(command)[1:], *FAST], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.mark.parametrize("command", _probe_params())
-def test_probe_suggestion_shows_a_stale_read(
-    probe_runs: dict[str, tuple[int, str, str]], command: str
-) -> None:
-    code, stdout, stderr = probe_runs[command]
+def test_probe_suggestion_shows_a_stale_read(command: str) -> None:
+    code, stdout, stderr = _probe_run(command)
     assert code == 1, (command, stdout[-1000:], stderr[-2000:])
     kinds = {f["kind"] for f in json.loads(stdout)["findings"]}
     assert "stale-read" in kinds, (command, kinds)
@@ -135,7 +109,9 @@ def _mode_commands() -> list[str]:
         {
             v.reproduce
             for v in VERDICTS
-            if v.category == "mode-incompatibility" and "--attention-backend" in v.reproduce
+            if v.category == "mode-incompatibility"
+            and v.reproduce
+            and "--attention-backend" in v.reproduce
         }
     )
 
