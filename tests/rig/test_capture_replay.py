@@ -8,18 +8,21 @@ graphs captured for larger batches are exercised.
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import pytest
 import torch
 
 from eaglegraph.pair import load_pair
 from eaglegraph.pair.presets import materialize
+from eaglegraph.results.capture import CaptureEvent
+from eaglegraph.results.findings import Finding
 from eaglegraph.rig.config import RigConfig
 from eaglegraph.rig.driver import run_workload
 from eaglegraph.rig.modes import Mode
 from eaglegraph.rig.options import PlanChoices, resolve_plan_options
 from eaglegraph.rig.step import Rig
-from eaglegraph.rig.workload import Schedule
+from eaglegraph.rig.workload import Schedule, WorkloadResult
 
 MODES = ["FULL_AND_PIECEWISE", "FULL", "FULL_DECODE_ONLY", "PIECEWISE", "BREAKABLE"]
 SCHEDULE = Schedule.grow_shrink(4, waves=1)
@@ -38,17 +41,39 @@ def _rig(
 
 
 @functools.cache
-def _eager_trace(preset: str, backend: str, device: str) -> tuple:  # type: ignore[type-arg]
+def _eager_trace(preset: str, backend: str, device: str) -> tuple[object, ...]:
     rig = _rig(preset, backend, "NONE", torch.device(device))
     return tuple(run_workload(rig, SCHEDULE).token_trace())
 
 
-def _check(preset: str, backend: str, mode: str, pool: str, device: torch.device) -> None:
-    rig = _rig(preset, backend, mode, device)
+class Replay(NamedTuple):
+    """A rig captured under a pool policy and run through SCHEDULE (only read after)."""
+
+    rig: Rig
+    events: list[CaptureEvent]
+    findings: list[Finding]
+    result: WorkloadResult
+
+
+def _replay(
+    preset: str, backend: str, mode: str, pool: str, device: str, behavior: str | None = None
+) -> Replay:
+    rig = _rig(preset, backend, mode, torch.device(device), behavior)
     events, findings = rig.capture(pool)
+    return Replay(rig, events, findings, run_workload(rig, SCHEDULE))
+
+
+# On the CPU a replay is run once per process: the FULL_AND_PIECEWISE mode test and the fused
+# draft decode test read the same rig (vLLM's current fused decode is the default profile's).
+# CUDA replays are not kept: their graphs would hold device memory for the rest of the session.
+_cpu_replay = functools.cache(_replay)
+
+
+def _check(preset: str, backend: str, mode: str, pool: str, device: torch.device) -> None:
+    run = _replay if device.type == "cuda" else _cpu_replay
+    events, findings, result = run(preset, backend, mode, pool, device.type)[1:]
     assert events and not findings
     assert all(e.backend == ("cuda" if device.type == "cuda" else "emulated") for e in events)
-    result = run_workload(rig, SCHEDULE)
     used = {d.split("(")[0] for s in result.steps for d in s.descriptors.values()}
     assert used - {"NONE"}, "no step replayed a graph"
     assert tuple(result.token_trace()) == _eager_trace(preset, backend, device.type)
@@ -99,19 +124,22 @@ def test_fused_draft_decode_graph_gives_the_per_step_tokens() -> None:
     """vLLM ≥ 0.28 records the K−1 draft decodes in one graph (FlashAttention metadata updated
     in place); 0.26 replays a one-step graph K−1 times. Both must give the eager tokens."""
     cpu = torch.device("cpu")
-    fused = _rig("tiny-llama-eagle1", "flash_attn", "FULL_AND_PIECEWISE", cpu)
-    per_step = _rig("tiny-llama-eagle1", "flash_attn", "FULL_AND_PIECEWISE", cpu, "vllm-0.26")
-    assert fused.fused_draft_decode and fused.plan.phase("draft_decode").fused_steps == 2
-    assert not per_step.fused_draft_decode
+    # the fused rig is the default profile's FULL_AND_PIECEWISE one: its replay is shared with
+    # test_emulated_replay_matches_eager[FULL_AND_PIECEWISE], and its run's step labels are read
+    # here (they used to come from a second run of the same captured rig)
+    fused = _cpu_replay("tiny-llama-eagle1", "flash_attn", "FULL_AND_PIECEWISE", "shared", "cpu")
+    per_step = _replay(
+        "tiny-llama-eagle1", "flash_attn", "FULL_AND_PIECEWISE", "shared", "cpu", "vllm-0.26"
+    )
+    assert fused.rig.fused_draft_decode and fused.rig.plan.phase("draft_decode").fused_steps == 2
+    assert not per_step.rig.fused_draft_decode
     eager = _eager_trace("tiny-llama-eagle1", "flash_attn", "cpu")
-    for rig in (fused, per_step):
-        events, findings = rig.capture("shared")
+    for rig, events, findings, result in (fused, per_step):
         assert not findings
         decode_graphs = [e for e in events if e.phase == "draft_decode"]
         assert len(decode_graphs) == rig.plan.phase("draft_decode").graph_count
-        result = run_workload(rig, SCHEDULE)
         assert tuple(result.token_trace()) == eager
-    labels = [s.descriptors.get("draft_decode", "") for s in run_workload(fused, SCHEDULE).steps]
+    labels = [s.descriptors.get("draft_decode", "") for s in fused.result.steps]
     assert any(label.startswith("FULL") and "fused" in label for label in labels)
     flashinfer = _rig("tiny-llama-eagle1", "flashinfer", "FULL_AND_PIECEWISE", cpu)
     assert not flashinfer.fused_draft_decode  # XQA on SM90 updates no metadata in place
