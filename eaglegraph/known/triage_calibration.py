@@ -7,9 +7,10 @@ primary log line of that kind, or the reporter's own statement), counted on the 
 `heldout-frozen.jsonl` (52 real reports gathered before the rules of issue 29 existed),
 `heldout-2.jsonl` (22, gathered before its method change), `heldout-3.jsonl` (20, gathered
 before the second round's rules), `heldout-4.jsonl` (50, gathered before the fourth round's),
-`heldout-5.jsonl` (44, before the fifth round's) and `heldout-6.jsonl` (43, before the
-sixth's), each read once for its report and a dev set since. Rules written after studying a
-set's misses make its rates optimistic until a later held-out set counts them.
+`heldout-5.jsonl` (44, before the fifth round's), `heldout-6.jsonl` (43, before the sixth's)
+and `heldout-7.jsonl` (44, before the seventh's), each read once for its report and a dev set
+since. Rules written after studying a set's misses make its rates optimistic until a later
+held-out set counts them.
 `scripts/triage_eval.py FILES --fit` prints these rows; a test checks that they are what it
 counts.
 
@@ -17,36 +18,40 @@ A kind's stated rate is Laplace-smoothed. Whether it *commits* is decided from i
 not from that point estimate: the lower end of the Wilson score interval of its counts
 (WILSON_Z = 1.645, one-sided 95 %) must reach COMMIT_LOWER, so a kind commits only when it was
 both precise and seen often enough (5 of 5 passes at 0.65, 4 of 4 does not at 0.597, 3 of 3
-not at 0.53, 17 of 18 does at 0.78). The bound was picked by leave-one-source-out
-cross-validation (`scripts/triage_eval.py FIT_SOURCES --cv`): fit the counts on five sets,
-count commits on the sixth, all six folds summed (issue 29, seventh round: heldout-6 added):
+not at 0.53, 17 of 18 does at 0.78). The bound is picked by leave-one-source-out
+cross-validation (`scripts/triage_eval.py FIT_SOURCES --cv`): fit the counts on all sets but
+one, count commits on the one left out, all folds summed. The rule: the loosest bound that
+keeps every fold at >= 90 % right; when none does, the bound whose worst fold is best.
 
-    gate            frozen  held-2  held-3  held-4  held-5  held-6   committed right
-    seen on >= 3     15/19     8/9   14/15   14/17   19/19   13/13    83/92   90 %
-    no gate          16/21    9/10   14/15   16/19   20/20   16/16   91/101   90 %
-    lower >= 0.30    15/20     8/9   14/15   13/16   18/18   12/12    80/90   89 %
-    lower >= 0.40    15/20     8/9   13/14   12/15   16/16   11/11    75/85   88 %
-    lower >= 0.50    15/19     8/9   13/14   12/14   16/16   11/11    75/83   90 %
-    lower >= 0.55    14/16     8/8   13/13   12/13   16/16   11/11    74/77   96 %  (before)
-    lower >= 0.60    14/15     8/8   11/11   12/13   12/12   11/11    68/70   97 %  (chosen)
-    lower >= 0.70    14/15     8/8   10/10   11/12   11/11   11/11    65/67   97 %
+Issue 29, eighth round (heldout-7 added as the seventh source, after its read at 85d7391 and
+this round's three changes by class: a view whose rows fit their widths is a token count,
+TensorRT-LLM's C++ log lines are log, a stated unsupported combination is a mode):
 
-0.60 (COMMIT_LOWER) is the loosest bound that keeps every fold at >= 90 %: at 0.55, fitted
-without heldout-frozen, a collapsed acceptance line seen 4 times in 4 committed vllm#52816 (a
-mode incompatibility) to an acceptance regression, and the frozen fold fell to 14 of 16. A
-kind now needs 5 right of 5 (or 9 of 10) to commit. Earlier rounds picked their bounds the
-same way (0.40 over four sets; 0.55 over five, when a reporter's memory statement committed
-capture failures to pool-memory/oom). The heldout-4 to heldout-6 folds are optimistic (their
-misses were studied): the sixth round's `titled-acceptance` was written after reading
-heldout-5's acceptance reports read as "other", the seventh round's narrowing of a stated
-"mismatch" (one of a batch or token count is no config mismatch) after heldout-6's one wrong
-commit, its reading of a fix of the draft's weight loading or a missing weight as a load
-failure after two of heldout-6's config mismatches read as "other", and a required argument
-("num_speculative_tokens must be provided") no longer read as a limit on K. Kinds that ranked
+    gate            frozen held-2 held-3 held-4 held-5 held-6 held-7  committed right
+    seen on >= 3     15/19    8/9  14/15  14/17  19/19  13/14   9/11   92/104   88 %
+    lower >= 0.40    16/21   9/10  13/14  13/16  18/18  12/13  10/12   91/104   88 %
+    lower >= 0.50    15/19    8/9  11/12  11/13  15/15  11/12   8/10    79/90   88 %
+    lower >= 0.55    14/16    8/8  11/11  11/12  15/15  11/12   8/10    78/84   93 %
+    lower >= 0.60    14/16    8/8  11/11  11/12  15/15  11/11   8/10    78/83   94 %  (before)
+    lower >= 0.65    14/16    8/8  11/11  11/12  11/11  11/11   8/10    74/79   94 %
+    lower >= 0.70    13/15    8/8  10/10    8/9  10/10  10/10    8/9    67/71   94 %  (chosen)
+
+No bound keeps every fold at 90 %: heldout-7 brought wrong commits from kinds that had been
+right on every earlier set (a stated load "mismatch" that was a padded-length bug, a shape
+error over mixed extend and decode rows), and heldout-frozen keeps two wrong commits at every
+bound. 0.70 (COMMIT_LOWER) has the best worst fold (13 of 15, 87 %) where 0.60's is 8 of 10:
+a kind now needs 7 right of 7 (or 12 of 13) to commit. Earlier rounds picked their bounds the
+same way (0.40 over four sets; 0.55 over five; 0.60 over six). The heldout-4 to heldout-7 folds
+are optimistic (their misses were studied): the sixth round's `titled-acceptance` was written
+after reading heldout-5's acceptance reports read as "other", the seventh round's narrowing of
+a stated "mismatch" (one of a batch or token count is no config mismatch) after heldout-6's one
+wrong commit, its reading of a fix of the draft's weight loading or a missing weight as a load
+failure after two of heldout-6's config mismatches read as "other", and the eighth round's
+`stated-combination` after heldout-7's mode incompatibilities read as "other". Kinds that ranked
 high on the dev sets but were wrong on unseen reports (a reporter saying "garbage output" is
 not an acceptance regression to the maintainers: they file it by its mechanism, a mode or a
-stale read; right 0 times in 7) keep their counts, and a verdict
-resting on one states that low rate (MIN_SUPPORT).
+stale read; right 1 time in 9) keep their counts, and a verdict resting on one states that low
+rate (MIN_SUPPORT).
 
 The knowledge base's nearest reports were cross-validated as evidence the same way, each
 report's own URL left out. A score-weighted vote of the KB_VOTERS nearest reports that merely
@@ -65,7 +70,7 @@ import math
 from dataclasses import dataclass
 
 # Where the counts come from (relative to the repository root) and how many reports they hold:
-# the six held-out sets read once each (issue 29), dev sets now. heldout-7.jsonl, frozen for
+# the seven held-out sets read once each (issue 29), dev sets now. heldout-8.jsonl, frozen for
 # the lead's final read, is never counted here.
 FIT_SOURCES: tuple[str, ...] = (
     "tests/triage/data/heldout-frozen.jsonl",
@@ -74,8 +79,9 @@ FIT_SOURCES: tuple[str, ...] = (
     "tests/triage/data/heldout-4.jsonl",
     "tests/triage/data/heldout-5.jsonl",
     "tests/triage/data/heldout-6.jsonl",
+    "tests/triage/data/heldout-7.jsonl",
 )
-FIT_REPORTS = 231
+FIT_REPORTS = 275
 
 # The nearest known reports (triage.similar) whose categories are weighed.
 KB_VOTERS = 3
@@ -85,7 +91,7 @@ KB_UNANIMOUS = "kb-unanimous"
 # A kind commits only when the lower end of the Wilson score interval of its counts (WILSON_Z
 # standard deviations, one-sided) reaches COMMIT_LOWER: precise *and* seen often enough.
 WILSON_Z = 1.645
-COMMIT_LOWER = 0.60
+COMMIT_LOWER = 0.70
 # A kind seen naming the verdict on at least this many unseen reports states its own rate, low
 # as it may be, when no kind of the verdict passes the gate (a verdict resting on "garbage
 # output", right 2 times in 7, says so rather than its tier's rate).
@@ -136,17 +142,18 @@ class KindRate:
 KINDS: dict[str, KindRate] = {
     k.kind: k
     for k in (
-        KindRate("stated-hang", 21, 22),
-        KindRate(KB_UNANIMOUS, 21, 21),
-        KindRate("stated-acceptance-drop", 17, 18),
-        KindRate("titled-acceptance", 16, 16),
-        KindRate("log-hang-prose", 12, 13),
-        KindRate("stated-load-mismatch", 11, 11),
+        KindRate("stated-hang", 22, 23),
+        KindRate(KB_UNANIMOUS, 22, 22),
+        KindRate("stated-acceptance-drop", 18, 19),
+        KindRate("titled-acceptance", 19, 19),
+        KindRate("log-hang-prose", 13, 14),
+        KindRate("stated-load-mismatch", 12, 13),
         KindRate("stated-memory", 7, 10),
-        KindRate("stated-capture", 8, 8),
-        KindRate("stated-corruption", 0, 7),
-        KindRate("log-shape", 6, 6),
-        KindRate("log-acceptance-collapsed", 4, 5),
+        KindRate("stated-capture", 9, 9),
+        KindRate("stated-corruption", 1, 9),
+        KindRate("log-acceptance-collapsed", 7, 8),
+        KindRate("log-shape", 6, 7),
+        KindRate("stated-combination", 4, 5),
         KindRate("log-stall", 3, 4),
         KindRate("stated-mode", 3, 4),
         KindRate("stated-oob", 2, 4),
@@ -154,12 +161,12 @@ KINDS: dict[str, KindRate] = {
         KindRate("log-copy-overflow", 3, 3),
         KindRate("log-index-assert", 2, 3),
         KindRate("log-oom", 3, 3),
+        KindRate("log-shape-tokens", 3, 3),
+        KindRate("log-watchdog", 3, 3),
         KindRate("stated-stale", 3, 3),
         KindRate("crash-with-outside-feature", 2, 2),
         KindRate("log-capture-unsupported", 2, 2),
         KindRate("log-draft-load", 2, 2),
-        KindRate("log-shape-tokens", 2, 2),
-        KindRate("log-watchdog", 2, 2),
         KindRate("stated-load-and-mismatch", 2, 2),
         KindRate("stated-width-error", 2, 2),
         KindRate("log-fault-during-capture", 1, 1),
@@ -177,12 +184,12 @@ KINDS: dict[str, KindRate] = {
 TIER_RATES: dict[str, KindRate] = {
     t.kind: t
     for t in (
-        KindRate("between", 1, 10),
-        KindRate("guess", 22, 32),
-        KindRate("named", 106, 125),
-        KindRate("nothing", 33, 64),
+        KindRate("between", 1, 12),
+        KindRate("guess", 25, 39),
+        KindRate("named", 120, 143),
+        KindRate("nothing", 42, 81),
     )
 }
 
 # The knowledge base's top-k vote agreeing with the rules' verdict, on the same reports.
-KB_AGREEMENT = KindRate("kb-vote-agrees", 88, 107)
+KB_AGREEMENT = KindRate("kb-vote-agrees", 99, 118)

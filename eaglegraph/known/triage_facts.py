@@ -83,6 +83,14 @@ TOKENISH = re.compile(r"tokens?\b|token_len|seq_?lens?|num_scheduled|query_start
 # The sizes a shape error compares: "tensor a (4096)", "1x5120 and 4096x4096", and torch.cat's
 # "Expected size 6 but got size 8 for tensor number 1" (aten/src/ATen/native/TensorShape.cpp).
 SHAPE_NUMBERS = re.compile(r"\((\d+)\)|\b(\d{4,6})x(\d{3,6})\b|\bsize (\d+)\b")
+# torch's view/reshape refusal (aten/src/ATen/InferSize.h::infer_size_impl): "shape '[9, -1, 32,
+# 576]' is invalid for input of size 516096". The trailing sizes are per-row widths (heads x
+# head_dim); when the input divides by them, every row is as wide as the view says and what does
+# not fit is the leading count (a batch that does not split the step's tokens evenly): a token
+# count, not a width (sglang#15790's draft-extend batch with unequal accept lengths).
+VIEW_SHAPE = re.compile(
+    r"shape '\[(?P<dims>-?\d+(?:, ?-?\d+)+)\]' is invalid for input of size (?P<n>\d+)"
+)
 # A size this large in a shape error is a vocabulary, not a hidden width.
 VOCAB_MIN = 30000
 # A hidden width is at least WIDTH_MIN and a multiple of WIDTH_STEP (every public EAGLE/MTP

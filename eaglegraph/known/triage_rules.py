@@ -157,6 +157,21 @@ _FAILURE_WORDS = (
     r"\bhung\b|segfault|fault|exception|\bOOM\b|out of memory|abort"
 )
 
+# Speculative decoding by the names reporters use for it, and the engine modes and features it
+# meets (tests/triage/data/LABELLING.md: a failure that needs both together is a mode
+# incompatibility; a feature that fails on its own is not).
+_SPEC = (
+    r"(?:spec\w*(?:[ -]decod\w*)?|eagle[- ]?\d?|\bmtp\b|nextn|draft(?: model)?s?|n-?gram|"
+    r"medusa|dflash|speculators?)"
+)
+_FEATURE = (
+    r"(?:pipeline[- ]parallel\w*|\bPP\b|context[- ]parallel\w*|\bCP\b|\bLoRA\b|"
+    r"chunked[- ]prefill|disaggregat\w*|\bPD\b|DP[- ]atten\w*|attention[- ]DP|"
+    r"expert[- ]parallel\w*|\bEP\b|structured[- ]output\w*|guided decoding|multimodal|backend|"
+    r"AITER|ROCm|\bFULL\w*|PIECEWISE|cuda ?graphs?|torch\.compile|prefix[- ]caching)"
+)
+_UNSUPPORTED = r"(?:not (?:yet )?supported|unsupported|not compatible|incompatib\w*|compat\w*)"
+
 STATEMENTS: tuple[Statement, ...] = (
     Statement("says.fault", _FAULT, "the reporter names an asynchronous CUDA fault"),
     Statement(
@@ -417,6 +432,22 @@ STATEMENTS: tuple[Statement, ...] = (
         "every batch size has its own graph: there are no padding rows to read stale",
     ),
     Statement(
+        "says.unsupported-combination",
+        rf"\b(?:is|are) not (?:yet )?supported (?:with|when|together with|in combination with)"
+        rf"[^.;\n]{{0,30}}{_SPEC}|"
+        rf"{_FEATURE}\w*[^.;\n]{{0,30}}(?:does not|doesn't|do not|don't|cannot|can't) (?:yet )?"
+        rf"support[^.;\n]{{0,30}}{_SPEC}|"
+        rf"{_FEATURE}[^.;\n]{{0,40}}{_UNSUPPORTED}[^.;\n]{{0,20}}{_SPEC}|"
+        rf"{_SPEC}[^.;\n]{{0,30}}(?:and|\+|with)[^.;\n]{{0,20}}{_FEATURE}[^.;\n]{{0,20}}"
+        rf"{_UNSUPPORTED}|"
+        rf"{_FEATURE}[^.;\n]{{0,20}} with {_SPEC}[^.;\n]{{0,40}}{_UNSUPPORTED}|"
+        rf"^(?:\[[^\]]*\]\s*)*(?:support|enable)\w*\b[^.;\n]{{0,50}}\b(?:with|for|to work with)\s+"
+        rf"{_SPEC}",
+        "the report is about speculative decoding together with an engine mode or feature "
+        "(a graph mode, an attention backend, a parallel layout, PD, LoRA, structured output) "
+        "that the engine did not support with it: the failure needs both",
+    ),
+    Statement(
         "says.outside-feature",
         r"sleep[- ]mode|\bsleep\b|wake[_ ]up|tree (?:decoding|drafting|attention)|"
         r"long (?:sequences?|contexts?|prompts?)|\bLoRA\b|disaggregat\w*|attention[ -]DP|"
@@ -449,6 +480,13 @@ RULES: tuple[Rule, ...] = rule_table(
     "the reporter describes a step that never returns",
     ("stated-mode", MODE, 2.0, "says.mode"),
     "the engine changed or refused the graph mode",
+    (
+        "stated-combination",
+        MODE,
+        2.0,
+        "says.unsupported-combination !says.load-fails !says.oom !mech.oom !says.hang",
+    ),
+    "speculative decoding together with a mode or feature the engine did not support with it",
     (
         "stated-slowdown",
         MODE,

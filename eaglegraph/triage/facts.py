@@ -403,6 +403,9 @@ def _shape_facts(f: LogFacts, shapes: list[Hit]) -> None:
     quoted error."""
     for h in shapes[:3]:
         text = h.text.lower()
+        if _view_rows_disagree(text):
+            f.add("log.shape-tokens", [h], "the view's rows fit its widths; its count does not")
+            return
         nums = [int(x) for m in k.SHAPE_NUMBERS.finditer(text) for x in m.groups() if x]
         vocab = k.VOCABISH.search(text) or any(n >= k.VOCAB_MIN for n in nums)
         hidden = k.HIDDENISH.search(text)
@@ -420,3 +423,20 @@ def _shape_facts(f: LogFacts, shapes: list[Hit]) -> None:
         f.add("log.shape-tokens", [first], f"sizes {', '.join(map(str, nums))}")
     elif k.TOKENISH.search(text):
         f.add("log.shape-tokens", [first], "sizes named as token counts")
+
+
+def _view_rows_disagree(text: str) -> bool:
+    """A view refused although the input divides by the widths after its leading count: the
+    rows are as wide as the view says, so the mismatch is the count of rows (tokens or
+    requests), not a width. A `-1` stands for the one size torch would infer."""
+    m = k.VIEW_SHAPE.search(text)
+    if m is None:
+        return False
+    dims = [int(d) for d in m.group("dims").replace(" ", "").split(",")]
+    lead, tail = dims[0], [d for d in dims[1:] if d != -1]
+    width = 1
+    for d in tail:
+        width *= d
+    if lead <= 0 or width <= 0:
+        return False
+    return int(m.group("n")) % width == 0

@@ -35,6 +35,13 @@ _SGLANG = re.compile(
 _TRTLLM = re.compile(
     r"\[\d\d/\d\d/\d{4}-[\d:]+\] \[TRT-LLM\](?: \[RANK (?P<rank>\d+)\])? \[(?P<lvl>[IWEVD])\] "
 )
+# TensorRT-LLM's C++ runtime logger: "[TensorRT-LLM][INFO] ", "[TensorRT-LLM][RANK 0][ERROR] "
+# (cpp/tensorrt_llm/common/logger.cpp): routine lines a pasted report quotes, never the
+# reporter's words.
+_TRTLLM_CPP = re.compile(
+    r"\[TensorRT-LLM\](?:\[RANK (?P<rank>\d+)\])?"
+    r"\[(?P<lvl>INFO|WARNING|ERROR|DEBUG|VERBOSE|TRACE)\] ?"
+)
 _CRI = re.compile(r"\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d) (?:stdout|stderr) [FP] ")
 _DYNAMO = re.compile(
     r"\d{4}-\d\d-\d\dT[\d:.]+Z?\s+(?P<lvl>TRACE|DEBUG|INFO|WARN|ERROR)\s+[\w:]+: (?:VLLM: )?"
@@ -46,7 +53,16 @@ _JOURNAL = re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@-]+(?:\[\d
 _LEVEL_WORDS = ("DEBUG ", "INFO ", "WARNING ", "WARN ", "ERROR ", "CRITICAL ")
 _VLLM_PROCS = ("EngineCore", "APIServer", "Worker", "VllmWorker", "RayWorkerWrapper", "Api")
 _SGLANG_PROCS = ("SGLang", "Scheduler", "TokenizerManager", "DetokenizerManager")
-_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "V": "DEBUG", "D": "DEBUG", "WARN": "WARNING"}
+_LEVELS = {
+    "I": "INFO",
+    "W": "WARNING",
+    "E": "ERROR",
+    "V": "DEBUG",
+    "D": "DEBUG",
+    "WARN": "WARNING",
+    "VERBOSE": "DEBUG",
+    "TRACE": "DEBUG",
+}
 _RANK = re.compile(r"(ATTN_DP|MOE_DP|DP|TP|EP|PP|CP|PD)(\d+)")
 _PROC_RANK = re.compile(r"_(TP|DP|EP|PP)(\d+)")
 
@@ -114,10 +130,10 @@ def strip_prefixes(line: str) -> tuple[str, Prefix]:
                 text = rest
                 continue
         elif head == "[":
-            m = _TRTLLM.match(text)
+            m = _TRTLLM.match(text) or _TRTLLM_CPP.match(text)
             if m:
                 prefix.framework = "trtllm"
-                prefix.level = _LEVELS.get(m.group("lvl"), prefix.level)
+                prefix.level = _LEVELS.get(m.group("lvl"), m.group("lvl"))
                 if m.group("rank"):
                     _add_rank(prefix, "TP", int(m.group("rank")))
                 text = text[m.end() :]

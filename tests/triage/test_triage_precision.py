@@ -208,14 +208,14 @@ def test_an_index_assert_that_comes_and_goes_is_between_oob_and_a_stale_read() -
 
 
 def test_the_commit_gate_is_the_lower_end_of_the_kinds_interval() -> None:
-    """A kind commits when the lower end of its Wilson interval reaches COMMIT_LOWER: 5 right
-    of 5 does, 4 of 4 does not (0.597, the seventh round's bound is 0.60), nor 3 of 3, nor 4 of
-    5 (a better point estimate than 3 of 4, still too much doubt), 1 of 1 never."""
-    assert KindRate("a", 5, 5).passes() and KindRate("a", 14, 15).passes()
-    assert not KindRate("a", 4, 4).passes() and not KindRate("a", 3, 3).passes()
+    """A kind commits when the lower end of its Wilson interval reaches COMMIT_LOWER: 7 right
+    of 7 does (0.72), 6 of 6 does not (0.69, the eighth round's bound is 0.70), nor 3 of 3, nor
+    4 of 5 (a better point estimate than 3 of 4, still too much doubt), 1 of 1 never."""
+    assert KindRate("a", 7, 7).passes() and KindRate("a", 14, 15).passes()
+    assert not KindRate("a", 6, 6).passes() and not KindRate("a", 3, 3).passes()
     assert not KindRate("a", 4, 5).passes() and not KindRate("a", 1, 1).passes()
     assert abs(wilson_lower(3, 3) - 3 / (3 + WILSON_Z**2)) < 1e-9
-    table = {"x": KindRate("x", 3, 4), "y": KindRate("y", 5, 5), "z": KindRate("z", 19, 20)}
+    table = {"x": KindRate("x", 3, 4), "y": KindRate("y", 7, 7), "z": KindRate("z", 19, 20)}
     assert best_kind(["x", "y"], table) == table["y"]
     assert best_kind(["x"], table) is None and best_kind(["x"], table, 0.3) == table["x"]
     assert best_kind(["y", "z"], table) == table["z"]
@@ -223,20 +223,25 @@ def test_the_commit_gate_is_the_lower_end_of_the_kinds_interval() -> None:
         assert k.proven == (wilson_lower(k.right, k.n) >= COMMIT_LOWER), k
 
 
-def test_the_bound_is_the_loosest_that_keeps_every_left_out_set_at_90_percent() -> None:
-    """Leave one fit source out: the chosen bound keeps every fold's commits >= 90 % right, and
-    no looser bound of those compared does."""
+def test_the_bound_is_the_one_leave_one_source_out_picks() -> None:
+    """Leave one fit source out: the chosen bound is the loosest compared that keeps every
+    fold's commits >= 90 % right; when none does (the eighth round, with heldout-7 a source),
+    it is the one whose worst fold is best, the looser one on a tie."""
     ev = eval_script()
     sources = {s: [ev.grade(r) for r in ev.load(HERE.parents[1] / s)] for s in FIT_SOURCES}
     cv = ev.cross_validate(sources)
+    rows = {b: cv["bounds"][f"{b:.2f}"] for b in ev.CV_BOUNDS}
 
-    def keeps(row: dict) -> bool:
-        return all(n == 0 or r / n >= 0.9 for r, n in row["sources"].values())
+    def worst(row: dict) -> float:
+        return min(r / n for r, n in row["sources"].values() if n)
 
-    rows = cv["bounds"]
-    assert keeps(rows[cv["chosen"]]) and rows[cv["chosen"]]["committed"] >= 10, rows
-    looser = [b for b in ev.CV_BOUNDS if b < COMMIT_LOWER]
-    assert looser and not any(keeps(rows[f"{b:.2f}"]) for b in looser), rows
+    assert rows[COMMIT_LOWER]["committed"] >= 10, rows
+    keeping = [b for b in ev.CV_BOUNDS if worst(rows[b]) >= 0.9]
+    if keeping:
+        assert min(keeping) == COMMIT_LOWER, rows
+    else:
+        best = max(worst(rows[b]) for b in ev.CV_BOUNDS)
+        assert min(b for b in ev.CV_BOUNDS if worst(rows[b]) == best) == COMMIT_LOWER, rows
 
 
 # -- fixes only when they apply ----------------------------------------------------------------
