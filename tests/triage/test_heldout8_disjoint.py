@@ -22,7 +22,7 @@ from .frozen_sets import GITHUB, ROOT, keys, load, other_files, url
 
 HELDOUT8 = ROOT / "tests" / "triage" / "data" / "heldout-8.jsonl"
 # The SHA-256 of the set as frozen at its completing commit: nobody edits it afterwards.
-FROZEN_SHA256 = ""
+FROZEN_SHA256 = "007a45928c454d5d3968246083c4403f0d9513e498cfbf368bc64c4dee324141"
 _OWNER_REPO_REF = re.compile(r"\b([\w.-]+/[\w.-]+)#(\d+)")
 # Short forms the labelled sets use in notes and fix_ref ("vllm#123", "sglang#45").
 _SHORT_REF = re.compile(r"\b(vllm|sglang|vllm-ascend)#(\d+)")
