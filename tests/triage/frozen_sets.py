@@ -46,3 +46,46 @@ def keys(record: dict) -> set[str]:
         if match:
             out.add(f"{match.group(1).lower()}#{int(match.group(2))}")
     return out
+
+
+# Engines eaglegraph serves (vLLM and its satellites, SGLang) and the one other engine in scope.
+SERVED_OWNERS = ("vllm-project/", "sgl-project/")
+IN_SCOPE_REPOS = ("nvidia/tensorrt-llm",)
+_OWNER_REPO_REF = re.compile(r"\b([\w.-]+/[\w.-]+)#(\d+)")
+# Short forms the labelled sets use in notes and fix_ref ("vllm#123", "sglang#45").
+_SHORT_REF = re.compile(r"\b(vllm|sglang|vllm-ascend)#(\d+)")
+_SHORT_REPO = {
+    "vllm": "vllm-project/vllm",
+    "sglang": "sgl-project/sglang",
+    "vllm-ascend": "vllm-project/vllm-ascend",
+}
+
+
+def mentions(record: dict) -> set[str]:
+    """Every GitHub thread a record's text names: links, owner/repo#N and vllm#N forms."""
+    text = json.dumps(record, ensure_ascii=False)
+    found = {f"{m.group(1).lower()}#{int(m.group(2))}" for m in GITHUB.finditer(text)}
+    found |= {f"{m.group(1).lower()}#{int(m.group(2))}" for m in _OWNER_REPO_REF.finditer(text)}
+    found |= {f"{_SHORT_REPO[m.group(1)]}#{int(m.group(2))}" for m in _SHORT_REF.finditer(text)}
+    return found
+
+
+def overlaps(held: Path) -> dict[str, dict[str, list[str]]]:
+    """Every way `held` meets another set, by that set's file name: a shared repo#number, a
+    shared URL, a held report the other set cites, a report of the other set `held` cites."""
+    mine = load(held)
+    own = {k for r in mine for k in keys(r)}
+    urls = {url(r) for r in mine}
+    cites = {k for r in mine for k in mentions(r)} - own
+    out: dict[str, dict[str, list[str]]] = {}
+    for path in other_files(held):
+        theirs = load(path)
+        their_keys = {k for r in theirs for k in keys(r)}
+        found = {
+            "repo#number": sorted(own & their_keys),
+            "url": sorted(urls & {url(r) for r in theirs}),
+            "cited by it": sorted(own & {k for r in theirs for k in mentions(r)}),
+            "cites it": sorted(cites & their_keys),
+        }
+        out[path.name] = {how: hits for how, hits in found.items() if hits}
+    return out
