@@ -7,8 +7,9 @@ primary log line of that kind, or the reporter's own statement), counted on the 
 `heldout-frozen.jsonl` (52 real reports gathered before the rules of issue 29 existed),
 `heldout-2.jsonl` (22, gathered before its method change), `heldout-3.jsonl` (20, gathered
 before the second round's rules), `heldout-4.jsonl` (50, gathered before the fourth round's),
-`heldout-5.jsonl` (44, before the fifth round's), `heldout-6.jsonl` (43, before the sixth's)
-and `heldout-7.jsonl` (44, before the seventh's), each read once for its report and a dev set
+`heldout-5.jsonl` (44, before the fifth round's), `heldout-6.jsonl` (43, before the sixth's),
+`heldout-7.jsonl` (44, before the seventh's) and `heldout-8.jsonl` (33, before the eighth's),
+each read once for its report and a dev set
 since. Rules written after studying a set's misses make its rates optimistic until a later
 held-out set counts them.
 `scripts/triage_eval.py FILES --fit` prints these rows; a test checks that they are what it
@@ -17,41 +18,44 @@ counts.
 A kind's stated rate is Laplace-smoothed. Whether it *commits* is decided from its uncertainty,
 not from that point estimate: the lower end of the Wilson score interval of its counts
 (WILSON_Z = 1.645, one-sided 95 %) must reach COMMIT_LOWER, so a kind commits only when it was
-both precise and seen often enough (5 of 5 passes at 0.65, 4 of 4 does not at 0.597, 3 of 3
-not at 0.53, 17 of 18 does at 0.78). The bound is picked by leave-one-source-out
+both precise and seen often enough (its lower end is 0.69 for 6 of 6, 0.648 for 5 of 5, 0.597
+for 4 of 4, 0.53 for 3 of 3, 0.78 for 17 of 18). The bound is picked by leave-one-source-out
 cross-validation (`scripts/triage_eval.py FIT_SOURCES --cv`): fit the counts on all sets but
 one, count commits on the one left out, all folds summed. The rule: the loosest bound that
-keeps every fold at >= 90 % right; when none does, the bound whose worst fold is best.
+keeps every fold at >= 90 % right; when none does, the bound whose worst fold is best, and
+among bounds whose worst folds tie, the one right most often over all folds (precision first),
+the looser on a further tie.
 
-Issue 29, eighth round (heldout-7 added as the seventh source, after its read at 85d7391 and
-this round's three changes by class: a view whose rows fit their widths is a token count,
-TensorRT-LLM's C++ log lines are log, a stated unsupported combination is a mode):
+Issue 29, ninth round (heldout-8 added as the eighth source, after its read at 8626dc6 and
+this round's change by class: a title that puts speculative decoding on one platform and says
+it breaks there is a mode, `titled-platform`):
 
-    gate            frozen held-2 held-3 held-4 held-5 held-6 held-7  committed right
-    seen on >= 3     15/19    8/9  14/15  14/17  19/19  13/14   9/11   92/104   88 %
-    lower >= 0.40    16/21   9/10  13/14  13/16  18/18  12/13  10/12   91/104   88 %
-    lower >= 0.50    15/19    8/9  11/12  11/13  15/15  11/12   8/10    79/90   88 %
-    lower >= 0.55    14/16    8/8  11/11  11/12  15/15  11/12   8/10    78/84   93 %
-    lower >= 0.60    14/16    8/8  11/11  11/12  15/15  11/11   8/10    78/83   94 %  (before)
-    lower >= 0.65    14/16    8/8  11/11  11/12  11/11  11/11   8/10    74/79   94 %
-    lower >= 0.70    13/15    8/8  10/10    8/9  10/10  10/10    8/9    67/71   94 %  (chosen)
+    gate            frozen held-2 held-3 held-4 held-5 held-6 held-7 held-8  committed right
+    seen on >= 3     15/19    8/9  13/14  13/17  17/17  14/15  11/14  11/14  102/119   86 %
+    lower >= 0.50    14/16    8/8  11/12  12/15  17/17  12/13  10/13    7/8   91/102   89 %
+    lower >= 0.55    14/16    8/8  11/11  11/13  15/15  11/12   9/11    6/7    85/93   91 %
+    lower >= 0.60    14/16    8/8  11/11  11/13  15/15  11/11   9/11    6/7    85/92   92 %
+    lower >= 0.65    14/16    8/8  11/11  11/12  15/15  11/11   9/11    6/7    85/91   93 %  (chosen)
+    lower >= 0.70    14/16    8/8  11/11    8/9    9/9  10/10   9/11    6/7    75/81   93 %  (before)
 
-No bound keeps every fold at 90 %: heldout-7 brought wrong commits from kinds that had been
-right on every earlier set (a stated load "mismatch" that was a padded-length bug, a shape
-error over mixed extend and decode rows), and heldout-frozen keeps two wrong commits at every
-bound from 0.55 up. 0.70 (COMMIT_LOWER) has the best worst fold (13 of 15, 87 %) where 0.60's is 8 of 10:
-a kind now needs 7 right of 7 (or 12 of 13) to commit. Earlier rounds picked their bounds the
-same way (0.40 over four sets; 0.55 over five; 0.60 over six). The heldout-4 to heldout-7 folds
-are optimistic (their misses were studied): the sixth round's `titled-acceptance` was written
-after reading heldout-5's acceptance reports read as "other", the seventh round's narrowing of
-a stated "mismatch" (one of a batch or token count is no config mismatch) after heldout-6's one
-wrong commit, its reading of a fix of the draft's weight loading or a missing weight as a load
-failure after two of heldout-6's config mismatches read as "other", and the eighth round's
-`stated-combination` after heldout-7's mode incompatibilities read as "other". Kinds that ranked
-high on the dev sets but were wrong on unseen reports (a reporter saying "garbage output" is
-not an acceptance regression to the maintainers: they file it by its mechanism, a mode or a
-stale read; right 1 time in 9) keep their counts, and a verdict resting on one states that low
-rate (MIN_SUPPORT).
+No bound keeps every fold at 90 %: heldout-7's fold is 9 of 11 from 0.55 up (a stated load
+"mismatch" that was a padded-length bug, a shape error over mixed extend and decode rows), and
+heldout-frozen keeps two wrong commits at every bound from 0.55 up. The worst fold is 9 of 11
+(82 %) at every bound from 0.55 to 0.70; of those, 0.65 (COMMIT_LOWER) is right most often
+over all folds (85 of 91, the 85 right of 0.55 and 0.60 with fewer wrong): a kind needs 6
+right of 6 (or 10 of 11) to commit. Earlier rounds picked their bounds the same way (0.40
+over four sets; 0.55 over five; 0.60 over six; 0.70 over seven, its worst fold 13 of 15).
+The heldout-4 to heldout-8 folds are optimistic (their misses were studied): the sixth
+round's `titled-acceptance` was written after reading heldout-5's acceptance reports read as
+"other", the seventh round's narrowing of a stated "mismatch" (one of a batch or token count
+is no config mismatch) after heldout-6's one wrong commit, its reading of a fix of the draft's
+weight loading or a missing weight as a load failure after two of heldout-6's config
+mismatches read as "other", the eighth round's `stated-combination` after heldout-7's mode
+incompatibilities read as "other", and the ninth round's `titled-platform` after heldout-8's.
+Kinds that ranked high on the dev sets but were wrong on unseen reports (a reporter saying
+"garbage output" is not an acceptance regression to the maintainers: they file it by its
+mechanism, a mode or a stale read; right 1 time in 10) keep their counts, and a verdict
+resting on one states that low rate (MIN_SUPPORT).
 
 The knowledge base's nearest reports were cross-validated as evidence the same way, each
 report's own URL left out. A score-weighted vote of the KB_VOTERS nearest reports that merely
@@ -70,8 +74,8 @@ import math
 from dataclasses import dataclass
 
 # Where the counts come from (relative to the repository root) and how many reports they hold:
-# the seven held-out sets read once each (issue 29), dev sets now. heldout-8.jsonl, frozen for
-# the lead's final read, is never counted here.
+# the eight held-out sets read once each (issue 29), dev sets now. A set frozen for a later
+# read is never counted here until that read.
 FIT_SOURCES: tuple[str, ...] = (
     "tests/triage/data/heldout-frozen.jsonl",
     "tests/triage/data/heldout-2.jsonl",
@@ -80,8 +84,9 @@ FIT_SOURCES: tuple[str, ...] = (
     "tests/triage/data/heldout-5.jsonl",
     "tests/triage/data/heldout-6.jsonl",
     "tests/triage/data/heldout-7.jsonl",
+    "tests/triage/data/heldout-8.jsonl",
 )
-FIT_REPORTS = 275
+FIT_REPORTS = 308
 
 # The nearest known reports (triage.similar) whose categories are weighed.
 KB_VOTERS = 3
@@ -91,7 +96,7 @@ KB_UNANIMOUS = "kb-unanimous"
 # A kind commits only when the lower end of the Wilson score interval of its counts (WILSON_Z
 # standard deviations, one-sided) reaches COMMIT_LOWER: precise *and* seen often enough.
 WILSON_Z = 1.645
-COMMIT_LOWER = 0.70
+COMMIT_LOWER = 0.65
 # A kind seen naming the verdict on at least this many unseen reports states its own rate, low
 # as it may be, when no kind of the verdict passes the gate (a verdict resting on "garbage
 # output", right 2 times in 7, says so rather than its tier's rate).
@@ -142,39 +147,40 @@ class KindRate:
 KINDS: dict[str, KindRate] = {
     k.kind: k
     for k in (
-        KindRate("stated-hang", 22, 23),
-        KindRate(KB_UNANIMOUS, 22, 22),
-        KindRate("stated-acceptance-drop", 18, 19),
-        KindRate("titled-acceptance", 19, 19),
-        KindRate("log-hang-prose", 13, 14),
-        KindRate("stated-load-mismatch", 12, 13),
-        KindRate("stated-memory", 7, 10),
-        KindRate("stated-capture", 9, 9),
-        KindRate("stated-corruption", 1, 9),
-        KindRate("log-acceptance-collapsed", 7, 8),
-        KindRate("log-shape", 6, 7),
+        KindRate(KB_UNANIMOUS, 26, 26),
+        KindRate("stated-hang", 23, 24),
+        KindRate("stated-acceptance-drop", 19, 21),
+        KindRate("titled-acceptance", 20, 20),
+        KindRate("log-hang-prose", 14, 15),
+        KindRate("stated-load-mismatch", 13, 14),
+        KindRate("stated-memory", 8, 13),
+        KindRate("stated-capture", 10, 10),
+        KindRate("stated-corruption", 1, 10),
+        KindRate("titled-platform", 8, 10),
+        KindRate("log-acceptance-collapsed", 8, 9),
+        KindRate("log-shape", 7, 8),
         KindRate("stated-combination", 4, 5),
         KindRate("log-stall", 3, 4),
         KindRate("stated-mode", 3, 4),
         KindRate("stated-oob", 2, 4),
         KindRate("stated-shrink", 3, 4),
+        KindRate("stated-stale", 4, 4),
+        KindRate("crash-with-outside-feature", 3, 3),
+        KindRate("log-capture-unsupported", 3, 3),
         KindRate("log-copy-overflow", 3, 3),
         KindRate("log-index-assert", 2, 3),
         KindRate("log-oom", 3, 3),
         KindRate("log-shape-tokens", 3, 3),
         KindRate("log-watchdog", 3, 3),
-        KindRate("stated-stale", 3, 3),
-        KindRate("crash-with-outside-feature", 2, 2),
-        KindRate("log-capture-unsupported", 2, 2),
         KindRate("log-draft-load", 2, 2),
         KindRate("stated-load-and-mismatch", 2, 2),
+        KindRate("stated-slowdown", 1, 2),
         KindRate("stated-width-error", 2, 2),
         KindRate("log-fault-during-capture", 1, 1),
         KindRate("log-frames-through-capture", 1, 1),
         KindRate("log-k-limit", 0, 1),
         KindRate("log-stack-dump", 1, 1),
         KindRate("stated-k-gated", 1, 1),
-        KindRate("stated-slowdown", 1, 1),
     )
 }
 
@@ -185,11 +191,11 @@ TIER_RATES: dict[str, KindRate] = {
     t.kind: t
     for t in (
         KindRate("between", 1, 12),
-        KindRate("guess", 25, 39),
-        KindRate("named", 120, 143),
-        KindRate("nothing", 42, 81),
+        KindRate("guess", 25, 41),
+        KindRate("named", 134, 164),
+        KindRate("nothing", 47, 91),
     )
 }
 
 # The knowledge base's top-k vote agreeing with the rules' verdict, on the same reports.
-KB_AGREEMENT = KindRate("kb-vote-agrees", 99, 118)
+KB_AGREEMENT = KindRate("kb-vote-agrees", 107, 125)

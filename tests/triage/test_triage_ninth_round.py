@@ -1,0 +1,94 @@
+"""Issue 29, ninth round: speculative decoding that breaks on one platform is a mode.
+
+`tests/triage/data/LABELLING.md` counts a platform or device (XPU, the CPU backend, a GPU
+generation, ROCm, NPU) like any engine mode: when speculative decoding fails there and nothing
+names another mechanism, the platform's path for it is the combination that fails. heldout-8
+read 4 such reports as "other" (its titles name the platform; its logs rarely carry an error
+line of their own). The title is where the reporter says which platform it is, so only the
+title counts, and only when it says something broke.
+
+Each test reads text written for the test (no dev-set report), so it checks the class.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from eaglegraph.known.triage_categories import Category
+from eaglegraph.triage.diagnose import triage_text
+
+BODY = (
+    "Launching with speculative decoding enabled.\n\n```\n"
+    "Traceback (most recent call last):\n"
+    '  File "/opt/engine/worker.py", line 88, in step\n'
+    "    out = self.proposer.propose(batch)\n"
+    "TypeError: propose() got an unexpected keyword argument 'window'\n```\n"
+)
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "[Bug]: MTP crashes on Intel XPU with Qwen3-30B",
+        "[BugFix][CPU] Fix EAGLE proposer on the CPU backend",
+        "[Bug] DFlash drafter fails on Blackwell (SM120)",
+        "[ROCm] Speculative decoding broken with draft model on MI300X",
+        "[Bug]: EAGLE3 does not work on NPU",
+    ],
+)
+def test_spec_decode_breaking_on_a_platform_is_a_mode(title: str) -> None:
+    r = triage_text(f"{title}\n\n{BODY}")
+    assert "titled-platform" in r.evidence_kinds, r.evidence_kinds
+    assert r.category == Category.MODE, r.scores
+
+
+@pytest.mark.parametrize(
+    ("title", "why"),
+    [
+        ("[Feature]: Support EAGLE3 on Intel XPU", "a request, nothing broke"),
+        ("[Bug]: Qwen3 crashes on Intel XPU", "no speculative decoding in it"),
+        ("[CI Failure]: Spec Decode nightly on B200 failing", "a CI job, not a deployment"),
+        ("[Bug] EAGLE illegal memory access on ROCm under load", "a fault names its mechanism"),
+        ("[AMD] EAGLE memory access fault on MI300X", "HIP's illegal access"),
+        ("[Bug] MTP out of memory on Blackwell", "memory is its own class"),
+        ("[Bug] EAGLE acceptance rate low on NPU", "an acceptance report"),
+        ("[Bug] vllm-ascend: MTP fails with quay.io/ascend/vllm-ascend:v0.9 image", "an image"),
+    ],
+)
+def test_what_is_not_a_platform_mode(title: str, why: str) -> None:
+    r = triage_text(f"{title}\n\n{BODY}")
+    assert "titled-platform" not in r.evidence_kinds, (why, r.evidence_kinds)
+
+
+def test_the_platform_in_the_body_alone_is_no_title() -> None:
+    """A platform named in prose may be context (the reporter's other machine); the title is
+    where the reporter says what the report is about."""
+    r = triage_text(f"[Bug]: MTP crashes at startup\n\nAlso seen on Intel XPU.\n\n{BODY}")
+    assert "titled-platform" not in r.evidence_kinds, r.evidence_kinds
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Chunked prefill is compatible with EAGLE, so I enabled both.",
+        "We run full graphs and LoRA is compatible with speculative decoding here.",
+    ],
+)
+def test_a_stated_compatibility_is_no_combination(sentence: str) -> None:
+    """A pair stated "compatible" works together; only its noun ("fix X and Y compatibility") or
+    "incompatible" names the combination as the problem."""
+    r = triage_text(f"[Bug]: server crashes after a few requests\n\n{sentence}\n\n{BODY}")
+    assert "stated-combination" not in r.evidence_kinds, r.evidence_kinds
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "[Bugfix] Fix MTP and CP compatibility",
+        "[Bug]: FULL_DECODE_ONLY is incompatible with EAGLE3",
+    ],
+)
+def test_a_named_incompatibility_is_still_a_combination(title: str) -> None:
+    r = triage_text(f"{title}\n\n{BODY}")
+    assert "stated-combination" in r.evidence_kinds, r.evidence_kinds
+    assert r.category == Category.MODE, r.scores
