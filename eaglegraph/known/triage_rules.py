@@ -213,6 +213,13 @@ STATEMENTS: tuple[Statement, ...] = (
         "memory: an allocation failed, a budget was wrong, or a graph pool was shared badly",
     ),
     Statement(
+        "says.out-of-memory",
+        r"\bOOM(?:s|ed|ing)?\b|out of memory|OutOfMemory|(?:failed|unable) to allocate|"
+        r"not enough (?:GPU |device )?memory|insufficient (?:GPU |device )?memory",
+        "an allocation failed: the reporter names running out of memory, not memory in general "
+        "(a graph's memory check, a pool's reservation)",
+    ),
+    Statement(
         "says.capture-failed",
         r"(?:fail|crash|error|abort|assert|illegal|\bIMA\b|exception|fault|OOM)\w*[^.;]{0,70}?"
         r"\b(?:during|while|in|at|when)\b[^.;]{0,40}?"
@@ -494,7 +501,7 @@ RULES: tuple[Rule, ...] = rule_table(
     # -- what the reporter says about the mechanism ------------------------------------------
     ("stated-oob", OOB, 2.5, "says.oob !says.garbage-index"),
     "the reporter names an index assert or an out-of-bounds index",
-    ("stated-memory", OOM, 2.5, "says.oom !mech.oob !mech.shape"),
+    ("stated-memory", OOM, 2.5, "says.oom !mech.oob !mech.shape !says.hang"),
     "the reporter ties the failure to memory or to a graph memory pool",
     ("stated-corruption", ACCEPT, 2.5, "says.corruption !ctx.log-fault"),
     "silent wrong output, no crash",
@@ -551,7 +558,7 @@ RULES: tuple[Rule, ...] = rule_table(
         "stated-capture",
         CAPTURE,
         2.5,
-        "says.capture-failed !says.oom !mech.oom !mech.shape !says.load-fails !mech.oob",
+        "says.capture-failed !says.out-of-memory !mech.oom !mech.shape !says.load-fails !mech.oob",
     ),
     "the reporter puts the failure inside graph capture",
     (

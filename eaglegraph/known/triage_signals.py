@@ -128,7 +128,9 @@ SIGNALS: tuple[SignalSpec, ...] = (
         r"vectorized_gather_kernel|index_select_out_cuda|srcIndex < srcSelectDimSize|"
         r"ScatterGatherKernel\.cu|idx_dim >= 0 && idx_dim < index_size|index -?\d+ is out of bounds|"
         r"(?<!list )(?<!tuple )(?<!string )(?<!range object )index out of range|out of range in self|"
-        r"indices? (?:are |is )?out of (?:bounds|range)",
+        r"indices? (?:are |is )?out of (?:bounds|range)|"
+        # TensorRT's own bound check ("ISliceLayer has out of bounds access on axis 0").
+        r"out of bounds (?:access|read|write)\b",
         anchors=(*ERR, "` failed", "Bound"),
         extra=("out of bounds", "out of range"),
         why="a gather/scatter index fell outside its tensor (device assert or IndexError)",

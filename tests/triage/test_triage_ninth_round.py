@@ -92,3 +92,40 @@ def test_a_named_incompatibility_is_still_a_combination(title: str) -> None:
     r = triage_text(f"{title}\n\n{BODY}")
     assert "stated-combination" in r.evidence_kinds, r.evidence_kinds
     assert r.category == Category.MODE, r.scores
+
+
+def test_a_hang_named_beside_graph_memory_is_a_hang() -> None:
+    """The guide asks about a hang before memory: a graph's memory check that ranks disagree
+    on is where the collective stalls, not an allocation that failed."""
+    r = triage_text(
+        "[Bug] Startup hang from an unsynchronized CUDA graph memory check\n\n"
+        "With DP attention the draft worker's graph memory check waits on another group.\n"
+    )
+    assert r.category == Category.HANG, r.scores
+    assert "stated-memory" not in r.evidence_kinds, r.evidence_kinds
+
+
+def test_a_capture_crash_beside_memory_words_is_a_capture_failure() -> None:
+    """Memory named as context (a commit that reserves graph memory) does not make a capture
+    crash an OOM; running out of memory during capture still is one."""
+    crash = triage_text(
+        "[Bug] EAGLE CUDA graph capture crashes with an internal assert\n\n"
+        "Since the change that reserves CUDA graph memory, capture fails with EAGLE enabled.\n"
+    )
+    assert crash.category == Category.CAPTURE, crash.scores
+    oom = triage_text(
+        "[Bug] EAGLE runs out of memory during CUDA graph capture\n\n"
+        "torch.OutOfMemoryError: CUDA out of memory while capturing graphs.\n"
+    )
+    assert oom.category == Category.OOM, oom.scores
+
+
+def test_an_engine_bound_check_naming_an_out_of_bounds_access_is_an_index() -> None:
+    """TensorRT checks a slice's bounds itself and says "out of bounds access": the index left
+    its tensor, as in a device-side assert."""
+    log = (
+        "```\n[TensorRT-LLM][ERROR] IExecutionContext::inferShapes: Error Code 7: Internal Error "
+        "(model/embedding/SLICE_0: ISliceLayer has out of bounds access on axis 0)\n```\n"
+    )
+    r = triage_text(log)
+    assert r.category == Category.OOB, r.scores
