@@ -1,6 +1,6 @@
 """What the frozen held-out sets' discipline tests share: every other set of real reports and the
-ways a report is named (repository + number, URL), so that each `test_heldoutN_disjoint.py`
-states only its own set's rules."""
+ways a report is named (repository + number, URL) and the ways two sets can meet, so that
+`test_heldout_sets.py` states each set's own rules as one row."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 read (heldout-2, heldout-3): each is pinned as committed before the rules of its round were
 written, keeps the first frozen set's schema, and shares no report with any other labelled set
 (dev sets, the other held-out sets, the calibration's FIT_SOURCES) nor with the knowledge base
-triage ships (a similar-report hit would leak the label). heldout-4, still unread, has its own
-test (`test_heldout4_disjoint.py`)."""
+triage ships (a similar-report hit would leak the label). heldout-4 onwards are pinned, one row
+each, by `test_heldout_sets.py`."""
 
 from __future__ import annotations
 
