@@ -17,7 +17,7 @@ each evidence kind (a rule naming the verdict's class, or the nearest known repo
 under it), how often the verdicts it named were right; the same per tier; and how often the
 knowledge base's nearest reports (the report's own URL left out) agreed with the verdict and
 were right then. That table is fitted on `known.triage_calibration.FIT_SOURCES` (the held-out
-sets heldout-frozen and heldout-2 to heldout-6, each read once before it became a dev set).
+sets heldout-frozen and heldout-2 onwards, each read once before it became a dev set).
 
 `--cv` leaves each given file out in turn: the kinds' counts fitted on the others, it counts on
 the one left out how many verdicts commit, and how many of those are right, under the gate
