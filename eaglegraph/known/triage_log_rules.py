@@ -60,6 +60,7 @@ SIGNAL_FACTS: tuple[SignalFact, ...] = (
     SignalFact("log.device-assert", ("cuda.device-assert",)),
     SignalFact("log.oom", ("memory.oom",), loud_only=True),
     SignalFact("log.negative-estimate", ("memory.negative-estimate",)),
+    SignalFact("log.pool-leak", ("memory.pool-leak",)),
     SignalFact("log.shape", ("shape.mismatch",)),
     SignalFact("log.capture-unsupported", ("capture.unsupported",)),
     SignalFact("log.capture-wrapper", ("capture.failed",)),
@@ -115,6 +116,8 @@ LOG_RULES: tuple[Rule, ...] = rule_table(
     # -- memory ------------------------------------------------------------------------------
     ("log-oom", OOM, 3.0, "log.oom"),
     "allocation failure (CUDA OOM / KV budget)",
+    ("log-pool-leak", OOM, 3.0, "log.pool-leak"),
+    "the KV pool's own accounting asserts that slots leaked: pool memory, not a kernel's fault",
     ("log-negative-estimate", OOM, 2.5, "log.negative-estimate"),
     "negative CUDA-graph memory estimate inflates the KV budget",
     ("log-kv-squeezed", OOM, 1.0, "log.kv-squeezed"),

@@ -147,8 +147,8 @@ GRAPH_CAPTURE = (
 # draft's accuracy is the same measure (how often the target keeps its tokens), the target's
 # accuracy is not.
 ACCEPTANCE_METRIC = (
-    r"(?<![\w])accept(?:ance)?[ -](?:rates?|lengths?|len)\b|\bdraft acceptance\b|"
-    r"\d ?% (?:\w+ )?acceptance|接受率|\bdraft(?:er)?(?: model)?(?:'s)? accuracy|"
+    r"(?<![\w])accept(?:[ae]nce)?[ -](?:rates?|lengths?|len)\b|\bdraft accept[ae]nce\b|"
+    r"\d ?% (?:\w+ )?accept[ae]nce|接受率|\bdraft(?:er)?(?: model)?(?:'s)? accuracy|"
     r"accuracy (?:\w+ ){0,2}(?:in|of) (?:the )?draft(?:er)?\b"
 )
 # Words that name a failure: a title holding one is about that failure, not a metric.
@@ -326,7 +326,11 @@ STATEMENTS: tuple[Statement, ...] = (
         r"accept[ae]nce (?:rate|length)s?[^.;]{0,20}(?:drops?|dropped|fell|falls|decreas\w*|"
         r"decay\w*|declin\w*)|"
         r"接受率[^。；,，]{0,6}(?:为\s*0|下降|降低|很低|低)|"
-        r"acceptance (?:rate|length)s? (?:is |are |was |were )?(?:very )?low|"
+        r"accept[ae]nce (?:(?:rate|length)s? )?(?:is |are |was |were )?(?:very |too |extremely )?"
+        r"low|"
+        # A fix that raises acceptance ("... has increased from 10% to 50%") fixes a low one.
+        r"accept[ae]nce (?:rate|length)s?[^.;]{0,40}(?:increas\w*|improv\w*|ris\w*|boost\w*) "
+        r"from\b|"
         r"\bfix\w*\b[^.;]{0,30}\baccept(?:ance)?[ _](?:rate|length|len)\b|"
         r"\baccept(?:ance)?[ _](?:rate|length|len)\b[^.;]{0,30}"
         r"(?:drops?|dropped|fell|falls|lower|decreas\w*|regress\w*|degrad\w*)",

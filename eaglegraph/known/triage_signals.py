@@ -164,6 +164,14 @@ SIGNALS: tuple[SignalSpec, ...] = (
         why="a negative graph-memory estimate inflates the KV budget "
         f"({cite('vllm-negative-graph-memory-estimate').ref})",
     ),
+    SignalSpec(
+        "memory.pool-leak",
+        ERROR,
+        r"(?:SWA )?(?:Pool )?Mem(?:ory)? Leak Detected",
+        anchors=("Leak",),
+        why="SGLang's KV pool counts its free and used slots after a step and asserts when "
+        "they no longer add up: the pool's accounting, not a kernel, lost the slots",
+    ),
     # --- capture ---------------------------------------------------------------------------------
     SignalSpec(
         "capture.unsupported",
@@ -396,7 +404,8 @@ SIGNALS: tuple[SignalSpec, ...] = (
     SignalSpec(
         "load.draft-weights",
         ERROR,
-        r"KeyError: '(?:model\.)?(?:fc|midlayer|layers\.\d+|embed_tokens|lm_head|d2t|t2d|"
+        r"(?:KeyError: |[Nn]o module or parameter named )"
+        r"'(?:model\.)?(?:fc|midlayer|layers\.\d+|embed_tokens|lm_head|d2t|t2d|"
         r"eagle|mtp|draft|enorm|hnorm|eh_proj|shared_head)[\w.]*'|"
         r"[Ww]eights? (?:were |are )?not initialized from checkpoint|"
         r"Following weights were not initialized|"
@@ -404,6 +413,7 @@ SIGNALS: tuple[SignalSpec, ...] = (
         r"(?i:eagle-?3 (?:is )?not supported|(?:does|do) not support eagle-?3)",
         anchors=(
             "KeyError",
+            "parameter named",
             "initialized",
             "Attempted to load",
             "agle3",
@@ -477,6 +487,7 @@ SPECIFIC = (
     "cuda.device-assert",
     "memory.oom",
     "memory.negative-estimate",
+    "memory.pool-leak",
     "capture.unsupported",
     "shape.mismatch",
     "config.keys",
@@ -508,7 +519,7 @@ MECHANISMS: tuple[tuple[Mechanism, tuple[str, ...]], ...] = (
     (Mechanism.K_LIMIT, ("spec.k-limit",)),
     (Mechanism.GRAPH_SIZE, ("shape.graph-size",)),
     (Mechanism.OOB, ("index.oob",)),
-    (Mechanism.OOM, ("memory.oom", "memory.negative-estimate")),
+    (Mechanism.OOM, ("memory.oom", "memory.negative-estimate", "memory.pool-leak")),
     (Mechanism.SHAPE, ("shape.mismatch",)),
     (Mechanism.CAPTURE, ("capture.unsupported",)),
     (Mechanism.ASYNC, ASYNC_FAULTS),

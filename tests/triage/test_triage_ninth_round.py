@@ -129,3 +129,50 @@ def test_an_engine_bound_check_naming_an_out_of_bounds_access_is_an_index() -> N
     )
     r = triage_text(log)
     assert r.category == Category.OOB, r.scores
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "AssertionError: Mem Leak Detected! total_tokens=1029056 vs max_total_num_tokens=1029120",
+        "AssertionError: SWA Pool Mem Leak Detected! [swa] total=322816, available=2816",
+    ],
+)
+def test_the_kv_pool_asserting_a_leak_is_pool_memory(line: str) -> None:
+    """SGLang's pool checks its own slot accounting after a step: a leak it detects is the
+    pool's memory, whatever frame raised it."""
+    log = (
+        "```\nTraceback (most recent call last):\n"
+        '  File "/sgl/srt/managers/scheduler.py", line 990, in event_loop_overlap\n'
+        "    self.check_memory()\n"
+        f"{line}\n```\n"
+    )
+    r = triage_text(log)
+    assert "log-pool-leak" in r.evidence_kinds, r.evidence_kinds
+    assert r.category == Category.OOM, r.scores
+
+
+def test_a_draft_weight_with_no_parameter_to_load_into_is_a_load_failure() -> None:
+    """vLLM's loader names the checkpoint weight it finds no module for: the draft checkpoint
+    does not fit the module built for it."""
+    log = (
+        "```\nValueError: There is no module or parameter named 'embed_tokens' in "
+        "LlamaForCausalLM\n```\n"
+    )
+    r = triage_text(log)
+    assert "log-draft-load" in r.evidence_kinds, r.evidence_kinds
+    assert r.category == Category.CONFIG, r.scores
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "With mtp=3 the acceptence is very low.",
+        "After this change the acceptance rate of the draft model increased from 10% to 60%.",
+    ],
+)
+def test_low_acceptance_in_the_reporters_words_is_an_acceptance_report(sentence: str) -> None:
+    """A common misspelling, and a fix stated as raising acceptance (the report was a low
+    one), name the drafts' acceptance as the problem."""
+    r = triage_text(f"[Bug]: DeepSeek MTP on 16 NPUs\n\n{sentence}\n")
+    assert r.category == Category.ACCEPT, r.scores
