@@ -180,8 +180,8 @@ _UNSUPPORTED = (
 _PLATFORM = (
     r"(?:\bXPU\b|\bIntel\b|\[CPU\]|\bCPU (?:backend|platform)|\bon (?:the )?CPU\b|"
     r"\bBlackwell\b|\bSM_?1[0-2]\d\w*|\bGB(?:10|200|300)\b|\bB[23]00\b|\bRTX ?[56]0\d0\b|"
-    r"\bAMD\b|\bROCm\b|\bAITER\b|\bMI3\d\dX?\b|\bNPU\b|(?<![/\w-])Ascend\d*\b(?![/-])|\bMUSA\b|\bTPU\b|"
-    r"\bHPU\b|\bGaudi\b|\bMLX\b|\bJetson\b)"
+    r"\bAMD\b|\bROCm\b|\bAITER\b|\bMI3\d\dX?\b|\bNPU\b|(?<![/\w-])Ascend\d*\b(?![/-])|"
+    r"\bMUSA\b|\bTPU\b|\bHPU\b|\bGaudi\b|\bMLX\b|\bJetson\b)"
 )
 # Words of a title that reports something broken (or its fix), not a feature request.
 _BROKEN = (
@@ -329,7 +329,7 @@ STATEMENTS: tuple[Statement, ...] = (
         r"accept[ae]nce (?:(?:rate|length)s? )?(?:is |are |was |were )?(?:very |too |extremely )?"
         r"low|"
         # A fix that raises acceptance ("... has increased from 10% to 50%") fixes a low one.
-        r"accept[ae]nce (?:rate|length)s?[^.;]{0,40}(?:increas\w*|improv\w*|ris\w*|boost\w*) "
+        r"accept[ae]nce (?:rate|length)s?[^.;]{0,40}\b(?:increas\w*|improv\w*|ris\w*|boost\w*) "
         r"from\b|"
         r"\bfix\w*\b[^.;]{0,30}\baccept(?:ance)?[ _](?:rate|length|len)\b|"
         r"\baccept(?:ance)?[ _](?:rate|length|len)\b[^.;]{0,30}"
