@@ -91,6 +91,17 @@ FROZEN = (
         max_per_category=10,
         min_fix_refs=10,
     ),
+    Frozen(
+        "heldout-9",
+        "97f3ea46a53dd1f8aad2e0204dfd5ccd6b0867e0220dcd6eb23d52a75c8f780b",
+        min_reports=50,
+        min_served=40,
+        max_outside=6,
+        min_each_main=13,
+        max_ascend=3,
+        max_per_category=11,
+        min_fix_refs=10,
+    ),
 )
 SETS = pytest.mark.parametrize("held", FROZEN, ids=lambda f: f.name)
 
