@@ -8,60 +8,62 @@ primary log line of that kind, or the reporter's own statement), counted on the 
 `heldout-2.jsonl` (22, gathered before its method change), `heldout-3.jsonl` (20, gathered
 before the second round's rules), `heldout-4.jsonl` (50, gathered before the fourth round's),
 `heldout-5.jsonl` (44, before the fifth round's), `heldout-6.jsonl` (43, before the sixth's),
-`heldout-7.jsonl` (44, before the seventh's) and `heldout-8.jsonl` (33, before the eighth's),
-each read once for its report and a dev set
+`heldout-7.jsonl` (44, before the seventh's), `heldout-8.jsonl` (33, before the eighth's) and
+`heldout-9.jsonl` (50, gathered blind in the ninth), each read once for its report and a dev set
 since. Rules written after studying a set's misses make its rates optimistic until a later
 held-out set counts them.
 `scripts/triage_eval.py FILES --fit` prints these rows; a test checks that they are what it
 counts.
 
 A kind's stated rate is Laplace-smoothed. Whether it *commits* is decided from its uncertainty,
-not from that point estimate: the lower end of the Wilson score interval of its counts
-(WILSON_Z = 1.645, one-sided 95 %) must reach COMMIT_LOWER, so a kind commits only when it was
-both precise and seen often enough (its lower end is 0.69 for 6 of 6, 0.648 for 5 of 5, 0.597
-for 4 of 4, 0.53 for 3 of 3, 0.78 for 17 of 18). The bound is picked by leave-one-source-out
-cross-validation (`scripts/triage_eval.py FIT_SOURCES --cv`): fit the counts on all sets but
-one, count commits on the one left out, all folds summed. The rule: the loosest bound that
-keeps every fold at >= 90 % right; when none does, the bound whose worst fold is best, and
-among bounds whose worst folds tie, the one right most often over all folds (precision first),
-the looser on a further tie.
+not from that point estimate: the lower end of the Wilson score interval of its counts (WILSON_Z
+= 1.645, one-sided 95 %) must reach COMMIT_LOWER, so a kind commits only when it was both
+precise and seen often enough (its lower end is 0.72 for 7 of 7, 0.69 for 6 of 6, 0.648 for 5 of
+5, 0.597 for 4 of 4, 0.53 for 3 of 3, 0.78 for 17 of 18). The bound is picked by
+leave-one-source-out cross-validation (`scripts/triage_eval.py FIT_SOURCES --cv`): fit the
+counts on all sets but one, count commits on the one left out, all folds summed. The rule: the
+loosest bound that keeps every fold at >= 90 % right; when none does, the bound whose worst fold
+is best, and among bounds whose worst folds tie, the one right most often over all folds
+(precision first), the looser on a further tie.
 
 Issue 29, ninth round (heldout-8 added as the eighth source, after its read at 8626dc6, and
 this round's changes by class: a title that puts speculative decoding on one platform and says
 it breaks there is a mode, `titled-platform`; a stated hang is not read as memory, and a capture
 failure is an OOM only when memory ran out; an engine's "out of bounds access" is an index; a
 KV pool's leak assert is pool memory; a draft weight with no parameter to load into is a load
-failure; a misspelt or fixed-upward acceptance is an acceptance report):
+failure; a misspelt or fixed-upward acceptance is an acceptance report), then heldout-9 added
+as the ninth source after its read at 6e2a543, with one change (an engine's refusal of
+speculative decoding on a platform, backend or feature is a mode, `log-spec-refused`):
 
-    gate            frozen held-2 held-3 held-4 held-5 held-6 held-7 held-8  committed right
-    seen on >= 3     15/19    8/9  13/14  14/18  17/17  17/18  11/14  14/16  109/125   87 %
-    lower >= 0.50    15/19    8/8  11/12  12/16  17/17  14/15  10/13   9/10   96/110   87 %
-    lower >= 0.55    14/16    8/8  11/11  11/13  15/15  13/14   9/11    8/9    89/97   92 %
-    lower >= 0.60    14/16    8/8  11/11  11/13  15/15  13/13   9/11    8/9    89/96   93 %
-    lower >= 0.65    14/16    8/8  11/11  11/12  15/15  13/13   9/11    8/9    89/95   94 % (chosen)
-    lower >= 0.70    14/16    8/8  11/11    8/9  14/14  12/12   9/11    8/9    84/90   93 % (before)
+    gate            frozen held-2 held-3 held-4 held-5 held-6 held-7 held-8 held-9  committed
+    seen on >= 3     15/20    8/9  14/15  15/19  21/21  17/18  11/14  14/16  13/18  128/150 85 %
+    lower >= 0.50    15/19    8/9  11/12  13/17  17/17  14/15  11/14   9/10  12/16  110/129 85 %
+    lower >= 0.55    14/16    8/8  11/11  11/14  16/16  14/15   9/11    8/9  11/14  102/114 89 %
+    lower >= 0.60    14/16    8/8  11/11   8/10  15/15  13/13   9/11    8/9  11/14   97/107 91 %
+    lower >= 0.65    13/15    8/8  10/10    8/9  14/14  12/12   9/11    7/8  11/14   92/101 91 %
+    lower >= 0.70    13/15    8/8  10/10    8/9  14/14  12/12    8/9    7/8  11/14    91/99 92 %
 
-No bound keeps every fold at 90 %: heldout-7's fold is 9 of 11 from 0.55 up (a stated load
-"mismatch" that was a padded-length bug, a shape error over mixed extend and decode rows), and
-heldout-frozen keeps two wrong commits at every bound from 0.55 up. The worst fold is 9 of 11
-(82 %) at every bound from 0.55 to 0.70; of those, 0.65 (COMMIT_LOWER) is right most often
-over all folds (89 of 95, the 89 right of 0.55 and 0.60 with fewer wrong): a kind needs 6
-right of 6 (or 10 of 11) to commit. Earlier rounds picked their bounds the same way (0.40
-over four sets; 0.55 over five; 0.60 over six; 0.70 over seven, its worst fold 13 of 15).
-The heldout-4 to heldout-8 folds are optimistic (their misses were studied): the sixth
-round's `titled-acceptance` was written after reading heldout-5's acceptance reports read as
-"other", the seventh round's narrowing of a stated "mismatch" (one of a batch or token count
-is no config mismatch) after heldout-6's one wrong commit, its reading of a fix of the draft's
-weight loading or a missing weight as a load failure after two of heldout-6's config
-mismatches read as "other", the eighth round's `stated-combination` after heldout-7's mode
-incompatibilities read as "other", and the ninth round's `titled-platform`, its hang read
-before memory, its capture failure read as an OOM only when memory ran out, and its engine
-"out of bounds access" after heldout-8's misses, and its pool-leak, weight-load and
-acceptance readings after misses of heldout-frozen, heldout-4 and heldout-6 (those folds are
-optimistic too now). Kinds that ranked high on the dev sets but were wrong on unseen reports
-(a reporter saying "garbage output" is not an acceptance regression to the maintainers: they
-file it by its mechanism, a mode or a stale read; right 1 time in 10) keep their counts, and a
-verdict resting on one states that low rate (MIN_SUPPORT).
+No bound keeps every fold at 90 %: heldout-9's fold is 11 of 14 from 0.55 up (two stated load
+mismatches that were an index and an unisolated crash, a stated hang that was an OOM), and
+heldout-frozen keeps two wrong commits at every bound from 0.55 up. The worst fold is 11 of
+14 (79 %) at every bound from 0.55 to 0.70; of those, 0.70 (COMMIT_LOWER) is right most often
+over all folds (91 of 99; 0.65 was chosen over eight sources, 89 of 95): a kind needs 7 right
+of 7 (or 12 of 13) to commit. Earlier rounds picked their bounds the same way (0.40 over four
+sets; 0.55 over five; 0.60 over six; 0.70 over seven; 0.65 over eight).
+The heldout-4 to heldout-9 folds are optimistic (their misses were studied): the sixth round's
+`titled-acceptance` was written after reading heldout-5's acceptance reports read as "other",
+the seventh round's narrowing of a stated "mismatch" (one of a batch or token count is no config
+mismatch) after heldout-6's one wrong commit, its reading of a fix of the draft's weight loading
+or a missing weight as a load failure after two of heldout-6's config mismatches read as
+"other", the eighth round's `stated-combination` after heldout-7's mode incompatibilities read
+as "other", and the ninth round's `titled-platform`, its hang read before memory, its capture
+failure read as an OOM only when memory ran out, and its engine "out of bounds access" after
+heldout-8's misses, and its pool-leak, weight-load and acceptance readings after misses of
+heldout-frozen, heldout-4 and heldout-6 (those folds are optimistic too now), and
+`log-spec-refused` after one of heldout-9's. Kinds that ranked high on the dev sets but were
+wrong on unseen reports (a reporter saying "garbage output" is not an acceptance regression to
+the maintainers: they file it by its mechanism, a mode or a stale read; right 4 times in 16) keep
+their counts, and a verdict resting on one states that low rate (MIN_SUPPORT).
 
 The knowledge base's nearest reports were cross-validated as evidence the same way, each
 report's own URL left out. A score-weighted vote of the KB_VOTERS nearest reports that merely
@@ -80,7 +82,7 @@ import math
 from dataclasses import dataclass
 
 # Where the counts come from (relative to the repository root) and how many reports they hold:
-# the eight held-out sets read once each (issue 29), dev sets now. A set frozen for a later
+# the nine held-out sets read once each (issue 29), dev sets now. A set frozen for a later
 # read is never counted here until that read.
 FIT_SOURCES: tuple[str, ...] = (
     "tests/triage/data/heldout-frozen.jsonl",
@@ -91,8 +93,9 @@ FIT_SOURCES: tuple[str, ...] = (
     "tests/triage/data/heldout-6.jsonl",
     "tests/triage/data/heldout-7.jsonl",
     "tests/triage/data/heldout-8.jsonl",
+    "tests/triage/data/heldout-9.jsonl",
 )
-FIT_REPORTS = 308
+FIT_REPORTS = 358
 
 # The nearest known reports (triage.similar) whose categories are weighed.
 KB_VOTERS = 3
@@ -102,7 +105,7 @@ KB_UNANIMOUS = "kb-unanimous"
 # A kind commits only when the lower end of the Wilson score interval of its counts (WILSON_Z
 # standard deviations, one-sided) reaches COMMIT_LOWER: precise *and* seen often enough.
 WILSON_Z = 1.645
-COMMIT_LOWER = 0.65
+COMMIT_LOWER = 0.70
 # A kind seen naming the verdict on at least this many unseen reports states its own rate, low
 # as it may be, when no kind of the verdict passes the gate (a verdict resting on "garbage
 # output", right 2 times in 7, says so rather than its tier's rate).
@@ -153,39 +156,40 @@ class KindRate:
 KINDS: dict[str, KindRate] = {
     k.kind: k
     for k in (
-        KindRate(KB_UNANIMOUS, 26, 26),
-        KindRate("stated-hang", 24, 25),
-        KindRate("stated-acceptance-drop", 22, 24),
-        KindRate("titled-acceptance", 21, 21),
-        KindRate("log-hang-prose", 14, 15),
-        KindRate("stated-load-mismatch", 13, 14),
-        KindRate("stated-memory", 8, 12),
-        KindRate("stated-capture", 11, 11),
-        KindRate("stated-corruption", 1, 10),
+        KindRate(KB_UNANIMOUS, 32, 32),
+        KindRate("stated-hang", 25, 27),
+        KindRate("stated-acceptance-drop", 23, 25),
+        KindRate("titled-acceptance", 24, 24),
+        KindRate("stated-load-mismatch", 15, 18),
+        KindRate("log-hang-prose", 15, 17),
+        KindRate("stated-corruption", 4, 16),
+        KindRate("stated-memory", 9, 13),
+        KindRate("stated-capture", 12, 12),
+        KindRate("log-acceptance-collapsed", 9, 10),
         KindRate("titled-platform", 8, 10),
-        KindRate("log-acceptance-collapsed", 8, 9),
         KindRate("log-shape", 7, 8),
+        KindRate("stated-oob", 4, 8),
+        KindRate("log-stall", 4, 5),
         KindRate("stated-combination", 4, 5),
+        KindRate("stated-shrink", 3, 5),
+        KindRate("crash-with-outside-feature", 3, 4),
+        KindRate("log-capture-unsupported", 4, 4),
         KindRate("log-index-assert", 3, 4),
-        KindRate("log-stall", 3, 4),
+        KindRate("log-oom", 4, 4),
         KindRate("stated-mode", 3, 4),
-        KindRate("stated-oob", 2, 4),
-        KindRate("stated-shrink", 3, 4),
         KindRate("stated-stale", 4, 4),
-        KindRate("crash-with-outside-feature", 3, 3),
-        KindRate("log-capture-unsupported", 3, 3),
         KindRate("log-copy-overflow", 3, 3),
         KindRate("log-draft-load", 3, 3),
-        KindRate("log-oom", 3, 3),
         KindRate("log-shape-tokens", 3, 3),
         KindRate("log-watchdog", 3, 3),
+        KindRate("stated-load-and-mismatch", 3, 3),
         KindRate("log-pool-leak", 2, 2),
-        KindRate("stated-load-and-mismatch", 2, 2),
         KindRate("stated-slowdown", 1, 2),
         KindRate("stated-width-error", 2, 2),
         KindRate("log-fault-during-capture", 1, 1),
         KindRate("log-frames-through-capture", 1, 1),
         KindRate("log-k-limit", 0, 1),
+        KindRate("log-spec-refused", 1, 1),
         KindRate("log-stack-dump", 1, 1),
         KindRate("stated-k-gated", 1, 1),
     )
@@ -197,12 +201,12 @@ KINDS: dict[str, KindRate] = {
 TIER_RATES: dict[str, KindRate] = {
     t.kind: t
     for t in (
-        KindRate("between", 1, 12),
-        KindRate("guess", 25, 38),
-        KindRate("named", 142, 171),
-        KindRate("nothing", 47, 87),
+        KindRate("between", 2, 16),
+        KindRate("guess", 26, 45),
+        KindRate("named", 159, 198),
+        KindRate("nothing", 52, 99),
     )
 }
 
 # The knowledge base's top-k vote agreeing with the rules' verdict, on the same reports.
-KB_AGREEMENT = KindRate("kb-vote-agrees", 112, 130)
+KB_AGREEMENT = KindRate("kb-vote-agrees", 124, 148)

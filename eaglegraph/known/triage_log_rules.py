@@ -77,6 +77,7 @@ SIGNAL_FACTS: tuple[SignalFact, ...] = (
     SignalFact("log.peer-lost", ("secondary.peer-lost",)),
     SignalFact("log.draft-load", ("load.draft-weights",)),
     SignalFact("log.k-limit", ("spec.k-limit",)),
+    SignalFact("log.spec-refused", ("spec.refused",)),
     SignalFact("log.graph-size", ("shape.graph-size",)),
     SignalFact("log.engine-kernel", ("kernel.engine",)),
 )
@@ -137,6 +138,8 @@ LOG_RULES: tuple[Rule, ...] = rule_table(
     "the draft's weights do not load into the module built for it",
     ("log-k-limit", MODE, 3.0, "log.k-limit"),
     "a kernel or graph mode that supports only some numbers of speculative tokens",
+    ("log-spec-refused", MODE, 3.0, "log.spec-refused !log.draft-load"),
+    "the engine refuses speculative decoding with this platform, backend or feature",
     ("log-graph-size-capture", CAPTURE, 3.0, "log.graph-size phase.capture"),
     "a compiled graph's size guard failed while capturing",
     ("log-graph-size", STALE, 1.5, "log.graph-size !phase.capture"),

@@ -449,6 +449,21 @@ SIGNALS: tuple[SignalSpec, ...] = (
         why="a kernel or graph configuration that supports only some numbers of speculative tokens",
     ),
     SignalSpec(
+        "spec.refused",
+        ERROR,
+        # The engine refuses speculative decoding on a platform, backend or feature ("Speculative
+        # decoding not yet supported for XPU backend", "... is not supported with speculative
+        # decoding"); a model or a draft the engine does not know is no mode ("not supported for
+        # batched MLX models" is the model's; load.draft-weights reads the draft's).
+        r"(?i:(?:speculative[ _]decod\w*|spec[ _]decod\w*)[^\n]{0,40}?(?:is |are )?not (?:yet )?"
+        r"supported (?:for|with|on|when|in|by)\b(?![^\n]{0,30}\b(?:models?|architectures?)\b)|"
+        r"(?:is|are) not (?:yet )?supported (?:with|when using|together with|in combination with)"
+        r"[^\n]{0,20}?(?:speculative[ _]decod\w*|spec[ _]decod\w*))",
+        anchors=("supported",),
+        why="the engine refuses speculative decoding together with a platform, backend or "
+        "feature: a mode it does not support with it",
+    ),
+    SignalSpec(
         "shape.graph-size",
         ERROR,
         r"expected size (?P<got>\d+)==(?P<want>\d+)",

@@ -176,3 +176,21 @@ def test_low_acceptance_in_the_reporters_words_is_an_acceptance_report(sentence:
     one), name the drafts' acceptance as the problem."""
     r = triage_text(f"[Bug]: DeepSeek MTP on 16 NPUs\n\n{sentence}\n")
     assert r.category == Category.ACCEPT, r.scores
+
+
+@pytest.mark.parametrize(
+    ("line", "mode"),
+    [
+        ("AssertionError: Speculative decoding not yet supported for XPU backend", True),
+        ("ValueError: LoRA is not supported with speculative decoding.", True),
+        ("ValueError: Speculative decoding is not supported for batched MLX models", False),
+    ],
+)
+def test_an_engine_refusing_spec_decode_with_a_platform_is_a_mode(line: str, mode: bool) -> None:
+    """Added after heldout-9's read: the engine's own refusal of speculative decoding on a
+    platform, backend or feature is a mode it does not support with it; a refusal for a model is
+    the model's, not a mode."""
+    r = triage_text(f"```\n{line}\n```\n")
+    assert ("log-spec-refused" in r.evidence_kinds) == mode, r.evidence_kinds
+    if mode:
+        assert r.category == Category.MODE, r.scores
