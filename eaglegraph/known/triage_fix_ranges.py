@@ -40,6 +40,13 @@ AFFECTED_SINCE: dict[str, Since] = {
         "shared/research/vllm-mrv2.md §3.3: the dedicated EAGLE pool came with the initial MRV2 "
         "EAGLE support, present in the 0.19.0 wheel (EagleCudaGraphManager)",
     ),
+    "sglang-draft-extend-hidden-width": Since(
+        "0.4.7",
+        "PyPI sglang wheels read 2026-11-29 (git mirror too large to fetch, no SHAs): "
+        "srt/speculative/eagle_draft_extend_cuda_graph_runner.py (added by #6606) is absent in "
+        "0.4.6.post5 and first present in 0.4.7 with the EAGLE3 buffer sized hidden_size * 3; "
+        "0.4.7-0.4.9.post2 unchanged; 0.4.9.post3 first has the #8163 target_hidden_size fix",
+    ),
 }
 
 

@@ -498,6 +498,7 @@ RECORDS: tuple[Upstream, ...] = (
         "sglang#8163",
         "draft-extend hidden_states buffer was sized hidden_size x 3 while the draft's "
         "target_hidden_size differs",
+        "0.4.9.post3",
     ),
     pr(
         "sglang-draft-input-width-helper",
