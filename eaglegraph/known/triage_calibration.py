@@ -27,27 +27,28 @@ is best, and among bounds whose worst folds tie, the one right most often over a
 (precision first), the looser on a further tie.
 
 Issue 29, ninth round (heldout-8 added as the eighth source, after its read at 8626dc6, and
-this round's changes by class: a title that puts speculative decoding on one platform and says
-it breaks there is a mode, `titled-platform`; a stated hang is not read as memory, and a capture
-failure is an OOM only when memory ran out; an engine's "out of bounds access" is an index; a
-KV pool's leak assert is pool memory; a draft weight with no parameter to load into is a load
-failure; a misspelt or fixed-upward acceptance is an acceptance report), then heldout-9 added
-as the ninth source after its read at 6e2a543, with one change (an engine's refusal of
-speculative decoding on a platform, backend or feature is a mode, `log-spec-refused`):
+this round's changes by class: a stated hang is not read as memory, and a capture failure is an
+OOM only when memory ran out; an engine's "out of bounds access" is an index; a KV pool's leak
+assert is pool memory; a draft weight with no parameter to load into is a load failure; a
+misspelt or fixed-upward acceptance is an acceptance report), then heldout-9 added as the ninth
+source after its read at 6e2a543, with one change (an engine's refusal of speculative decoding
+on a platform, backend or feature is a mode, `log-spec-refused`) and one taken back (a title
+putting speculative decoding on one platform read as a mode: the reports given with the issue
+label such a crash "other", tests/triage/data/LABELLING.md):
 
     gate            frozen held-2 held-3 held-4 held-5 held-6 held-7 held-8 held-9  committed
-    seen on >= 3     15/20    8/9  14/15  15/19  21/21  17/18  11/14  14/16  13/18  128/150 85 %
-    lower >= 0.50    15/19    8/9  11/12  13/17  17/17  14/15  11/14   9/10  12/16  110/129 85 %
-    lower >= 0.55    14/16    8/8  11/11  11/14  16/16  14/15   9/11    8/9  11/14  102/114 89 %
-    lower >= 0.60    14/16    8/8  11/11   8/10  15/15  13/13   9/11    8/9  11/14   97/107 91 %
-    lower >= 0.65    13/15    8/8  10/10    8/9  14/14  12/12   9/11    7/8  11/14   92/101 91 %
-    lower >= 0.70    13/15    8/8  10/10    8/9  14/14  12/12    8/9    7/8  11/14    91/99 92 %
+    seen on >= 3     15/20    8/9  14/15  15/18  21/21  15/16   9/11  10/12  13/18  120/140 86 %
+    lower >= 0.50    15/19    8/9  11/12  13/16  17/17  14/15   9/11   9/10  12/16  108/125 86 %
+    lower >= 0.55    14/16    8/8  11/11  11/13  16/16  14/15   8/10    8/9  11/14  101/112 90 %
+    lower >= 0.60    14/16    8/8  11/11    8/9  15/15  13/13   8/10    8/9  11/14   96/105 91 %
+    lower >= 0.65    13/15    8/8  10/10    8/9  14/14  12/12   8/10    7/8  11/14   91/100 91 %
+    lower >= 0.70    13/15    8/8  10/10    8/9  14/14  12/12    7/8    7/8  11/14    90/98 92 %
 
 No bound keeps every fold at 90 %: heldout-9's fold is 11 of 14 from 0.55 up (two stated load
 mismatches that were an index and an unisolated crash, a stated hang that was an OOM), and
 heldout-frozen keeps two wrong commits at every bound from 0.55 up. The worst fold is 11 of
 14 (79 %) at every bound from 0.55 to 0.70; of those, 0.70 (COMMIT_LOWER) is right most often
-over all folds (91 of 99; 0.65 was chosen over eight sources, 89 of 95): a kind needs 7 right
+over all folds (90 of 98; 0.65 was chosen over eight sources, 89 of 95): a kind needs 7 right
 of 7 (or 12 of 13) to commit. Earlier rounds picked their bounds the same way (0.40 over four
 sets; 0.55 over five; 0.60 over six; 0.70 over seven; 0.65 over eight).
 The heldout-4 to heldout-9 folds are optimistic (their misses were studied): the sixth round's
@@ -56,14 +57,14 @@ the seventh round's narrowing of a stated "mismatch" (one of a batch or token co
 mismatch) after heldout-6's one wrong commit, its reading of a fix of the draft's weight loading
 or a missing weight as a load failure after two of heldout-6's config mismatches read as
 "other", the eighth round's `stated-combination` after heldout-7's mode incompatibilities read
-as "other", and the ninth round's `titled-platform`, its hang read before memory, its capture
-failure read as an OOM only when memory ran out, and its engine "out of bounds access" after
-heldout-8's misses, and its pool-leak, weight-load and acceptance readings after misses of
-heldout-frozen, heldout-4 and heldout-6 (those folds are optimistic too now), and
-`log-spec-refused` after one of heldout-9's. Kinds that ranked high on the dev sets but were
-wrong on unseen reports (a reporter saying "garbage output" is not an acceptance regression to
-the maintainers: they file it by its mechanism, a mode or a stale read; right 4 times in 16) keep
-their counts, and a verdict resting on one states that low rate (MIN_SUPPORT).
+as "other", and the ninth round's hang read before memory, its capture failure read as an OOM
+only when memory ran out, and its engine "out of bounds access" after heldout-8's misses, and
+its pool-leak, weight-load and acceptance readings after misses of heldout-frozen, heldout-4 and
+heldout-6 (those folds are optimistic too now), and `log-spec-refused` after one of heldout-9's.
+Kinds that ranked high on the dev sets but were wrong on unseen reports (a reporter saying
+"garbage output" is not an acceptance regression to the maintainers: they file it by its
+mechanism, a mode or a stale read; right 4 times in 16) keep their counts, and a verdict resting
+on one states that low rate (MIN_SUPPORT).
 
 The knowledge base's nearest reports were cross-validated as evidence the same way, each
 report's own URL left out. A score-weighted vote of the KB_VOTERS nearest reports that merely
@@ -156,7 +157,7 @@ class KindRate:
 KINDS: dict[str, KindRate] = {
     k.kind: k
     for k in (
-        KindRate(KB_UNANIMOUS, 32, 32),
+        KindRate(KB_UNANIMOUS, 31, 31),
         KindRate("stated-hang", 25, 27),
         KindRate("stated-acceptance-drop", 23, 25),
         KindRate("titled-acceptance", 24, 24),
@@ -166,7 +167,6 @@ KINDS: dict[str, KindRate] = {
         KindRate("stated-memory", 9, 13),
         KindRate("stated-capture", 12, 12),
         KindRate("log-acceptance-collapsed", 9, 10),
-        KindRate("titled-platform", 8, 10),
         KindRate("log-shape", 7, 8),
         KindRate("stated-oob", 4, 8),
         KindRate("log-stall", 4, 5),
@@ -202,11 +202,11 @@ TIER_RATES: dict[str, KindRate] = {
     t.kind: t
     for t in (
         KindRate("between", 2, 16),
-        KindRate("guess", 26, 45),
-        KindRate("named", 159, 198),
-        KindRate("nothing", 52, 99),
+        KindRate("guess", 27, 47),
+        KindRate("named", 152, 189),
+        KindRate("nothing", 53, 106),
     )
 }
 
 # The knowledge base's top-k vote agreeing with the rules' verdict, on the same reports.
-KB_AGREEMENT = KindRate("kb-vote-agrees", 124, 148)
+KB_AGREEMENT = KindRate("kb-vote-agrees", 124, 149)

@@ -174,21 +174,6 @@ _FEATURE = (
 _UNSUPPORTED = (
     r"(?:not (?:yet )?supported|unsupported|not compatible|incompatib\w*|compat[ai]bilit(?:y|ies))"
 )
-# A platform or device named outright (LABELLING.md's platform border: speculative decoding
-# failing on one platform is a mode of its own). A repository that is one platform
-# (vllm-ascend) names none: every report there runs on it.
-_PLATFORM = (
-    r"(?:\bXPU\b|\bIntel\b|\[CPU\]|\bCPU (?:backend|platform)|\bon (?:the )?CPU\b|"
-    r"\bBlackwell\b|\bSM_?1[0-2]\d\w*|\bGB(?:10|200|300)\b|\bB[23]00\b|\bRTX ?[56]0\d0\b|"
-    r"\bAMD\b|\bROCm\b|\bAITER\b|\bMI3\d\dX?\b|\bNPU\b|(?<![/\w-])Ascend\d*\b(?![/-])|"
-    r"\bMUSA\b|\bTPU\b|\bHPU\b|\bGaudi\b|\bMLX\b|\bJetson\b)"
-)
-# Words of a title that reports something broken (or its fix), not a feature request.
-_BROKEN = (
-    r"(?:crash\w*|\berrors?\b|fail\w*|broken|\bbreaks?\b|\bbug\w*|\bfix\w*|exception|"
-    r"assert\w*|(?:does not|doesn't|do not|don't|not) work|unexpected|invalid|wrong)"
-)
-
 STATEMENTS: tuple[Statement, ...] = (
     Statement("says.fault", _FAULT, "the reporter names an asynchronous CUDA fault"),
     Statement(
@@ -476,15 +461,6 @@ STATEMENTS: tuple[Statement, ...] = (
         "that the engine did not support with it: the failure needs both",
     ),
     Statement(
-        "says.platform-spec",
-        rf"^(?!\s*\[CI)(?!.*memory (?:access )?fault)(?=.*{_SPEC})(?=.*{_PLATFORM})(?=.*{_BROKEN})",
-        "the title puts speculative decoding on one platform or device (XPU, CPU backend, "
-        "Blackwell, ROCm, NPU) and says it breaks there: the platform is the mode "
-        "(tests/triage/data/LABELLING.md); a CI job's failure is a test's, not a deployment's, and "
-        "a 'memory access fault' (HIP's illegal access) names a fault whose mechanism decides",
-        title_only=True,
-    ),
-    Statement(
         "says.outside-feature",
         r"sleep[- ]mode|\bsleep\b|wake[_ ]up|tree (?:decoding|drafting|attention)|"
         r"long (?:sequences?|contexts?|prompts?)|\bLoRA\b|disaggregat\w*|attention[ -]DP|"
@@ -524,17 +500,6 @@ RULES: tuple[Rule, ...] = rule_table(
         "says.unsupported-combination !says.load-fails !says.oom !mech.oom !says.hang",
     ),
     "speculative decoding together with a mode or feature the engine did not support with it",
-    (
-        "titled-platform",
-        MODE,
-        1.5,
-        "says.platform-spec !says.oob !mech.oob !says.oom !mech.oom !says.hang !mech.hang "
-        "!says.fault !mech.async !says.capture-failed !says.acceptance-drop !says.corruption "
-        "!says.acceptance-titled !says.load-fails !says.mismatch !says.stale !says.shrink",
-        UNTITLED,
-    ),
-    "speculative decoding breaks on one platform and nothing names another mechanism: the "
-    "platform's path for it is the combination that fails",
     (
         "stated-slowdown",
         MODE,

@@ -1,11 +1,15 @@
-"""Issue 29, ninth round: speculative decoding that breaks on one platform is a mode.
+"""Issue 29, ninth and tenth rounds: classes of evidence that heldout-8 and heldout-9 (and the
+older sets' misses) showed were read wrongly.
 
-`tests/triage/data/LABELLING.md` counts a platform or device (XPU, the CPU backend, a GPU
-generation, ROCm, NPU) like any engine mode: when speculative decoding fails there and nothing
-names another mechanism, the platform's path for it is the combination that fails. heldout-8
-read 4 such reports as "other" (its titles name the platform; its logs rarely carry an error
-line of their own). The title is where the reporter says which platform it is, so only the
-title counts, and only when it says something broke.
+- a pair stated "compatible" is no unsupported combination;
+- a hang, or a capture failure, is not read as memory because memory is mentioned;
+- an engine's own "out of bounds access", SGLang's KV pool leak assert, vLLM's "no module or
+  parameter named '<draft weight>'", and acceptance in the reporter's words;
+- the engine's refusal of speculative decoding with a platform, backend or feature is a mode.
+
+(The ninth round's `titled-platform`, a title putting speculative decoding on one platform read
+as a mode, was taken out again after heldout-9's read: the reports given with the issue label a
+crash with a feature combination and no isolated mechanism "other"; see LABELLING.md.)
 
 Each test reads text written for the test (no dev-set report), so it checks the class.
 """
@@ -24,47 +28,6 @@ BODY = (
     "    out = self.proposer.propose(batch)\n"
     "TypeError: propose() got an unexpected keyword argument 'window'\n```\n"
 )
-
-
-@pytest.mark.parametrize(
-    "title",
-    [
-        "[Bug]: MTP crashes on Intel XPU with Qwen3-30B",
-        "[BugFix][CPU] Fix EAGLE proposer on the CPU backend",
-        "[Bug] DFlash drafter fails on Blackwell (SM120)",
-        "[ROCm] Speculative decoding broken with draft model on MI300X",
-        "[Bug]: EAGLE3 does not work on NPU",
-    ],
-)
-def test_spec_decode_breaking_on_a_platform_is_a_mode(title: str) -> None:
-    r = triage_text(f"{title}\n\n{BODY}")
-    assert "titled-platform" in r.evidence_kinds, r.evidence_kinds
-    assert r.category == Category.MODE, r.scores
-
-
-@pytest.mark.parametrize(
-    ("title", "why"),
-    [
-        ("[Feature]: Support EAGLE3 on Intel XPU", "a request, nothing broke"),
-        ("[Bug]: Qwen3 crashes on Intel XPU", "no speculative decoding in it"),
-        ("[CI Failure]: Spec Decode nightly on B200 failing", "a CI job, not a deployment"),
-        ("[Bug] EAGLE illegal memory access on ROCm under load", "a fault names its mechanism"),
-        ("[AMD] EAGLE memory access fault on MI300X", "HIP's illegal access"),
-        ("[Bug] MTP out of memory on Blackwell", "memory is its own class"),
-        ("[Bug] EAGLE acceptance rate low on NPU", "an acceptance report"),
-        ("[Bug] vllm-ascend: MTP fails with quay.io/ascend/vllm-ascend:v0.9 image", "an image"),
-    ],
-)
-def test_what_is_not_a_platform_mode(title: str, why: str) -> None:
-    r = triage_text(f"{title}\n\n{BODY}")
-    assert "titled-platform" not in r.evidence_kinds, (why, r.evidence_kinds)
-
-
-def test_the_platform_in_the_body_alone_is_no_title() -> None:
-    """A platform named in prose may be context (the reporter's other machine); the title is
-    where the reporter says what the report is about."""
-    r = triage_text(f"[Bug]: MTP crashes at startup\n\nAlso seen on Intel XPU.\n\n{BODY}")
-    assert "titled-platform" not in r.evidence_kinds, r.evidence_kinds
 
 
 @pytest.mark.parametrize(
@@ -194,3 +157,14 @@ def test_an_engine_refusing_spec_decode_with_a_platform_is_a_mode(line: str, mod
     assert ("log-spec-refused" in r.evidence_kinds) == mode, r.evidence_kinds
     if mode:
         assert r.category == Category.MODE, r.scores
+
+
+@pytest.mark.parametrize(
+    "title",
+    ["[Bug]: MTP crashes on Intel XPU with Qwen3-30B", "[Bug] DFlash drafter fails on Blackwell"],
+)
+def test_a_crash_on_one_platform_with_no_mechanism_is_no_mode(title: str) -> None:
+    """The reports given with the issue label a serving crash with a feature combination (a
+    platform among them) and no isolated mechanism "other", not a mode (LABELLING.md)."""
+    r = triage_text(f"{title}\n\n{BODY}")
+    assert r.category != Category.MODE, r.scores
