@@ -174,6 +174,10 @@ _FEATURE = (
 _UNSUPPORTED = (
     r"(?:not (?:yet )?supported|unsupported|not compatible|incompatib\w*|compat[ai]bilit(?:y|ies))"
 )
+# Running out of memory in so many words: `says.oom` widens it to memory in general (a budget,
+# a pool, a footprint), `says.out-of-memory` to a failed allocation only.
+_OUT_OF_MEMORY = r"\bOOM(?:s|ed|ing)?\b|out of memory|OutOfMemory"
+
 STATEMENTS: tuple[Statement, ...] = (
     Statement("says.fault", _FAULT, "the reporter names an asynchronous CUDA fault"),
     Statement(
@@ -187,7 +191,7 @@ STATEMENTS: tuple[Statement, ...] = (
     ),
     Statement(
         "says.oom",
-        r"\bOOM(?:s|ed|ing)?\b|out of memory|OutOfMemory|excessive memory|"
+        _OUT_OF_MEMORY + r"|excessive memory|"
         r"(?:extra|additional|peak) (?:peak )?(?:GPU )?memory|"
         r"(?:uses?|takes?|costs?|consum\w+|allocat\w+|reserv\w+)\s+(?:~|about |around )?"
         r"\d+(?:\.\d+)?\s*[GM]i?B\b|\d+(?:\.\d+)?\s*[GM]i?B (?:of )?(?:extra |more )?memory|memory (?:leak|usage|allocation|"
@@ -199,7 +203,7 @@ STATEMENTS: tuple[Statement, ...] = (
     ),
     Statement(
         "says.out-of-memory",
-        r"\bOOM(?:s|ed|ing)?\b|out of memory|OutOfMemory|(?:failed|unable) to allocate|"
+        _OUT_OF_MEMORY + r"|(?:failed|unable) to allocate|"
         r"not enough (?:GPU |device )?memory|insufficient (?:GPU |device )?memory",
         "an allocation failed: the reporter names running out of memory, not memory in general "
         "(a graph's memory check, a pool's reservation)",

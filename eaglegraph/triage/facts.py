@@ -16,6 +16,7 @@ so are the thresholds and line forms read here (`known.triage_facts`). Nothing h
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
@@ -433,10 +434,7 @@ def _view_rows_disagree(text: str) -> bool:
     if m is None:
         return False
     dims = [int(d) for d in m.group("dims").replace(" ", "").split(",")]
-    lead, tail = dims[0], [d for d in dims[1:] if d != -1]
-    width = 1
-    for d in tail:
-        width *= d
+    lead, width = dims[0], math.prod(d for d in dims[1:] if d != -1)
     if lead <= 0 or width <= 0:
         return False
     return int(m.group("n")) % width == 0
