@@ -83,48 +83,52 @@ def test_a_capture_crash_beside_memory_words_is_a_capture_failure() -> None:
     assert oom.category == Category.OOM, oom.scores
 
 
-def test_an_engine_bound_check_naming_an_out_of_bounds_access_is_an_index() -> None:
-    """TensorRT checks a slice's bounds itself and says "out of bounds access": the index left
-    its tensor, as in a device-side assert."""
-    log = (
-        "```\n[TensorRT-LLM][ERROR] IExecutionContext::inferShapes: Error Code 7: Internal Error "
-        "(model/embedding/SLICE_0: ISliceLayer has out of bounds access on axis 0)\n```\n"
-    )
-    r = triage_text(log)
-    assert r.category == Category.OOB, r.scores
+_TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "/sgl/srt/managers/scheduler.py", line 990, in event_loop_overlap\n'
+    "    self.check_memory()\n"
+)
 
 
 @pytest.mark.parametrize(
-    "line",
+    ("log", "kind", "category"),
     [
-        "AssertionError: Mem Leak Detected! total_tokens=1029056 vs max_total_num_tokens=1029120",
-        "AssertionError: SWA Pool Mem Leak Detected! [swa] total=322816, available=2816",
+        # TensorRT checks a slice's bounds itself: the index left its tensor, as in a
+        # device-side assert.
+        (
+            "[TensorRT-LLM][ERROR] IExecutionContext::inferShapes: Error Code 7: Internal Error "
+            "(model/embedding/SLICE_0: ISliceLayer has out of bounds access on axis 0)",
+            None,
+            Category.OOB,
+        ),
+        # SGLang's pool checks its own slot accounting after a step: a leak it detects is the
+        # pool's memory, whatever frame raised it.
+        (
+            _TRACEBACK + "AssertionError: Mem Leak Detected! total_tokens=1029056 vs "
+            "max_total_num_tokens=1029120",
+            "log-pool-leak",
+            Category.OOM,
+        ),
+        (
+            _TRACEBACK + "AssertionError: SWA Pool Mem Leak Detected! [swa] total=322816, "
+            "available=2816",
+            "log-pool-leak",
+            Category.OOM,
+        ),
+        # vLLM's loader names the checkpoint weight it finds no module for: the draft
+        # checkpoint does not fit the module built for it.
+        (
+            "ValueError: There is no module or parameter named 'embed_tokens' in LlamaForCausalLM",
+            "log-draft-load",
+            Category.CONFIG,
+        ),
     ],
+    ids=["trt-out-of-bounds-access", "pool-leak", "swa-pool-leak", "no-parameter-named"],
 )
-def test_the_kv_pool_asserting_a_leak_is_pool_memory(line: str) -> None:
-    """SGLang's pool checks its own slot accounting after a step: a leak it detects is the
-    pool's memory, whatever frame raised it."""
-    log = (
-        "```\nTraceback (most recent call last):\n"
-        '  File "/sgl/srt/managers/scheduler.py", line 990, in event_loop_overlap\n'
-        "    self.check_memory()\n"
-        f"{line}\n```\n"
-    )
-    r = triage_text(log)
-    assert "log-pool-leak" in r.evidence_kinds, r.evidence_kinds
-    assert r.category == Category.OOM, r.scores
-
-
-def test_a_draft_weight_with_no_parameter_to_load_into_is_a_load_failure() -> None:
-    """vLLM's loader names the checkpoint weight it finds no module for: the draft checkpoint
-    does not fit the module built for it."""
-    log = (
-        "```\nValueError: There is no module or parameter named 'embed_tokens' in "
-        "LlamaForCausalLM\n```\n"
-    )
-    r = triage_text(log)
-    assert "log-draft-load" in r.evidence_kinds, r.evidence_kinds
-    assert r.category == Category.CONFIG, r.scores
+def test_an_engine_line_names_its_class(log: str, kind: str | None, category: Category) -> None:
+    r = triage_text(f"```\n{log}\n```\n")
+    assert kind is None or kind in r.evidence_kinds, r.evidence_kinds
+    assert r.category == category, r.scores
 
 
 @pytest.mark.parametrize(
