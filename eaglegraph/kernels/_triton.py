@@ -17,6 +17,7 @@ import triton
 import triton.language as tl
 
 from eaglegraph.kernels.language_patch import patch_once_per_launch
+from eaglegraph.kernels.type_cache import cache_shapes
 
 __all__ = [
     "by_backend",
@@ -88,6 +89,7 @@ reduce_sum: Reduction = tl.sum
 if interpreting():
     _skip_discarded_overflow_checks()
     patch_once_per_launch()
+    cache_shapes()
     reduce_max = _direct_reduction("_elementwise_max", tl.max)
     reduce_min = _direct_reduction("_elementwise_min", tl.min)
     reduce_sum = _direct_reduction("_sum_combine", tl.sum)

@@ -81,3 +81,43 @@ def test_long_prefill_takes_few_kv_steps() -> None:
     assert (bm, gp2, kvh, bn, bd) == (256, 2, 2, 128, 16)
     rows = bm * kvh * gp2
     assert rows * bn <= 1 << 20 and rows * kvh * bd <= 1 << 20
+
+
+SHAPES = [[16], [2, 4], [1, 64], [128, 1, 32], [1, 1]]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_cached_shapes_build_what_triton_builds(shape: Any) -> None:
+    """Block types and tensors from the shape cache (`kernels.type_cache`) have every field
+    of the ones Triton's own constructors build, on first sight and from the cache; the
+    shape can be a list, a ``tl.tuple`` or hold constexprs."""
+    from eaglegraph.kernels.type_cache import fields
+
+    block_type: Any = tl.core.block_type
+    tensor: Any = tl.core.tensor
+    assert getattr(block_type.__init__, "_eg_cached", False), "kernels._triton installs it"
+    original_block = block_type.__init__._eg_original
+    original_tensor = tensor.__init__._eg_original
+    spellings = [list(shape), tl.core.tuple(list(shape)), [tl.constexpr(d) for d in shape]]
+    for element in (tl.float32, tl.int1, tl.pointer_type(tl.float16)):
+        for spelled in spellings:
+            want = block_type.__new__(block_type)
+            original_block(want, element, spelled)
+            want_t = tensor.__new__(tensor)
+            original_tensor(want_t, "handle", want)
+            for _ in range(2):  # the first may learn the shape, the second reads it
+                got = block_type(element, spelled)
+                assert fields(got) == fields(want)
+                assert got == want and str(got) == str(want)
+                got_t = tensor("handle", got)
+                assert fields(got_t) == fields(want_t)
+                assert got_t.shape is not want_t.shape and got.shape is not want.shape
+
+
+def test_cached_shapes_still_refuse_what_triton_refuses() -> None:
+    """Shapes Triton rejects are rejected the same way, however often they are tried."""
+    for _ in range(2):
+        with pytest.raises(ValueError, match="must be a power of 2"):
+            tl.core.block_type(tl.float32, [3, 4])
+        with pytest.raises(TypeError, match="0d block_type is forbidden"):
+            tl.core.block_type(tl.float32, [])
