@@ -20,6 +20,7 @@ never see it.
 from __future__ import annotations
 
 import importlib
+import numbers
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -195,6 +196,9 @@ def cache_shapes() -> bool:
         shapes.clear()
         return False
 
+    semantic = getattr(interpreter, "interpreter_semantic", None)
+    if semantic is not None:
+        _same_shape_broadcasts(semantic, block_type, ttuple)
     init_block._eg_cached = True  # type: ignore[attr-defined]
     init_block._eg_original = original_block  # type: ignore[attr-defined]
     init_tensor._eg_original = original_tensor  # type: ignore[attr-defined]
@@ -202,3 +206,39 @@ def cache_shapes() -> bool:
     setattr(tensor, "__init__", init_tensor)  # noqa: B010
     setattr(interpreter, "_get_np_dtype", get_np_dtype)  # noqa: B010
     return True
+
+
+def _same_shape_broadcasts(semantic: Any, block_type: Any, ttuple: Any) -> None:
+    """Two blocks of one shape need no broadcast, and a tensor already of the computation
+    type needs no cast: the interpreter's semantic object (only it) returns them as they are
+    without Triton's general checks, which reach the same answer (``broadcast_impl_value``
+    builds the common shape and finds both equal to it; ``cast`` returns a tensor of the
+    type asked for). Every other case goes to Triton's own methods."""
+    broadcast = getattr(semantic, "broadcast_impl_value", None)
+    to_computation = getattr(semantic, "_cast_to_computation_type", None)
+    if broadcast is None or to_computation is None or "broadcast_impl_value" in vars(semantic):
+        return
+    general_broadcast: Callable[[Any, Any], Any] = broadcast
+    general_cast: Callable[[Any, Any], Any] = to_computation
+
+    def broadcast_impl_value(lhs: Any, rhs: Any) -> Any:
+        lhs_ty = lhs.type
+        rhs_ty = rhs.type
+        if type(lhs_ty) is block_type and type(rhs_ty) is block_type:
+            lhs_shape = lhs_ty.shape
+            rhs_shape = rhs_ty.shape
+            if (
+                type(lhs_shape) is ttuple
+                and type(rhs_shape) is ttuple
+                and lhs_shape.values == rhs_shape.values
+            ):
+                return lhs, rhs
+        return general_broadcast(lhs, rhs)
+
+    def cast_to_computation_type(value: Any, dtype: Any) -> Any:
+        if not isinstance(value, numbers.Number) and value.type.scalar is dtype.scalar:
+            return value
+        return general_cast(value, dtype)
+
+    semantic.broadcast_impl_value = broadcast_impl_value
+    semantic._cast_to_computation_type = cast_to_computation_type

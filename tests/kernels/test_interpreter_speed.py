@@ -121,3 +121,34 @@ def test_cached_shapes_still_refuse_what_triton_refuses() -> None:
             tl.core.block_type(tl.float32, [3, 4])
         with pytest.raises(TypeError, match="0d block_type is forbidden"):
             tl.core.block_type(tl.float32, [])
+
+
+def test_interpreter_semantic_skips_only_no_op_broadcasts_and_casts() -> None:
+    """The interpreter's semantic object returns blocks of one shape, and tensors already of
+    the computation type, as they are; anything else still goes through Triton's methods."""
+    interpreter: Any = importlib.import_module("triton.runtime.interpreter")
+    semantic = interpreter.interpreter_semantic
+    general = type(semantic)
+    assert "broadcast_impl_value" in vars(semantic), "kernels.type_cache installs it"
+
+    def block(shape: list[int], dtype: Any = tl.float32) -> Any:
+        data = np.zeros(shape, dtype=interpreter._get_np_dtype(dtype))
+        return tl.core.tensor(
+            interpreter.TensorHandle(data, dtype), tl.core.block_type(dtype, shape)
+        )
+
+    a, b = block([4, 8]), block([4, 8])
+    assert semantic.broadcast_impl_value(a, b) == (a, b)
+    assert general.broadcast_impl_value(semantic, a, b) == (a, b)
+    for lhs, rhs in [(block([4, 1]), block([4, 8])), (block([8]), block([4, 8]))]:
+        got = semantic.broadcast_impl_value(lhs, rhs)
+        want = general.broadcast_impl_value(semantic, lhs, rhs)
+        assert [list(t.shape) for t in got] == [list(t.shape) for t in want] == [[4, 8]] * 2
+        assert all(
+            np.array_equal(g.handle.data, w.handle.data) for g, w in zip(got, want, strict=True)
+        )
+    assert semantic._cast_to_computation_type(a, tl.float32) is a
+    cast = semantic._cast_to_computation_type(a, tl.float64)
+    assert cast.dtype == tl.float64 and cast.handle.data.dtype == np.float64
+    three = semantic._cast_to_computation_type(3, tl.int64)
+    assert three.dtype == tl.int64 and three.handle.data.tolist() == [3]
