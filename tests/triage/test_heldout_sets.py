@@ -102,6 +102,16 @@ FROZEN = (
         max_per_category=11,
         min_fix_refs=10,
     ),
+    Frozen(
+        "heldout-10",
+        "dfde4efcc06a4d1053c3810df7e87e4c6391d0253c447fb6950594c7d88ce93d",
+        min_reports=36,
+        min_served=31,
+        max_outside=3,
+        min_each_main=11,
+        max_ascend=1,
+        min_fix_refs=12,
+    ),
 )
 SETS = pytest.mark.parametrize("held", FROZEN, ids=lambda f: f.name)
 
