@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from eaglegraph.kernels.language_patch import patch_once_per_launch
+from eaglegraph.kernels.language_patch import list_members_once, patch_once_per_launch
 from eaglegraph.kernels.type_cache import cache_shapes
 
 __all__ = [
@@ -89,6 +89,7 @@ reduce_sum: Reduction = tl.sum
 if interpreting():
     _skip_discarded_overflow_checks()
     patch_once_per_launch()
+    list_members_once()
     cache_shapes()
     reduce_max = _direct_reduction("_elementwise_max", tl.max)
     reduce_min = _direct_reduction("_elementwise_min", tl.min)

@@ -16,6 +16,7 @@ internals differ, nothing is changed.
 from __future__ import annotations
 
 import importlib
+import inspect
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -76,4 +77,64 @@ def patch_once_per_launch() -> bool:
     patch_lang._once = True  # type: ignore[attr-defined]
     setattr(interpreter, "_patch_lang", patch_lang)  # noqa: B010 (a module mypy cannot see into)
     setattr(grid, "__call__", run_grid)  # noqa: B010
+    return True
+
+
+def _names_key(pkg: Any) -> tuple[tuple[str, ...], ...] | None:
+    """The attribute names ``dir(pkg)`` is built from, in their dicts' order (a name removed
+    and set again moves, so any change of the set shows); None where ``dir`` could differ
+    from them (a module with its own ``__dir__``, a class with a metaclass)."""
+    if isinstance(pkg, type):
+        if type(pkg) is not type:
+            return None
+        return tuple(tuple(vars(c)) for c in pkg.__mro__)
+    names = getattr(pkg, "__dict__", None)
+    if not isinstance(names, dict) or "__dir__" in names:
+        return None
+    return (tuple(names),)
+
+
+def list_members_once() -> bool:
+    """Each launch patches the builtins of ``triton.language``, its ``tensor`` class and
+    ``math`` (``_patch_builtin``), listing every member with ``inspect.getmembers`` (sorted,
+    ~0.45 ms a launch) to find them. This lists each module's or class's member names once
+    per set of names and reads the members by those names: the same members, in the same
+    order, patched the same way. Where a name cannot be read (or ``dir`` could list others),
+    Triton's own listing runs. False where the interpreter lacks what this wraps."""
+    try:
+        interpreter = importlib.import_module("triton.runtime.interpreter")
+    except ImportError:  # pragma: no cover - every supported triton has it
+        return False
+    patch_builtin = getattr(interpreter, "_patch_builtin", None)
+    patch_attr = getattr(interpreter, "_patch_attr", None)
+    lang = getattr(interpreter, "tl", None)
+    flag = getattr(getattr(lang, "core", None), "TRITON_BUILTIN", None)
+    if getattr(patch_builtin, "_listed_once", False):  # installed already
+        return True
+    if patch_builtin is None or patch_attr is None or not isinstance(flag, str):
+        return False
+    listing: Callable[..., Any] = patch_builtin
+    patch: Callable[..., Any] = patch_attr
+    names: dict[tuple[int, tuple[tuple[str, ...], ...]], tuple[Any, list[str]]] = {}
+    missing = object()
+
+    def patch_builtins(pkg: Any, builder: Any, scope: Any) -> None:
+        key = _names_key(pkg)
+        if key is None:
+            return listing(pkg, builder, scope)
+        entry = names.get((id(pkg), key))
+        if entry is None or entry[0] is not pkg:
+            entry = (pkg, [name for name, _ in inspect.getmembers(pkg)])
+            names[(id(pkg), key)] = entry
+        members = [(name, getattr(pkg, name, missing)) for name in entry[1]]
+        if any(member is missing for _, member in members):
+            return listing(pkg, builder, scope)
+        for name, member in members:
+            if getattr(member, flag, False):  # tl.core.is_builtin
+                patch(pkg, name, member, builder, scope)
+        return None
+
+    patch_builtins._listed_once = True  # type: ignore[attr-defined]
+    patch_builtins._eg_original = listing  # type: ignore[attr-defined]
+    setattr(interpreter, "_patch_builtin", patch_builtins)  # noqa: B010
     return True

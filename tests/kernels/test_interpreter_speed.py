@@ -152,3 +152,29 @@ def test_interpreter_semantic_skips_only_no_op_broadcasts_and_casts() -> None:
     assert cast.dtype == tl.float64 and cast.handle.data.dtype == np.float64
     three = semantic._cast_to_computation_type(3, tl.int64)
     assert three.dtype == tl.int64 and three.handle.data.tolist() == [3]
+
+
+def test_builtins_listed_once_patch_what_triton_patches() -> None:
+    """Each launch's patch (``_patch_builtin``, its members listed once per set of names by
+    `kernels.language_patch`) changes the same attributes, in the same order, to the same
+    builtins as Triton's own listing; twice in a row too, and each scope restores them."""
+    interpreter: Any = importlib.import_module("triton.runtime.interpreter")
+    listed = interpreter._patch_builtin
+    assert getattr(listed, "_listed_once", False), "kernels._triton installs it"
+    before = {name: getattr(tl, name) for name in dir(tl)}
+    for pkg in (tl, tl.tensor, tl.math, tl.core, tl.core.tensor_descriptor_base):
+        want = interpreter._LangPatchScope()
+        listed._eg_original(pkg, interpreter.interpreter_builder, want)
+        wanted = [(name, new.__defaults__) for _, name, _ in want._changes
+                  for new in [getattr(pkg, name)]]  # fmt: skip
+        want.restore()
+        for _ in range(2):
+            got = interpreter._LangPatchScope()
+            listed(pkg, interpreter.interpreter_builder, got)
+            assert [
+                (name, getattr(pkg, name).__defaults__) for _, name, _ in got._changes
+            ] == wanted
+            assert [c[:2] for c in got._changes] == [(pkg, name) for name, _ in wanted]
+            got.restore()
+        assert wanted, pkg
+    assert {name: getattr(tl, name) for name in dir(tl)} == before
