@@ -8,8 +8,9 @@ primary log line of that kind, or the reporter's own statement), counted on the 
 `heldout-2.jsonl` (22, gathered before its method change), `heldout-3.jsonl` (20, gathered
 before the second round's rules), `heldout-4.jsonl` (50, gathered before the fourth round's),
 `heldout-5.jsonl` (44, before the fifth round's), `heldout-6.jsonl` (43, before the sixth's),
-`heldout-7.jsonl` (44, before the seventh's), `heldout-8.jsonl` (33, before the eighth's) and
-`heldout-9.jsonl` (50, gathered blind in the ninth), each read once for its report and a dev set
+`heldout-7.jsonl` (44, before the seventh's), `heldout-8.jsonl` (33, before the eighth's),
+`heldout-9.jsonl` (50, gathered blind in the ninth) and `heldout-10.jsonl` (36, gathered blind
+under LABELLING.md's revised border), each read once for its report and a dev set
 since. Rules written after studying a set's misses make its rates optimistic until a later
 held-out set counts them.
 `scripts/triage_eval.py FILES --fit` prints these rows; a test checks that they are what it
@@ -34,24 +35,25 @@ misspelt or fixed-upward acceptance is an acceptance report), then heldout-9 add
 source after its read at 6e2a543, with one change (an engine's refusal of speculative decoding
 on a platform, backend or feature is a mode, `log-spec-refused`) and one taken back (a title
 putting speculative decoding on one platform read as a mode: the reports given with the issue
-label such a crash "other", tests/triage/data/LABELLING.md):
+label such a crash "other", tests/triage/data/LABELLING.md), then heldout-10 added as the tenth
+source after its read at b0b8326, with the eleventh round's two changes (no gain or a slowdown
+with nothing failing names acceptance, not a mode; outputs that differ, a quality or benchmark
+accuracy drop are silent corruption):
 
-    gate            frozen held-2 held-3 held-4 held-5 held-6 held-7 held-8 held-9  committed
-    seen on >= 3     15/20    8/9  14/15  15/18  21/21  15/16   9/11  10/12  13/18  120/140 86 %
-    lower >= 0.50    15/19    8/9  11/12  13/16  17/17  14/15   9/11   9/10  12/16  108/125 86 %
-    lower >= 0.55    14/16    8/8  11/11  11/13  16/16  14/15   8/10    8/9  11/14  101/112 90 %
-    lower >= 0.60    14/16    8/8  11/11    8/9  15/15  13/13   8/10    8/9  11/14   96/105 91 %
-    lower >= 0.65    13/15    8/8  10/10    8/9  14/14  12/12   8/10    7/8  11/14   91/100 91 %
-    lower >= 0.70    13/15    8/8  10/10    8/9  14/14  12/12    7/8    7/8  11/14    90/98 92 %
+    gate            frozen  h-2  h-3  h-4  h-5  h-6  h-7  h-8   h-9  h-10  committed
+    seen on >= 3     16/22  8/9 14/15 16/19 21/21 15/16 10/12 10/13 13/18 8/11 131/156 84 %
+    lower >= 0.50    16/20  8/8 11/12 13/16 16/16 14/15 10/12  9/10 12/16 8/10 117/135 87 %
+    lower >= 0.55    14/16  8/8 11/11 12/14 16/16 14/15  9/11   8/9 12/15  7/9 111/124 90 %
+    lower >= 0.60    14/16  8/8 11/11   8/9 15/15 13/13   8/9   8/9 11/14  7/8 103/112 92 %
+    lower >= 0.65    13/15  8/8 10/10   8/9 14/14 12/12   7/7   7/8 11/14  6/6  96/103 93 %
+    lower >= 0.70    13/15  8/8 10/10   8/9 14/14 12/12   7/7   7/8 10/11  5/5   94/99 95 %
 
-No bound keeps every fold at 90 %: heldout-9's fold is 11 of 14 from 0.55 up (two stated load
-mismatches that were an index and an unisolated crash, a stated hang that was an OOM), and
-heldout-frozen keeps two wrong commits at every bound from 0.55 up. The worst fold is 11 of
-14 (79 %) at every bound from 0.55 to 0.70; of those, 0.70 (COMMIT_LOWER) is right most often
-over all folds (90 of 98; 0.65 was chosen over eight sources, 89 of 95): a kind needs 7 right
+No bound keeps every fold at 90 %: heldout-frozen keeps two wrong commits in 15 at every bound
+from 0.65 up (87 %), and heldout-8 one in 8. The worst fold is 13 of 15 at 0.65 and at 0.70; of
+those, 0.70 (COMMIT_LOWER) is right most often over all folds (94 of 99): a kind needs 7 right
 of 7 (or 12 of 13) to commit. Earlier rounds picked their bounds the same way (0.40 over four
-sets; 0.55 over five; 0.60 over six; 0.70 over seven; 0.65 over eight).
-The heldout-4 to heldout-9 folds are optimistic (their misses were studied): the sixth round's
+sets; 0.55 over five; 0.60 over six; 0.70 over seven; 0.65 over eight; 0.70 over nine).
+The heldout-4 to heldout-10 folds are optimistic (their misses were studied): the sixth round's
 `titled-acceptance` was written after reading heldout-5's acceptance reports read as "other",
 the seventh round's narrowing of a stated "mismatch" (one of a batch or token count is no config
 mismatch) after heldout-6's one wrong commit, its reading of a fix of the draft's weight loading
@@ -60,10 +62,14 @@ or a missing weight as a load failure after two of heldout-6's config mismatches
 as "other", and the ninth round's hang read before memory, its capture failure read as an OOM
 only when memory ran out, and its engine "out of bounds access" after heldout-8's misses, and
 its pool-leak, weight-load and acceptance readings after misses of heldout-frozen, heldout-4 and
-heldout-6 (those folds are optimistic too now), and `log-spec-refused` after one of heldout-9's.
-Kinds that ranked high on the dev sets but were wrong on unseen reports (a reporter saying
-"garbage output" is not an acceptance regression to the maintainers: they file it by its
-mechanism, a mode or a stale read; right 4 times in 16) keep their counts, and a verdict resting
+heldout-6 (those folds are optimistic too now), `log-spec-refused` after one of heldout-9's,
+and the eleventh round's slowdown and corruption spellings after heldout-10's acceptance
+reports read as "other".
+Kinds that ranked high on the dev sets but were wrong on unseen reports keep their counts (a
+reporter saying "garbage output" was filed by its mechanism, a mode or a stale read, by the
+sets gathered before LABELLING.md's revised border, which files silent wrong output as an
+acceptance regression: `stated-corruption` was right 4 times in 16 there, 13 in 26 with
+heldout-10), and a verdict resting
 on one states that low rate (MIN_SUPPORT).
 
 The knowledge base's nearest reports were cross-validated as evidence the same way, each
@@ -83,7 +89,7 @@ import math
 from dataclasses import dataclass
 
 # Where the counts come from (relative to the repository root) and how many reports they hold:
-# the nine held-out sets read once each (issue 29), dev sets now. A set frozen for a later
+# the ten held-out sets read once each (issue 29), dev sets now. A set frozen for a later
 # read is never counted here until that read.
 FIT_SOURCES: tuple[str, ...] = (
     "tests/triage/data/heldout-frozen.jsonl",
@@ -95,8 +101,9 @@ FIT_SOURCES: tuple[str, ...] = (
     "tests/triage/data/heldout-7.jsonl",
     "tests/triage/data/heldout-8.jsonl",
     "tests/triage/data/heldout-9.jsonl",
+    "tests/triage/data/heldout-10.jsonl",
 )
-FIT_REPORTS = 358
+FIT_REPORTS = 394
 
 # The nearest known reports (triage.similar) whose categories are weighed.
 KB_VOTERS = 3
@@ -157,41 +164,41 @@ class KindRate:
 KINDS: dict[str, KindRate] = {
     k.kind: k
     for k in (
-        KindRate(KB_UNANIMOUS, 31, 31),
-        KindRate("stated-hang", 25, 27),
-        KindRate("stated-acceptance-drop", 23, 25),
+        KindRate(KB_UNANIMOUS, 33, 33),
+        KindRate("stated-hang", 26, 28),
+        KindRate("stated-acceptance-drop", 24, 26),
+        KindRate("stated-corruption", 13, 26),
         KindRate("titled-acceptance", 24, 24),
-        KindRate("stated-load-mismatch", 15, 18),
-        KindRate("log-hang-prose", 15, 17),
-        KindRate("stated-corruption", 4, 16),
-        KindRate("stated-memory", 9, 13),
+        KindRate("stated-load-mismatch", 16, 20),
+        KindRate("log-hang-prose", 16, 18),
+        KindRate("stated-memory", 10, 15),
         KindRate("stated-capture", 12, 12),
-        KindRate("log-acceptance-collapsed", 9, 10),
-        KindRate("log-shape", 7, 8),
-        KindRate("stated-oob", 4, 8),
+        KindRate("log-acceptance-collapsed", 10, 11),
+        KindRate("log-shape", 7, 9),
+        KindRate("stated-oob", 5, 9),
+        KindRate("stated-slowdown", 4, 6),
+        KindRate("log-capture-unsupported", 5, 5),
         KindRate("log-stall", 4, 5),
         KindRate("stated-combination", 4, 5),
         KindRate("stated-shrink", 3, 5),
         KindRate("crash-with-outside-feature", 3, 4),
-        KindRate("log-capture-unsupported", 4, 4),
         KindRate("log-index-assert", 3, 4),
         KindRate("log-oom", 4, 4),
+        KindRate("log-shape-tokens", 4, 4),
         KindRate("stated-mode", 3, 4),
         KindRate("stated-stale", 4, 4),
         KindRate("log-copy-overflow", 3, 3),
         KindRate("log-draft-load", 3, 3),
-        KindRate("log-shape-tokens", 3, 3),
         KindRate("log-watchdog", 3, 3),
         KindRate("stated-load-and-mismatch", 3, 3),
         KindRate("log-pool-leak", 2, 2),
-        KindRate("stated-slowdown", 1, 2),
+        KindRate("stated-k-gated", 1, 2),
         KindRate("stated-width-error", 2, 2),
         KindRate("log-fault-during-capture", 1, 1),
         KindRate("log-frames-through-capture", 1, 1),
         KindRate("log-k-limit", 0, 1),
         KindRate("log-spec-refused", 1, 1),
         KindRate("log-stack-dump", 1, 1),
-        KindRate("stated-k-gated", 1, 1),
     )
 }
 
@@ -201,12 +208,12 @@ KINDS: dict[str, KindRate] = {
 TIER_RATES: dict[str, KindRate] = {
     t.kind: t
     for t in (
-        KindRate("between", 2, 16),
-        KindRate("guess", 27, 47),
-        KindRate("named", 152, 189),
-        KindRate("nothing", 53, 106),
+        KindRate("between", 2, 17),
+        KindRate("guess", 31, 53),
+        KindRate("named", 170, 213),
+        KindRate("nothing", 55, 111),
     )
 }
 
 # The knowledge base's top-k vote agreeing with the rules' verdict, on the same reports.
-KB_AGREEMENT = KindRate("kb-vote-agrees", 124, 149)
+KB_AGREEMENT = KindRate("kb-vote-agrees", 133, 162)

@@ -110,6 +110,7 @@ FROZEN = (
         max_outside=3,
         min_each_main=11,
         max_ascend=1,
+        max_per_category=14,
         min_fix_refs=12,
     ),
 )

@@ -95,14 +95,14 @@ def test_no_evidence_is_other_whatever_the_nearest_known_reports_and_never_commi
     assert not any("nearest known reports are filed under" in n for n in r.notes), r.notes
 
 
-def test_slower_with_speculation_and_nothing_failing_is_a_graph_mode_question() -> None:
+def test_slower_with_speculation_and_nothing_failing_is_an_acceptance_question() -> None:
     r = triage_text(
         _ticket(
             "[Performance]: MTP causes 60% latency regression against the same model without it",
             "Decode throughput drops from 90 to 35 tok/s; outputs are correct.",
         )
     )
-    assert r.category == "mode-incompatibility" and "stated-slowdown" in r.evidence_kinds
+    assert r.category == "acceptance-regression" and "stated-slowdown" in r.evidence_kinds
     crash = triage_text(
         _ticket(
             "[Bug] latency regression and a crash with MTP",
