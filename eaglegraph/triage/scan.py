@@ -4,9 +4,10 @@ Reading every line in Python caps out far below disk speed, and so does one big 
 alternation (`re` spends ~10 ns per byte scanning for a set of first characters). What is fast
 is `bytes.find` for a single literal (~1 GB/s). So the log is read in three ways:
 
-- *full* regions: the head (first 1 MiB: startup, config dump, captures), the tail (last
-  512 KiB: how it ended) and one block in 128 of the middle (a sample of periodic metrics) go
-  through the anchor prefilter of every pattern (prose, command lines, metrics included);
+- *full* regions: the head (startup, config dump, captures: up to 1 MiB, ending one block
+  after the block in which the server began serving), the tail (last 512 KiB: how it ended)
+  and one block in 128 of the middle (a sample of periodic metrics) go through the anchor
+  prefilter of every pattern (prose, command lines, metrics included);
 - *trigger* search in the rest: six literals that every failure line carries ("rror",
   "xception", "ssert", "egmentation", "atchdog", "SIGSEGV") are searched with `bytes.find`;
 - *windows*: around every trigger, the preceding 48 KiB and following 16 KiB are read as a
@@ -160,7 +161,13 @@ def scan(
             progress(len(block))
         if head_left > 0:
             head_left -= len(block)
+            serving = state.serving_first_line is not None
             sc.block(block, "full")
+            if serving:
+                # The server was serving before this block began: startup is behind, and what
+                # follows is the middle's kind (metrics and requests, sampled; failures found
+                # by their triggers).
+                head_left = 0
             continue
         window.append(block)
         window_size += len(block)

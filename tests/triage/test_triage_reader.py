@@ -152,6 +152,29 @@ def test_failure_in_the_middle_of_a_big_log_straddling_a_block_boundary(tmp_path
     assert frames and frames[0].line == crash_at + 2
 
 
+def _startup_line(i: int) -> bytes:
+    line = (
+        f"(EngineCore_DP0 pid=88) INFO 04-10 09:00:{i % 60:02d} [loader.py:120] Loading "
+        f"safetensors checkpoint shard {i % 163} of 163"
+    ).encode()
+    return line.ljust(127, b" ") + b"\n"
+
+
+def test_a_long_startup_is_read_in_full_up_to_the_head_limit(tmp_path: Path) -> None:
+    """The head ends one block after serving begins, never before: a startup of 900 KiB (slow
+    shard loading, a DEBUG config dump) keeps its last lines, here the server's version line."""
+    startup = [_startup_line(i) for i in range(900 * 1024 // 128)]
+    version = b"(APIServer pid=1) INFO 04-10 09:05:00 [api_server.py:1805] vLLM API server version 0.19.1\n"
+    serving = [_bulk_line(i) for i in range(2048 * 24)]
+    data = b"".join([*startup, version, *serving])
+    assert len(startup) * 128 < HEAD_BYTES < len(data) - TAIL_BYTES
+    path = tmp_path / "slow-start.log"
+    path.write_bytes(data)
+    result = triage_path(path)
+    assert result.version == "0.19.1"
+    assert result.lines == data.count(b"\n")
+
+
 def test_unreadable_paths_are_bad_input(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="does not exist"):
         triage_path(tmp_path / "missing.log")
