@@ -113,6 +113,16 @@ FROZEN = (
         max_per_category=14,
         min_fix_refs=12,
     ),
+    Frozen(
+        "heldout-11",
+        "cca400530a863be98f89cbe2be27f7edb61bbcbe45d9a9d17ba960fbd8dcf928",
+        min_reports=40,
+        min_served=38,
+        max_outside=0,
+        min_each_main=17,
+        max_ascend=0,
+        min_fix_refs=6,
+    ),
 )
 SETS = pytest.mark.parametrize("held", FROZEN, ids=lambda f: f.name)
 
