@@ -116,7 +116,7 @@ def rule_table(*rows: RuleHead | str) -> tuple[Rule, ...]:
 _COUNT = r"(?:batch(?:[_ ]size)?|bs|token(?:s|[_ ]count)?|num_tokens|seq_?lens?|length)"
 _WIDTH_MISMATCH = (
     r"(?<!batch size )(?<!batch_size )(?<!batch )(?<!token )(?<!tokens )(?<!seqlen )"
-    r"(?<!seq_len )(?<!seq_lens )(?<!length )mismatch(?:es|ed)?"
+    r"(?<!seq_len )(?<!seq_lens )(?<!length )(?<!shape )(?<!shapes )mismatch(?:es|ed)?"
     r"(?! (?:in|of|between) (?:the )?(?:input |padded |real )?" + _COUNT + r"\b)"
 )
 _FAULT = (
@@ -255,7 +255,7 @@ STATEMENTS: tuple[Statement, ...] = (
     Statement(
         "says.mismatch",
         _WIDTH_MISMATCH + r"|hidden[_ ]size|target_hidden_size|vocab(?:_size| size)|head_dim|"
-        r"draft_vocab|shape (?:error|differs)|does not match|doesn't match|"
+        r"draft_vocab|does not match|doesn't match|"
         r"not a valid (?:\w+ )?draft|wrong draft|draft[^.;]{0,20}(?:not|in)compatible|"
         r"does(?:n't| not) fit (?:with |in(?:to)? )?(?:the )?(?:target|draft|model|buffer|logits)|"
         r"too (?:small|large) for|hidden[_ ]states?[_ ]size",

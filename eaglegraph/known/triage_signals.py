@@ -310,7 +310,10 @@ SIGNALS: tuple[SignalSpec, ...] = (
     SignalSpec(
         "hang.narrative",
         NARRATIVE,
-        r"(?i)\b(?:hangs?|hanging|hung|stuck|deadlock(?:ed|s)?|freez(?:es|ing)|frozen|no progress|"
+        # (not vLLM's "This might cause deadlock in distributed execution.", printed above
+        # every worker traceback whether or not anything deadlocks)
+        r"(?i)\b(?:hangs?|hanging|hung|stuck|(?<!might cause )deadlock(?:ed|s)?|freez(?:es|ing)|"
+        r"frozen|no progress|"
         r"never (?:finish|return|complete)s?)\b|(?:100|99)% (?:GPU )?util",
         extra=alternatives(
             "hang|Hang|hung|stuck|Stuck|deadlock|Deadlock|freez|Freez|frozen|no progress|"
@@ -410,12 +413,16 @@ SIGNALS: tuple[SignalSpec, ...] = (
         r"[Ww]eights? (?:were |are )?not initialized from checkpoint|"
         r"Following weights were not initialized|"
         r"Attempted to load weight \(torch\.Size\(\[[\d, ]*\]\)\) into parameter|"
+        # the weight loader's own check, quoted in the traceback: a checkpoint tensor whose
+        # shape is not its parameter's (5 of 5 such reports in the labelled sets are config)
+        r"assert \w+(?:\.data)?\.shape == loaded_weight\.shape|"
         r"(?i:eagle-?3 (?:is )?not supported|(?:does|do) not support eagle-?3)",
         anchors=(
             "KeyError",
             "parameter named",
             "initialized",
             "Attempted to load",
+            "loaded_weight.shape",
             "agle3",
             "agle-3",
             "AGLE3",

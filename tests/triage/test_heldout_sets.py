@@ -121,6 +121,7 @@ FROZEN = (
         max_outside=0,
         min_each_main=17,
         max_ascend=0,
+        max_per_category=26,
         min_fix_refs=6,
     ),
 )
