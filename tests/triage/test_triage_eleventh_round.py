@@ -26,19 +26,39 @@ CRASH = (
 LAUNCH = "```\npython -m engine.serve --model m --speculative-algorithm EAGLE3 --tp 2\n```\n"
 
 
+_SLOWDOWN = "stated-slowdown"
+_CORRUPTION = "stated-corruption"
+
+
 @pytest.mark.parametrize(
-    "sentence",
+    ("kind", "sentence"),
     [
-        "With MTP on there is no speedup at all compared with the plain model.",
-        "EAGLE-3 does not provide any speedup on this card; on the other GPU it is 2x.",
-        "The speedup we measure is only 1.1x and does not reach the published figure.",
-        "Enabling the overlap scheduler with EAGLE decreases performance at every concurrency.",
-        "Decode speed is significantly lower once the draft model is on.",
+        # no gain, or slower, and nothing fails
+        (_SLOWDOWN, "With MTP on there is no speedup at all compared with the plain model."),
+        (
+            _SLOWDOWN,
+            "EAGLE-3 does not provide any speedup on this card; on the other GPU it is 2x.",
+        ),
+        (_SLOWDOWN, "The speedup we measure is only 1.1x and does not reach the published figure."),
+        (
+            _SLOWDOWN,
+            "Enabling the overlap scheduler with EAGLE decreases performance at every load.",
+        ),
+        (_SLOWDOWN, "Decode speed is significantly lower once the draft model is on."),
+        # silent wrong output in other words
+        (
+            _CORRUPTION,
+            "With speculative decoding the output is inconsistent with the output without.",
+        ),
+        (_CORRUPTION, "Using this attention backend with the draft model gives incorrect results."),
+        (_CORRUPTION, "The drafted model produces substantially lower quality outputs."),
+        (_CORRUPTION, "The final tokens seem to be random once drafting is on."),
+        (_CORRUPTION, "MMLU accuracy decreased from 0.86 to 0.31 when MTP was turned on."),
     ],
 )
-def test_no_gain_or_a_slowdown_with_nothing_failing_is_acceptance(sentence: str) -> None:
+def test_a_silent_failure_in_the_reporters_words_is_acceptance(kind: str, sentence: str) -> None:
     r = triage_text(f"[Bug] speculative decoding on our cluster\n\n{sentence}\n\n{LAUNCH}")
-    assert "stated-slowdown" in r.evidence_kinds, r.evidence_kinds
+    assert kind in r.evidence_kinds, r.evidence_kinds
     assert r.category == Category.ACCEPT, r.scores
 
 
@@ -49,22 +69,6 @@ def test_a_slowdown_beside_a_crash_is_not_read_as_acceptance() -> None:
     )
     assert "stated-slowdown" not in r.evidence_kinds, r.evidence_kinds
     assert r.category != Category.ACCEPT, r.scores
-
-
-@pytest.mark.parametrize(
-    "sentence",
-    [
-        "With speculative decoding the output is inconsistent with the output without it.",
-        "Using this attention backend with the draft model gives incorrect results.",
-        "The drafted model produces substantially lower quality outputs.",
-        "The final tokens seem to be random once drafting is on.",
-        "MMLU accuracy decreased from 0.86 to 0.31 when MTP was turned on.",
-    ],
-)
-def test_silent_wrong_output_in_other_words_is_acceptance(sentence: str) -> None:
-    r = triage_text(f"[Bug] speculative decoding on our cluster\n\n{sentence}\n\n{LAUNCH}")
-    assert "stated-corruption" in r.evidence_kinds, r.evidence_kinds
-    assert r.category == Category.ACCEPT, r.scores
 
 
 @pytest.mark.parametrize(
@@ -90,33 +94,26 @@ RUNTIME_SHAPE = (
 
 
 @pytest.mark.parametrize(
-    "title",
+    ("title", "names_a_width"),
     [
-        "[Bugfix] Fix MTP crash with the TP1 model runner due to shape mismatch",
-        "Scoring requests cause shape mismatches in the rejection sampler",
-        "mtp + expert parallel shape mismatch bug fix",
+        ("[Bugfix] Fix MTP crash with the TP1 model runner due to shape mismatch", False),
+        ("Scoring requests cause shape mismatches in the rejection sampler", False),
+        ("mtp + expert parallel shape mismatch bug fix", False),
+        ("EAGLE3 draft fails: hidden_size mismatch between draft and target", True),
+        ("MTP head vocab size does not match the target model", True),
     ],
 )
-def test_a_bare_shape_mismatch_is_no_draft_target_mismatch(title: str) -> None:
+def test_a_shape_mismatch_is_a_draft_target_mismatch_only_with_a_width(
+    title: str, names_a_width: bool
+) -> None:
     """A "shape mismatch" between runtime tensors (batch rows, logits of a feature) says nothing
     of the draft's widths: across the labelled sets such reports were filed 2 of 3 as other
     before heldout-11, 4 more there; the draft/target kind needs a width, vocabulary, weight or
     checkpoint named."""
     r = triage_text(f"{title}\n\n{RUNTIME_SHAPE}")
-    assert "stated-load-mismatch" not in r.evidence_kinds, r.evidence_kinds
-    assert r.category != Category.CONFIG, r.scores
-
-
-@pytest.mark.parametrize(
-    "title",
-    [
-        "EAGLE3 draft fails: hidden_size mismatch between draft and target",
-        "MTP head vocab size does not match the target model",
-    ],
-)
-def test_a_named_width_mismatch_is_still_a_config_mismatch(title: str) -> None:
-    r = triage_text(f"{title}\n\n{RUNTIME_SHAPE}")
-    assert "stated-load-mismatch" in r.evidence_kinds, r.evidence_kinds
+    assert ("stated-load-mismatch" in r.evidence_kinds) == names_a_width, r.evidence_kinds
+    if not names_a_width:
+        assert r.category != Category.CONFIG, r.scores
 
 
 def test_the_weight_loaders_shape_assert_is_a_draft_load_failure() -> None:
