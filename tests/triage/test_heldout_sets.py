@@ -124,6 +124,16 @@ FROZEN = (
         max_per_category=26,
         min_fix_refs=6,
     ),
+    Frozen(
+        "heldout-12",
+        "4d11649acf09538c71bc7b5b13ef4a4dd7bc983378ccc3083a4541e64a0fe9da",
+        min_reports=33,
+        min_served=32,
+        max_outside=0,
+        min_each_main=14,
+        max_ascend=1,
+        min_fix_refs=7,
+    ),
 )
 SETS = pytest.mark.parametrize("held", FROZEN, ids=lambda f: f.name)
 
