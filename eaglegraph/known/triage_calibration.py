@@ -10,10 +10,10 @@ before the second round's rules), `heldout-4.jsonl` (50, gathered before the fou
 `heldout-5.jsonl` (44, before the fifth round's), `heldout-6.jsonl` (43, before the sixth's),
 `heldout-7.jsonl` (44, before the seventh's), `heldout-8.jsonl` (33, before the eighth's),
 `heldout-9.jsonl` (50, gathered blind in the ninth), `heldout-10.jsonl` (36, gathered blind
-under LABELLING.md's revised border) and `heldout-11.jsonl` (40, gathered blind after the
-eleventh round), each read once for its report and a dev set
-since. Rules written after studying a set's misses make its rates optimistic until a later
-held-out set counts them.
+under LABELLING.md's revised border), `heldout-11.jsonl` (40, gathered blind after the
+eleventh round) and `heldout-12.jsonl` (33, gathered blind after the twelfth), each read
+once for its report and a dev set since. Rules written after studying a set's misses make its
+rates optimistic until a later held-out set counts them.
 `scripts/triage_eval.py FILES --fit` prints these rows; a test checks that they are what it
 counts.
 
@@ -42,22 +42,26 @@ with nothing failing names acceptance, not a mode; outputs that differ, a qualit
 accuracy drop are silent corruption), then heldout-11 added as the eleventh source after its
 read at e033889, with the twelfth round's three (a bare "shape mismatch" names no draft/target
 width; the weight loader's `loaded_weight.shape` assert is a load failure; vLLM's "This might
-cause deadlock in distributed execution" above a worker traceback is no hang):
+cause deadlock in distributed execution" above a worker traceback is no hang), then
+heldout-12 added as the twelfth source after its read at ece76ee, with no rule changed:
 
-    gate          frozen h-2   h-3   h-4   h-5   h-6  h-7 h-8   h-9 h-10 h-11 committed
-    seen on >= 3   17/26 11/12 14/15 15/18 22/22 15/16 10/12 10/13 15/23 8/10 4/8 141/175 81 %
-    lower >= 0.50  17/25 8/8 11/11 11/14 15/15 13/14 10/12 8/9 12/16 8/9 3/6   116/139 83 %
-    lower >= 0.55  13/15 8/8 10/10 10/12 15/15 13/14  8/10 7/8 12/16 6/7 3/5   105/120 88 %
-    lower >= 0.60  13/15 8/8 10/10 10/11 14/14 12/12   7/7 7/8 12/15 6/6 3/4   102/110 93 %
-    lower >= 0.65  13/15 8/8 10/10  9/10 14/14 12/12   7/7 7/8 10/11 5/5 2/3    97/103 94 %
-    lower >= 0.70  13/14 8/8 10/10  9/10 14/14 12/12   7/7 7/8 10/11 5/5 2/2    97/101 96 %
+    gate          frozen h-2 h-3   h-4   h-5   h-6  h-7 h-8   h-9 h-10 h-11 h-12 committed
+    seen on >= 3   17/26 11/13 14/15 15/18 22/23 18/20 10/13 10/14 15/24 8/10 4/9 7/10 151/195
+    lower >= 0.50  17/25 8/9 10/10 11/14 15/15 16/17 10/12  8/10 14/22 7/9 3/6 6/9   125/158
+    lower >= 0.55  14/22 8/8 10/10 10/12 15/15 14/15   7/7   8/9 11/13 6/6 3/4 6/7   112/128
+    lower >= 0.60  13/15 8/8 10/10 10/11 14/14 12/12   7/7   7/8 11/12 6/6 3/4 5/6   106/113
+    lower >= 0.65  13/15 8/8 10/10  9/10 14/14 12/12   7/7   7/8 10/11 5/5 2/3 5/6   102/109
+    lower >= 0.70  13/14 8/8 10/10  9/10 14/14 12/12   7/7   7/8 10/11 5/5 2/2 5/6   102/107
 
-No bound keeps every fold at 90 %: heldout-8 keeps one wrong commit in 8 (87.5 %) at every
-bound from 0.55 up. Among the bounds whose worst fold is that 7 of 8 (0.55 to 0.70), 0.70
-(COMMIT_LOWER) is right most often over all folds (97 of 101): a kind needs 7 right of 7 (or
-12 of 13) to commit. Earlier rounds picked their bounds the same way (0.40 over four sets; 0.55
-over five; 0.60 over six; 0.70 over seven; 0.65 over eight; 0.70 over nine and over ten).
-The heldout-4 to heldout-11 folds are optimistic (their misses were studied): the sixth round's
+(committed right/n on the source left out; all: 77 %, 79 %, 88 %, 94 %, 94 %, 95 %.) No bound
+keeps every fold at 90 %: heldout-12 keeps one wrong commit in 6 (a stated hang that was a
+FlashInfer workspace report) and heldout-8 one in 8 at every bound from 0.60 up. Among the
+bounds whose worst fold is that 5 of 6 (0.60 to 0.70), 0.70 (COMMIT_LOWER) is right most often
+over all folds (102 of 107): a kind needs 7 right of 7 (or 12 of 13) to commit. Earlier rounds
+picked their bounds the same way (0.40 over four sets; 0.55 over five; 0.60 over six; 0.70
+over seven; 0.65 over eight; 0.70 over nine, ten and eleven).
+The heldout-4 to heldout-11 folds are optimistic (their misses were studied; heldout-12's is
+not: no rule followed its read): the sixth round's
 `titled-acceptance` was written after reading heldout-5's acceptance reports read as "other",
 the seventh round's narrowing of a stated "mismatch" (one of a batch or token count is no config
 mismatch) after heldout-6's one wrong commit, its reading of a fix of the draft's weight loading
@@ -73,8 +77,8 @@ config mismatches and a hang.
 Kinds that ranked high on the dev sets but were wrong on unseen reports keep their counts (a
 reporter saying "garbage output" was filed by its mechanism, a mode or a stale read, by the
 sets gathered before LABELLING.md's revised border, which files silent wrong output as an
-acceptance regression: `stated-corruption` was right 4 times in 16 there, 18 in 31 with
-heldout-10 and heldout-11), and a verdict resting
+acceptance regression: `stated-corruption` was right 4 times in 16 there, 21 in 34 with
+heldout-10 to heldout-12), and a verdict resting
 on one states that low rate (MIN_SUPPORT).
 
 The knowledge base's nearest reports were cross-validated as evidence the same way, each
@@ -94,7 +98,7 @@ import math
 from dataclasses import dataclass
 
 # Where the counts come from (relative to the repository root) and how many reports they hold:
-# the eleven held-out sets read once each (issue 29), dev sets now. A set frozen for a later
+# the twelve held-out sets read once each (issue 29), dev sets now. A set frozen for a later
 # read is never counted here until that read.
 FIT_SOURCES: tuple[str, ...] = (
     "tests/triage/data/heldout-frozen.jsonl",
@@ -108,8 +112,9 @@ FIT_SOURCES: tuple[str, ...] = (
     "tests/triage/data/heldout-9.jsonl",
     "tests/triage/data/heldout-10.jsonl",
     "tests/triage/data/heldout-11.jsonl",
+    "tests/triage/data/heldout-12.jsonl",
 )
-FIT_REPORTS = 434
+FIT_REPORTS = 467
 
 # The nearest known reports (triage.similar) whose categories are weighed.
 KB_VOTERS = 3
@@ -170,20 +175,21 @@ class KindRate:
 KINDS: dict[str, KindRate] = {
     k.kind: k
     for k in (
-        KindRate(KB_UNANIMOUS, 35, 35),
-        KindRate("stated-corruption", 18, 31),
-        KindRate("stated-hang", 26, 28),
+        KindRate(KB_UNANIMOUS, 39, 39),
+        KindRate("stated-corruption", 21, 34),
+        KindRate("stated-hang", 27, 30),
         KindRate("stated-acceptance-drop", 25, 27),
         KindRate("titled-acceptance", 25, 25),
-        KindRate("log-hang-prose", 16, 18),
-        KindRate("stated-load-mismatch", 12, 16),
-        KindRate("stated-memory", 10, 15),
+        KindRate("log-hang-prose", 16, 19),
+        KindRate("stated-load-mismatch", 13, 19),
+        KindRate("stated-memory", 12, 17),
         KindRate("log-acceptance-collapsed", 11, 13),
         KindRate("stated-capture", 12, 12),
+        KindRate("log-shape", 8, 11),
         KindRate("stated-oob", 5, 10),
-        KindRate("log-shape", 7, 9),
+        KindRate("stated-shrink", 4, 7),
         KindRate("log-capture-unsupported", 6, 6),
-        KindRate("stated-shrink", 3, 6),
+        KindRate("log-oom", 6, 6),
         KindRate("stated-slowdown", 4, 6),
         KindRate("crash-with-outside-feature", 4, 5),
         KindRate("log-draft-load", 5, 5),
@@ -191,10 +197,9 @@ KINDS: dict[str, KindRate] = {
         KindRate("log-watchdog", 4, 5),
         KindRate("stated-combination", 4, 5),
         KindRate("stated-mode", 3, 5),
+        KindRate("stated-stale", 5, 5),
         KindRate("log-index-assert", 3, 4),
-        KindRate("log-oom", 4, 4),
         KindRate("log-shape-tokens", 4, 4),
-        KindRate("stated-stale", 4, 4),
         KindRate("log-copy-overflow", 3, 3),
         KindRate("log-pool-leak", 2, 2),
         KindRate("log-spec-refused", 1, 2),
@@ -214,12 +219,12 @@ KINDS: dict[str, KindRate] = {
 TIER_RATES: dict[str, KindRate] = {
     t.kind: t
     for t in (
-        KindRate("between", 2, 18),
-        KindRate("guess", 39, 63),
-        KindRate("named", 178, 227),
-        KindRate("nothing", 63, 126),
+        KindRate("between", 2, 20),
+        KindRate("guess", 41, 67),
+        KindRate("named", 188, 240),
+        KindRate("nothing", 68, 140),
     )
 }
 
 # The knowledge base's top-k vote agreeing with the rules' verdict, on the same reports.
-KB_AGREEMENT = KindRate("kb-vote-agrees", 140, 171)
+KB_AGREEMENT = KindRate("kb-vote-agrees", 148, 180)
