@@ -37,13 +37,19 @@ def _language_modules(fn: Callable[..., Any], lang: Any) -> frozenset[int]:
     return frozenset(id(v) for v in fn.__globals__.values() if v is lang or v is lang.core)
 
 
+def _interpreter() -> Any:
+    """Triton's interpreter module, or None where this Triton has none (each patch below then
+    finds nothing to wrap and leaves Triton alone)."""
+    try:
+        return importlib.import_module("triton.runtime.interpreter")
+    except ImportError:  # pragma: no cover - every supported triton has it
+        return None
+
+
 def patch_once_per_launch() -> bool:
     """Install the skip (see the module docstring); False where Triton's interpreter lacks
     the pieces it wraps, which are then left alone."""
-    try:
-        interpreter = importlib.import_module("triton.runtime.interpreter")
-    except ImportError:  # pragma: no cover - every supported triton has it
-        return False
+    interpreter = _interpreter()
     patch = getattr(interpreter, "_patch_lang", None)
     grid = getattr(interpreter, "GridExecutor", None)
     lang = getattr(interpreter, "tl", None)
@@ -101,10 +107,7 @@ def list_members_once() -> bool:
     per set of names and reads the members by those names: the same members, in the same
     order, patched the same way. Where a name cannot be read (or ``dir`` could list others),
     Triton's own listing runs. False where the interpreter lacks what this wraps."""
-    try:
-        interpreter = importlib.import_module("triton.runtime.interpreter")
-    except ImportError:  # pragma: no cover - every supported triton has it
-        return False
+    interpreter = _interpreter()
     patch_builtin = getattr(interpreter, "_patch_builtin", None)
     patch_attr = getattr(interpreter, "_patch_attr", None)
     lang = getattr(interpreter, "tl", None)
