@@ -43,25 +43,30 @@ accuracy drop are silent corruption), then heldout-11 added as the eleventh sour
 read at e033889, with the twelfth round's three (a bare "shape mismatch" names no draft/target
 width; the weight loader's `loaded_weight.shape` assert is a load failure; vLLM's "This might
 cause deadlock in distributed execution" above a worker traceback is no hang), then
-heldout-12 added as the twelfth source after its read at ece76ee, with no rule changed:
+heldout-12 added as the twelfth source after its read at ece76ee, with no rule changed, then
+the thirteenth round's spellings of classes already held, counted over every labelled file
+before the change (a slowdown as "no acceleration", "Nx slower", "slower than the vanilla",
+and a "shorter accept length": acceptance, 6 of 6; an attention backend's auto-selection for
+spec decode: mode, 2 of 2; a failure stated before its K threshold: mode, 1 of 1; Ascend's
+aclgraph and "入图 报错": capture, 4 of 5; a KV or draft pool sized or estimated wrong: memory;
+613 labelled reports 438 -> 449 right, no verdict lost, 4 more commits, all right):
 
     gate          frozen h-2 h-3   h-4   h-5   h-6  h-7 h-8   h-9 h-10 h-11 h-12 committed
-    seen on >= 3   17/26 11/13 14/15 15/18 22/23 18/20 10/13 10/14 15/24 8/10 4/9 7/10 151/195
-    lower >= 0.50  17/25 8/9 10/10 11/14 15/15 16/17 10/12  8/10 14/22 7/9 3/6 6/9   125/158
-    lower >= 0.55  14/22 8/8 10/10 10/12 15/15 14/15   7/7   8/9 11/13 6/6 3/4 6/7   112/128
-    lower >= 0.60  13/15 8/8 10/10 10/11 14/14 12/12   7/7   7/8 11/12 6/6 3/4 5/6   106/113
-    lower >= 0.65  13/15 8/8 10/10  9/10 14/14 12/12   7/7   7/8 10/11 5/5 2/3 5/6   102/109
-    lower >= 0.70  13/14 8/8 10/10  9/10 14/14 12/12   7/7   7/8 10/11 5/5 2/2 5/6   102/107
+    seen on >= 3   17/26 11/13 14/15 18/21 22/23 18/20 12/15 10/14 15/24 11/13 4/9 13/16 165/209
+    lower >= 0.50  17/26 8/9 11/11 14/17 17/17 17/18 11/13  8/11 14/22 7/9 3/6 8/11  135/170
+    lower >= 0.55  14/23 8/9 10/10 12/14 15/15 14/15   7/7  8/11 11/13 6/7 3/4 8/9   116/137
+    lower >= 0.60  14/19 8/8 10/10 12/13 14/14 12/12   7/7   7/9 11/12 6/6 3/4 7/8   111/122
+    lower >= 0.65  13/15 8/8 10/10 11/12 14/14 12/12   7/7   7/8 10/11 5/5 2/3 7/8   106/113
+    lower >= 0.70  13/14 8/8 10/10 11/12 14/14 12/12   7/7   7/8 10/11 5/5 2/2 7/8   106/111
 
-(committed right/n on the source left out; all: 77 %, 79 %, 88 %, 94 %, 94 %, 95 %.) No bound
-keeps every fold at 90 %: heldout-12 keeps one wrong commit in 6 (a stated hang that was a
-FlashInfer workspace report) and heldout-8 one in 8 at every bound from 0.60 up. Among the
-bounds whose worst fold is that 5 of 6 (0.60 to 0.70), 0.70 (COMMIT_LOWER) is right most often
-over all folds (102 of 107): a kind needs 7 right of 7 (or 12 of 13) to commit. Earlier rounds
-picked their bounds the same way (0.40 over four sets; 0.55 over five; 0.60 over six; 0.70
-over seven; 0.65 over eight; 0.70 over nine, ten and eleven).
-The heldout-4 to heldout-11 folds are optimistic (their misses were studied; heldout-12's is
-not: no rule followed its read): the sixth round's
+(committed right/n on the source left out; all: 79 %, 79 %, 85 %, 91 %, 94 %, 95 %.) No bound
+keeps every fold at 90 %: heldout-12 keeps one wrong commit in 8 (a stated hang that was a
+FlashInfer workspace report) and heldout-8 one in 8 at every bound from 0.65 up. Among the
+bounds whose worst fold is that 7 of 8 (0.65 has 2 of 3 on heldout-11; 0.70 has none worse),
+0.70 (COMMIT_LOWER) is right most often over all folds (106 of 111): a kind needs 7 right of 7
+(or 12 of 13) to commit. Earlier rounds picked their bounds the same way (0.40 over four sets;
+0.55 over five; 0.60 over six; 0.70 over seven; 0.65 over eight; 0.70 over nine to twelve).
+The heldout-4 to heldout-12 folds are optimistic (their misses were studied): the sixth round's
 `titled-acceptance` was written after reading heldout-5's acceptance reports read as "other",
 the seventh round's narrowing of a stated "mismatch" (one of a batch or token count is no config
 mismatch) after heldout-6's one wrong commit, its reading of a fix of the draft's weight loading
@@ -72,8 +77,9 @@ only when memory ran out, and its engine "out of bounds access" after heldout-8'
 its pool-leak, weight-load and acceptance readings after misses of heldout-frozen, heldout-4 and
 heldout-6 (those folds are optimistic too now), `log-spec-refused` after one of heldout-9's,
 the eleventh round's slowdown and corruption spellings after heldout-10's acceptance
-reports read as "other", and the twelfth round's after heldout-11's "other" reports read as
-config mismatches and a hang.
+reports read as "other", the twelfth round's after heldout-11's "other" reports read as
+config mismatches and a hang, and the thirteenth round's after heldout-12's acceptance, mode
+and memory reports read as "other".
 Kinds that ranked high on the dev sets but were wrong on unseen reports keep their counts (a
 reporter saying "garbage output" was filed by its mechanism, a mode or a stale read, by the
 sets gathered before LABELLING.md's revised border, which files silent wrong output as an
@@ -175,35 +181,35 @@ class KindRate:
 KINDS: dict[str, KindRate] = {
     k.kind: k
     for k in (
-        KindRate(KB_UNANIMOUS, 39, 39),
+        KindRate(KB_UNANIMOUS, 41, 41),
         KindRate("stated-corruption", 21, 34),
         KindRate("stated-hang", 27, 30),
-        KindRate("stated-acceptance-drop", 25, 27),
+        KindRate("stated-acceptance-drop", 27, 29),
         KindRate("titled-acceptance", 25, 25),
         KindRate("log-hang-prose", 16, 19),
         KindRate("stated-load-mismatch", 13, 19),
-        KindRate("stated-memory", 12, 17),
+        KindRate("stated-memory", 14, 19),
+        KindRate("stated-capture", 14, 14),
         KindRate("log-acceptance-collapsed", 11, 13),
-        KindRate("stated-capture", 12, 12),
         KindRate("log-shape", 8, 11),
         KindRate("stated-oob", 5, 10),
+        KindRate("stated-slowdown", 8, 10),
+        KindRate("stated-mode", 5, 7),
         KindRate("stated-shrink", 4, 7),
         KindRate("log-capture-unsupported", 6, 6),
         KindRate("log-oom", 6, 6),
-        KindRate("stated-slowdown", 4, 6),
         KindRate("crash-with-outside-feature", 4, 5),
         KindRate("log-draft-load", 5, 5),
         KindRate("log-stall", 4, 5),
         KindRate("log-watchdog", 4, 5),
         KindRate("stated-combination", 4, 5),
-        KindRate("stated-mode", 3, 5),
         KindRate("stated-stale", 5, 5),
         KindRate("log-index-assert", 3, 4),
         KindRate("log-shape-tokens", 4, 4),
         KindRate("log-copy-overflow", 3, 3),
+        KindRate("stated-k-gated", 2, 3),
         KindRate("log-pool-leak", 2, 2),
         KindRate("log-spec-refused", 1, 2),
-        KindRate("stated-k-gated", 1, 2),
         KindRate("stated-width-error", 2, 2),
         KindRate("log-fault-during-capture", 1, 1),
         KindRate("log-frames-through-capture", 1, 1),
@@ -221,10 +227,10 @@ TIER_RATES: dict[str, KindRate] = {
     for t in (
         KindRate("between", 2, 20),
         KindRate("guess", 41, 67),
-        KindRate("named", 188, 240),
-        KindRate("nothing", 68, 140),
+        KindRate("named", 199, 251),
+        KindRate("nothing", 68, 129),
     )
 }
 
 # The knowledge base's top-k vote agreeing with the rules' verdict, on the same reports.
-KB_AGREEMENT = KindRate("kb-vote-agrees", 148, 180)
+KB_AGREEMENT = KindRate("kb-vote-agrees", 152, 183)

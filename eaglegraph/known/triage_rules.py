@@ -139,7 +139,9 @@ _CAPTURE_WORD = r"captur(?:e|es|ed|ing)?\b(?![ _-]sizes?)"
 GRAPH_CAPTURE = (
     r"(?:(?:(?:cuda[- ]?)?graphs?|cudagraphs?)[- ](?:\w+[- ])?" + _CAPTURE_WORD + "|"
     r"captur\w* (?:of )?(?:the )?(?:\w+ )?(?:cuda[- ]?)?graphs?|stream " + _CAPTURE_WORD + "|"
-    r"(?:draft|target|decode|prefill|verify|speculator)[- ](?:\w+[- ])?" + _CAPTURE_WORD + ")"
+    r"(?:draft|target|decode|prefill|verify|speculator)[- ](?:\w+[- ])?" + _CAPTURE_WORD + "|"
+    # vllm-ascend's and xLLM's graph mode (aclgraph) and the Chinese "into the graph" (入图)
+    r"\baclgraph\w*|AclGraph::capture|入图)"
 )
 
 # The drafts' acceptance as a metric, in words ("acceptance rate", "accept length", "35 %
@@ -198,7 +200,10 @@ STATEMENTS: tuple[Statement, ...] = (
         r"over-?allocation|blow-?up|pressure|growth|footprint|estimat\w*)|"
         r"(?:graph )?memory pool|pool (?:conflict|aliasing)|KV cache (?:over-?allocation|"
         r"shr[iu]nk\w*|budget)|more memory than|(?:graph|pool) memory|waste\w* memory|"
-        r"large[^.;]{0,20}memory|memory (?:consumption|overhead|waste)",
+        r"large[^.;]{0,20}memory|memory (?:consumption|overhead|waste)|"
+        # a KV or draft pool sized or estimated wrong
+        r"(?:KV[- ]?cache|KV pool|draft (?:KV )?pool)s? (?:estimat\w*|sizing|accounting)|"
+        r"\bsiz(?:e|es|ing) (?:the )?(?:\w+ ){0,2}(?:KV[- ]?cache|KV pool|draft (?:KV )?pool)",
         "memory: an allocation failed, a budget was wrong, or a graph pool was shared badly",
     ),
     Statement(
@@ -215,7 +220,7 @@ STATEMENTS: tuple[Statement, ...] = (
         + GRAPH_CAPTURE
         + "|"
         + GRAPH_CAPTURE
-        + r"[^.;]{0,50}?(?:fails?|failed|failure|crash\w*|errors?\b|aborts?)|"
+        + r"[^.;]{0,50}?(?:fails?|failed|failure|crash\w*|errors?\b|aborts?|报错|失败|崩溃)|"
         r"fails? (?:\w+ ){0,4}(?:cuda[- ]?)?graph (?:\w+ ){0,2}capture|"
         r"(?:cuda[- ]?)?graph (?:build|building|construction|creation|init\w*)[^.;]{0,20}"
         r"(?:fail\w*|error)|\bfix(?:es|ed)?\b[^.;]{0,50}" + GRAPH_CAPTURE,
@@ -290,7 +295,11 @@ STATEMENTS: tuple[Statement, ...] = (
         r"support (?:for )?(?:full|piecewise) (?:cuda[- ]?graphs?|cudagraphs?)|decode-only full|"
         r"(?:do not|don't|never|avoid|skip|coerce\w*)[^.;]{0,40}?\b(?:FULL|PIECEWISE)"
         r"(?:[- _](?:DECODE_ONLY|decode))?[- _](?:cuda[- ]?graphs?|cudagraphs?|captur\w*|dispatch)|"
-        r"(?:不能|无法)(?:同时)?(?:开启|启用|使用|打开)?\s*(?:FULL\w*|PIECEWISE)",
+        r"(?:不能|无法)(?:同时)?(?:开启|启用|使用|打开)?\s*(?:FULL\w*|PIECEWISE)|"
+        # the engine resolves the wrong attention backend for spec decode (LABELLING.md's
+        # narrow mode class: a mis-resolved backend)
+        r"(?:attention|backend|attn|_mha)[^.;\n]{0,20}auto-?select\w*|"
+        r"auto-?select\w*[^.;\n]{0,30}(?:attention|backend)",
         "the engine cannot run the requested graph mode for this backend or draft (a fix that "
         "steers spec decode off a FULL or PIECEWISE graph says the same)",
     ),
@@ -318,6 +327,7 @@ STATEMENTS: tuple[Statement, ...] = (
         r"(?:to )?(?:exactly )?1\.0|"
         r"\b0 ?% (?:\w+ ){0,2}accept[ae]nce|(?:very )?low acceptance|"
         r"(?:worse|lower|poor|reduced|degraded)\w* (?:\w+ ){0,2}accept[ae]nce|"
+        r"(?:shorter|smaller|lower) (?:\w+ ){0,2}accept(?:ed|ance)?[ _](?:length|len)\b|"
         r"(?:better|higher) accept[ae]nce[^.;]{0,40}\bthan\b|"
         r"accept[ae]nce (?:rate|length)s?[^.;]{0,20}(?:drops?|dropped|fell|falls|decreas\w*|"
         r"decay\w*|declin\w*)|"
@@ -352,7 +362,11 @@ STATEMENTS: tuple[Statement, ...] = (
         r"\bno speed-?up|(?:not|never) (?:provide|give|bring|get|see)s? (?:any |a )?speed-?up|"
         r"speed-?up[^.;]{0,40}(?:only|(?:does not|doesn't|did not|didn't|fails? to) reach)|"
         r"decreas\w* (?:the )?performance|performance (?:drops?|degrad\w*|regress\w*)|"
-        r"(?:speed|throughput) (?:was |is )?significantly (?:lower|slower)",
+        r"(?:speed|throughput) (?:was |is )?significantly (?:lower|slower)|"
+        r"\bno (?:acceleration|speed(?:-?up)? (?:gain|benefit|improvement))|"
+        r"\d+(?:\.\d+)?\s*[x×]\s*slower|"
+        r"slower than (?:the )?(?:vanilla|baseline|plain|non-?spec\w*|normal)|"
+        r"discrepanc\w* (?:in|of|between) (?:the )?speed-?ups?",
         "speculative decoding runs but gains nothing or runs slower, and nothing fails: the "
         "drafts pay for less than they cost",
     ),
@@ -381,6 +395,7 @@ STATEMENTS: tuple[Statement, ...] = (
     Statement(
         "says.k-gated",
         KNOB + r"\s*(?:>=|>|≥)\s*\d[^.;]{0,60}?(?:crash|fail|error|IMA|illegal)|"
+        r"(?:crash|fail|error|IMA|illegal)\w*[^.;]{0,40}?" + KNOB + r"\s*(?:>=|≥)\s*\d|"
         r"(?:gated on|depends on|only (?:with|for|when)) (?:the )?(?:draft )?"
         r"(?:depth|steps|num_speculative_tokens|k)\b|" + KNOB + r"\s*>\s*\d",
         "the failure depends on the number of speculative tokens (a threshold, `k >= 2 crashes`, "
