@@ -354,6 +354,17 @@ STATEMENTS: tuple[Statement, ...] = (
         title_only=True,
     ),
     Statement(
+        "says.draft-config-titled",
+        r"(?:draft|\bMTP\b|eagle\d?|speculat\w*)[^.\n]{0,40}(?:model mapping|architecture|"
+        r"\barch\b|checkpoint|model path|n_predict)|"
+        r"(?:model mapping|architecture|\barch\b|checkpoint)[^.\n]{0,30}(?:draft|\bMTP\b|eagle)",
+        "the title is about how the engine finds or reads the draft (its architecture, model "
+        "mapping, checkpoint, path or n_predict): a draft the engine does not recognise or read "
+        "right is a config mismatch (LABELLING.md; 4 of 6 such titles were filed so, the other "
+        "two beside stronger evidence of acceptance and capture)",
+        title_only=True,
+    ),
+    Statement(
         "says.slowdown",
         r"(?:latency|throughput|decode speed|tok/s|tokens/s)[^.;]{0,30}"
         r"(?:regress\w*|drops?|dropped|worse|lower)|"
@@ -519,6 +530,8 @@ RULES: tuple[Rule, ...] = rule_table(
     "drafts accepted less often, no crash",
     ("titled-acceptance", ACCEPT, 2.0, "says.acceptance-titled !ctx.log-fault"),
     "the title is about the drafts' acceptance rate or length and names no failure",
+    ("titled-draft-config", CONFIG, 2.0, "says.draft-config-titled"),
+    "the title is about how the engine finds or reads the draft's model",
     ("stated-hang", HANG, 2.0, "says.hang !ctx.log-fault"),
     "the reporter describes a step that never returns",
     ("stated-mode", MODE, 2.0, "says.mode"),

@@ -9,7 +9,9 @@ before the change (`triage_calibration`'s docstring has the table):
 - a failure stated before the threshold of speculative tokens ("fails for
   num_speculative_tokens>=3") gates on K as much as the other order does;
 - Ascend's graph mode (aclgraph, "入图" with "报错") fails in capture (4 of 5 capture);
-- a KV or draft pool sized or estimated wrong is memory.
+- a KV or draft pool sized or estimated wrong is memory;
+- a title about how the engine finds or reads the draft (its architecture, model mapping,
+  checkpoint, path, n_predict) is a config mismatch (4 of 6 such titles).
 
 Each test reads text written for the test (no dev-set report), so it checks the class.
 """
@@ -113,3 +115,26 @@ def test_a_pool_sized_wrong_is_memory(sentence: str) -> None:
     r = triage_text(f"[Bug] speculative decoding\n\n{sentence}\n\n{LAUNCH}")
     assert "stated-memory" in r.evidence_kinds, r.evidence_kinds
     assert r.category == Category.OOM, r.scores
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "[Bugfix] Add FooV4ForCausalLM to the MTP draft model mapping",
+        "Fix: auto-detect the MTP draft model path for speculative decoding",
+        "[Bugfix] BarMTP: select the checkpoint MTP layer by its index",
+        "[Spec Decode] Default num_speculative_tokens from the draft's n_predict",
+    ],
+)
+def test_a_title_about_reading_the_draft_is_a_config_mismatch(title: str) -> None:
+    r = triage_text(f"{title}\n\nThe draft does not come up as the target expects.\n\n{LAUNCH}")
+    assert "titled-draft-config" in r.evidence_kinds, r.evidence_kinds
+    assert r.category == Category.CONFIG, r.scores
+
+
+def test_the_draft_reading_statement_is_read_from_the_title_only() -> None:
+    r = triage_text(
+        "[Bug] the server stops answering\n\n"
+        "We load the MTP draft from its checkpoint; after an hour every request hangs.\n\n" + LAUNCH
+    )
+    assert "titled-draft-config" not in r.evidence_kinds, r.evidence_kinds
