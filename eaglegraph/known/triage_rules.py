@@ -299,7 +299,11 @@ STATEMENTS: tuple[Statement, ...] = (
         # the engine resolves the wrong attention backend for spec decode (LABELLING.md's
         # narrow mode class: a mis-resolved backend)
         r"(?:attention|backend|attn|_mha)[^.;\n]{0,20}auto-?select\w*|"
-        r"auto-?select\w*[^.;\n]{0,30}(?:attention|backend)",
+        r"auto-?select\w*[^.;\n]{0,30}(?:attention|backend)|"
+        # a fix that turns the draft's graphs on or off for a backend or a mode
+        r"(?:skip|disabl|enabl)\w* (?:the )?(?:[\w-]+ ){0,2}(?:cuda[- ]?graphs?|cudagraphs?) "
+        r"(?:for|on|when|under) [^.;\n]{0,30}(?:draft\w*|eagle|spec\w*|\bmtp\b|backend|"
+        r"FlashAttention|FlashInfer|eager)",
         "the engine cannot run the requested graph mode for this backend or draft (a fix that "
         "steers spec decode off a FULL or PIECEWISE graph says the same)",
     ),

@@ -11,7 +11,9 @@ before the change (`triage_calibration`'s docstring has the table):
 - Ascend's graph mode (aclgraph, "入图" with "报错") fails in capture (4 of 5 capture);
 - a KV or draft pool sized or estimated wrong is memory;
 - a title about how the engine finds or reads the draft (its architecture, model mapping,
-  checkpoint, path, n_predict) is a config mismatch (4 of 6 such titles).
+  checkpoint, path, n_predict) is a config mismatch (4 of 6 such titles);
+- a fix that turns the draft's CUDA graphs on or off for a backend or mode is the narrow mode
+  class (2 of 2).
 
 Each test reads text written for the test (no dev-set report), so it checks the class.
 """
@@ -138,3 +140,25 @@ def test_the_draft_reading_statement_is_read_from_the_title_only() -> None:
         "We load the MTP draft from its checkpoint; after an hour every request hangs.\n\n" + LAUNCH
     )
     assert "titled-draft-config" not in r.evidence_kinds, r.evidence_kinds
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "[Bugfix] skip cuda graph for the drafter when running with eager",
+        "[Spec] Enable draft-extend CUDA graph on FlashAttention via backend capability",
+        "Disable CUDA graphs for MTP drafts under the triton backend",
+    ],
+)
+def test_a_fix_that_turns_the_drafts_graphs_on_or_off_is_a_mode(title: str) -> None:
+    r = triage_text(f"{title}\n\nThe draft step does not run as configured.\n\n{LAUNCH}")
+    assert "stated-mode" in r.evidence_kinds, r.evidence_kinds
+    assert r.category == Category.MODE, r.scores
+
+
+def test_skipping_graph_padded_positions_is_not_a_mode() -> None:
+    r = triage_text(
+        "[Bugfix] Skip CUDA-graph padded positions in the eagle draft step kernel\n\n"
+        "Padded rows were read by the kernel.\n\n" + LAUNCH
+    )
+    assert "stated-mode" not in r.evidence_kinds, r.evidence_kinds
