@@ -134,6 +134,16 @@ FROZEN = (
         max_ascend=1,
         min_fix_refs=7,
     ),
+    Frozen(
+        "heldout-13",
+        "cf6e54c6dd63e35a43aacc0617509fd98eea2b0d41962f4d2175019e1257c437",
+        min_reports=37,
+        min_served=36,
+        max_outside=0,
+        min_each_main=16,
+        max_ascend=0,
+        min_fix_refs=15,
+    ),
 )
 SETS = pytest.mark.parametrize("held", FROZEN, ids=lambda f: f.name)
 
