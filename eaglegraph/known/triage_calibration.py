@@ -11,8 +11,9 @@ before the second round's rules), `heldout-4.jsonl` (50, gathered before the fou
 `heldout-7.jsonl` (44, before the seventh's), `heldout-8.jsonl` (33, before the eighth's),
 `heldout-9.jsonl` (50, gathered blind in the ninth), `heldout-10.jsonl` (36, gathered blind
 under LABELLING.md's revised border), `heldout-11.jsonl` (40, gathered blind after the
-eleventh round) and `heldout-12.jsonl` (33, gathered blind after the twelfth), each read
-once for its report and a dev set since. Rules written after studying a set's misses make its
+eleventh round), `heldout-12.jsonl` (33, gathered blind after the twelfth) and
+`heldout-13.jsonl` (37, gathered blind while the thirteenth was written, read after it), each
+read once for its report and a dev set since. Rules written after studying a set's misses make its
 rates optimistic until a later held-out set counts them.
 `scripts/triage_eval.py FILES --fit` prints these rows; a test checks that they are what it
 counts.
@@ -52,24 +53,32 @@ spec decode, and a fix turning the draft's graphs on or off for a backend or mod
 aclgraph and "入图 报错": capture, 4 of 5; a KV or draft pool sized or estimated wrong: memory;
 a title about how the engine finds or reads the draft, its architecture, mapping, checkpoint,
 path or n_predict: config, 4 of 6; 613 labelled reports 438 -> 455 right, no verdict lost, 4
-more commits, all right):
+more commits, all right; leave-one-source-out 106 of 111 at 0.70). Then heldout-13 added as the thirteenth source after its read at 565d613 (54 % as a ticket,
+3 of 4 commits right), with the fourteenth round's spellings, counted the same way (silent wrong
+output as greedy output changed, a silent wrong read "with no error", truncated output, an
+accuracy loss, a sampling setting spec decode does not apply; no token ever accepted; "doesn't
+show throughput improvement"; a draft model_type missing from an allow-list or a missing
+`*_config` field: 650 labelled reports 475 -> 485 right, no verdict lost, 2 more commits, both
+right):
 
-    gate          frozen h-2 h-3   h-4   h-5   h-6  h-7 h-8   h-9 h-10 h-11 h-12 committed
-    seen on >= 3   17/26 11/13 14/15 18/21 24/25 18/20 12/15 10/14 15/24 13/14 4/9 13/16 169/212
-    lower >= 0.50  17/26 8/9 11/12 14/17 17/17 17/18 11/13  8/11 14/22 7/8 3/7 9/12   136/172
-    lower >= 0.55  14/23 8/9 10/11 13/15 15/15 15/16   8/8  8/11 11/13 6/6 3/5 8/9   119/141
-    lower >= 0.60  14/19 8/9 10/10 12/13 14/14 12/12   7/7  7/10 11/12 6/6 3/4 7/8   111/124
-    lower >= 0.65  14/18 8/8 10/10 11/12 14/14 12/12   7/7   7/8 10/11 5/5 2/3 7/8   107/116
-    lower >= 0.70  13/14 8/8 10/10 11/12 14/14 12/12   7/7   7/8 10/11 5/5 2/2 7/8   106/111
+    gate          frozen h-2 h-3 h-4 h-5 h-6 h-7 h-8 h-9 h-10 h-11 h-12 h-13  committed
+    seen on >= 3   17/26 11/13 14/15 18/21 24/25 18/20 12/15 10/14 15/24 13/14 9/14 16/19
+                   18/22                                                       195/242
+    lower >= 0.50  17/26 8/10 11/12 14/17 17/18 15/17 11/14 7/11 14/22 7/8 3/7 11/14 10/13
+                                                                               145/189
+    lower >= 0.55  16/25 8/10 10/11 13/16 14/15 14/16 8/9 7/11 13/19 6/6 3/5 7/10 8/10 127/163
+    lower >= 0.60  14/23 8/9 10/10 12/14 14/14 12/12 7/7 7/10 11/12 5/5 3/4 7/8 8/10   118/138
+    lower >= 0.65  14/17 8/8 10/10 12/13 14/14 12/12 7/7 7/8 11/12 5/5 3/3 7/8 6/7     116/124
+    lower >= 0.70  13/14 8/8 10/10 11/12 14/14 12/12 7/7 7/8 10/11 5/5 2/2 7/8 5/6     111/117
 
-(committed right/n on the source left out; all: 80 %, 79 %, 84 %, 90 %, 92 %, 95 %.) No bound
-keeps every fold at 90 %: heldout-12 keeps one wrong commit in 8 (a stated hang that was a
-FlashInfer workspace report) and heldout-8 one in 8 at every bound from 0.65 up. Among the
-bounds whose worst fold is that 7 of 8 (0.65 has 2 of 3 on heldout-11; 0.70 has none worse),
-0.70 (COMMIT_LOWER) is right most often over all folds (106 of 111): a kind needs 7 right of 7
-(or 12 of 13) to commit. Earlier rounds picked their bounds the same way (0.40 over four sets;
-0.55 over five; 0.60 over six; 0.70 over seven; 0.65 over eight; 0.70 over nine to twelve).
-The heldout-4 to heldout-12 folds are optimistic (their misses were studied): the sixth round's
+(committed right/n on the source left out; all: 81 %, 77 %, 78 %, 86 %, 94 %, 95 %.) No bound
+keeps every fold at 90 %: heldout-13 keeps one wrong commit in 6 at 0.70 (a stated acceptance
+drop whose cause was the draft's config), heldout-12 and heldout-8 one in 8. The worst fold is
+best at 0.70 (5 of 6; 0.65 has heldout-frozen's 14 of 17), so COMMIT_LOWER stays 0.70, right
+111 times of 117 over all folds: a kind needs 7 right of 7 (or 12 of 13) to commit. Earlier
+rounds picked their bounds the same way (0.40 over four sets; 0.55 over five; 0.60 over six;
+0.70 over seven; 0.65 over eight; 0.70 over nine to thirteen).
+The heldout-4 to heldout-13 folds are optimistic (their misses were studied): the sixth round's
 `titled-acceptance` was written after reading heldout-5's acceptance reports read as "other",
 the seventh round's narrowing of a stated "mismatch" (one of a batch or token count is no config
 mismatch) after heldout-6's one wrong commit, its reading of a fix of the draft's weight loading
@@ -81,8 +90,9 @@ its pool-leak, weight-load and acceptance readings after misses of heldout-froze
 heldout-6 (those folds are optimistic too now), `log-spec-refused` after one of heldout-9's,
 the eleventh round's slowdown and corruption spellings after heldout-10's acceptance
 reports read as "other", the twelfth round's after heldout-11's "other" reports read as
-config mismatches and a hang, and the thirteenth round's after heldout-12's acceptance, mode
-and memory reports read as "other".
+config mismatches and a hang, the thirteenth round's after heldout-12's acceptance, mode
+and memory reports read as "other", and the fourteenth round's after heldout-13's acceptance
+and config reports read as "other".
 Kinds that ranked high on the dev sets but were wrong on unseen reports keep their counts (a
 reporter saying "garbage output" was filed by its mechanism, a mode or a stale read, by the
 sets gathered before LABELLING.md's revised border, which files silent wrong output as an
@@ -122,8 +132,9 @@ FIT_SOURCES: tuple[str, ...] = (
     "tests/triage/data/heldout-10.jsonl",
     "tests/triage/data/heldout-11.jsonl",
     "tests/triage/data/heldout-12.jsonl",
+    "tests/triage/data/heldout-13.jsonl",
 )
-FIT_REPORTS = 467
+FIT_REPORTS = 504
 
 # The nearest known reports (triage.similar) whose categories are weighed.
 KB_VOTERS = 3
@@ -184,37 +195,38 @@ class KindRate:
 KINDS: dict[str, KindRate] = {
     k.kind: k
     for k in (
-        KindRate(KB_UNANIMOUS, 41, 41),
-        KindRate("stated-corruption", 21, 34),
+        KindRate(KB_UNANIMOUS, 44, 44),
+        KindRate("stated-corruption", 30, 44),
+        KindRate("stated-acceptance-drop", 28, 31),
         KindRate("stated-hang", 27, 30),
-        KindRate("stated-acceptance-drop", 27, 29),
         KindRate("titled-acceptance", 25, 25),
+        KindRate("stated-load-mismatch", 14, 20),
         KindRate("log-hang-prose", 16, 19),
-        KindRate("stated-load-mismatch", 13, 19),
         KindRate("stated-memory", 14, 18),
-        KindRate("stated-capture", 14, 14),
-        KindRate("log-acceptance-collapsed", 11, 13),
+        KindRate("log-acceptance-collapsed", 12, 15),
+        KindRate("stated-capture", 15, 15),
+        KindRate("stated-slowdown", 11, 14),
         KindRate("log-shape", 8, 11),
-        KindRate("stated-oob", 5, 10),
-        KindRate("stated-slowdown", 8, 10),
+        KindRate("stated-oob", 6, 11),
         KindRate("stated-mode", 7, 9),
+        KindRate("log-capture-unsupported", 7, 7),
         KindRate("stated-shrink", 4, 7),
-        KindRate("log-capture-unsupported", 6, 6),
+        KindRate("log-draft-load", 6, 6),
         KindRate("log-oom", 6, 6),
+        KindRate("log-stall", 5, 6),
+        KindRate("stated-stale", 5, 6),
         KindRate("crash-with-outside-feature", 4, 5),
-        KindRate("log-draft-load", 5, 5),
-        KindRate("log-stall", 4, 5),
+        KindRate("log-index-assert", 4, 5),
         KindRate("log-watchdog", 4, 5),
         KindRate("stated-combination", 4, 5),
-        KindRate("stated-stale", 5, 5),
-        KindRate("log-index-assert", 3, 4),
         KindRate("log-shape-tokens", 4, 4),
+        KindRate("titled-draft-config", 4, 4),
         KindRate("log-copy-overflow", 3, 3),
         KindRate("log-pool-leak", 2, 2),
         KindRate("log-spec-refused", 1, 2),
         KindRate("stated-k-gated", 2, 2),
         KindRate("stated-width-error", 2, 2),
-        KindRate("titled-draft-config", 2, 2),
+        KindRate("log-config-key", 0, 1),
         KindRate("log-fault-during-capture", 1, 1),
         KindRate("log-frames-through-capture", 1, 1),
         KindRate("log-k-limit", 0, 1),
@@ -230,11 +242,11 @@ TIER_RATES: dict[str, KindRate] = {
     t.kind: t
     for t in (
         KindRate("between", 2, 20),
-        KindRate("guess", 43, 69),
-        KindRate("named", 203, 253),
-        KindRate("nothing", 68, 125),
+        KindRate("guess", 46, 74),
+        KindRate("named", 224, 279),
+        KindRate("nothing", 74, 131),
     )
 }
 
 # The knowledge base's top-k vote agreeing with the rules' verdict, on the same reports.
-KB_AGREEMENT = KindRate("kb-vote-agrees", 155, 185)
+KB_AGREEMENT = KindRate("kb-vote-agrees", 163, 196)

@@ -318,7 +318,20 @@ STATEMENTS: tuple[Statement, ...] = (
         r"\boutputs? (?:is|are|was|were) (?:inconsistent|incorrect)|"
         r"(?:lower|poor|degraded) quality|quality (?:drops?|degrad\w*|regress\w*)|"
         r"tokens? seems? (?:to be )?random|"
-        r"accuracy (?:decreas\w*|dropped|declin\w*|regress\w*|falls|fell)",
+        r"accuracy (?:decreas\w*|dropped|declin\w*|regress\w*|falls|fell)|"
+        # fourteenth round: the same silent failure in other words (greedy output changed by
+        # spec decode, a silent wrong read, truncated output, an accuracy loss, a sampling
+        # setting spec decode does not apply)
+        r"(?<!without )(?:chang\w*|alter\w*) (?:the )?(?:greedy )?outputs?\b|"
+        r"\boutputs? diverg\w*|"
+        r"\bsilent(?:ly)? (?:\w+ ){0,3}(?:wrong|incorrect|corrupt\w*|torn|garbage)|"
+        r"(?:wrong|incorrect) [^.\n]{0,60}(?:with no|without(?: an| any)?) (?:error|crash)|"
+        r"truncat\w* (?:the )?(?:\w+ )?(?:output|reasoning|response)s?\b|"
+        r"accura\w*y loss|accurcy loss|loss (?:of|in) accuracy|"
+        r"(?:logit_bias|min_p|top_p|top_k|frequency[ _]penalty|presence[ _]penalty|"
+        r"repetition[ _]penalty|sampling (?:settings|param\w*))[^.\n]{0,50}"
+        r"(?:not (?:be |being )?appl\w*|ignored|(?:does not|doesn't|do not|don't) "
+        r"(?:seem to )?(?:work|apply|take effect)|not respected)",
         "a silent failure: outputs are wrong, nothing crashes",
     ),
     Statement(
@@ -342,6 +355,8 @@ STATEMENTS: tuple[Statement, ...] = (
         r"accept[ae]nce (?:rate|length)s?[^.;]{0,40}\b(?:increas\w*|improv\w*|ris\w*|boost\w*) "
         r"from\b|"
         r"\bfix\w*\b[^.;]{0,30}\baccept(?:ance)?[ _](?:rate|length|len)\b|"
+        r"(?:match\w*|accept\w*) tokens? (?:is |are )?(?:always )?(?:0|zero)\b|"
+        r"no (?:draft )?tokens? (?:is |are )?ever accepted|"
         r"\baccept(?:ance)?[ _](?:rate|length|len)\b[^.;]{0,30}"
         r"(?:drops?|dropped|fell|falls|lower|decreas\w*|regress\w*|degrad\w*)",
         "the drafts are accepted less often than they were or should be, nothing crashes "
@@ -361,7 +376,11 @@ STATEMENTS: tuple[Statement, ...] = (
         "says.draft-config-titled",
         r"(?:draft|\bMTP\b|eagle\d?|speculat\w*)[^.\n]{0,40}(?:model mapping|architecture|"
         r"\barch\b|checkpoint|model path|n_predict)|"
-        r"(?:model mapping|architecture|\barch\b|checkpoint)[^.\n]{0,30}(?:draft|\bMTP\b|eagle)",
+        r"(?:model mapping|architecture|\barch\b|checkpoint)[^.\n]{0,30}(?:draft|\bMTP\b|eagle)|"
+        # a draft's model_type missing from an allow-list, a draft config field missing
+        r"model_type[^.\n]{0,40}(?:white-?list|allow-?list|not recogni[sz]ed)|"
+        r"(?:missing|not in|absent from)[^.\n]{0,40}(?:model_type|allow-?list|white-?list)|"
+        r"missing [`'\"]?\w+_config\b|\bspeculators? config\b",
         "the title is about how the engine finds or reads the draft (its architecture, model "
         "mapping, checkpoint, path or n_predict): a draft the engine does not recognise or read "
         "right is a config mismatch (LABELLING.md; 4 of 6 such titles were filed so, the other "
@@ -381,7 +400,9 @@ STATEMENTS: tuple[Statement, ...] = (
         r"\bno (?:acceleration|speed(?:-?up)? (?:gain|benefit|improvement))|"
         r"\d+(?:\.\d+)?\s*[x×]\s*slower|"
         r"slower than (?:the )?(?:vanilla|baseline|plain|non-?spec\w*|normal)|"
-        r"discrepanc\w* (?:in|of|between) (?:the )?speed-?ups?",
+        r"discrepanc\w* (?:in|of|between) (?:the )?speed-?ups?|"
+        r"(?:no|not|doesn'?t|does not|didn'?t|did not) (?:show |see |get |give |bring |provide )?"
+        r"(?:any )?(?:throughput|speed|performance|latency) (?:improvement|gain|benefit|boost)",
         "speculative decoding runs but gains nothing or runs slower, and nothing fails: the "
         "drafts pay for less than they cost",
     ),
