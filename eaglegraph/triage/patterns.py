@@ -18,8 +18,9 @@ This module imports no pattern module: each one declares its `PatternGroup`, and
 
 from __future__ import annotations
 
+import heapq
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -126,12 +127,12 @@ def _first_char(source: str) -> tuple[str, str]:
     return source[0], source[1:]
 
 
-def _alternation(literals: Iterable[str], regexes: Iterable[str]) -> bytes:
-    """One alternation grouped by first character: `E(?:rror|RROR)|C(?:UDA|apture)|...`.
+def _branches(literals: Iterable[str], regexes: Iterable[str]) -> list[tuple[str, str]]:
+    """The prefilter's branches, one per first character, sorted by it: `("E", "E(?:rror|RROR)")`.
 
     `re` tries the branches of an alternation one by one at every position, rejecting each by
     its first character; grouping makes that one test per distinct first character instead of
-    one per anchor.
+    one per anchor. Within a branch longer rests come first.
     """
     groups: dict[str, set[str]] = {}
     for a in set(literals):
@@ -145,12 +146,25 @@ def _alternation(literals: Iterable[str], regexes: Iterable[str]) -> bytes:
     for head in sorted(groups):
         rests = sorted(groups[head], key=lambda s: (-len(s), s))
         if "" in rests:
-            parts.append(head)
+            parts.append((head, head))
         elif len(rests) == 1:
-            parts.append(head + rests[0])
+            parts.append((head, head + rests[0]))
         else:
-            parts.append(head + "(?:" + "|".join(rests) + ")")
-    return "|".join(parts).encode("ascii")
+            parts.append((head, head + "(?:" + "|".join(rests) + ")"))
+    return parts
+
+
+def _alternation(literals: Iterable[str], regexes: Iterable[str]) -> bytes:
+    """One alternation grouped by first character: `E(?:rror|RROR)|C(?:UDA|apture)|...`."""
+    return "|".join(branch for _, branch in _branches(literals, regexes)).encode("ascii")
+
+
+def _own_search(head: str) -> bool:
+    """Whether a branch gets a regex of its own in `Matcher.finditer`: lower-case letters and
+    `.`, `-`, `_` begin most words and identifiers, so they stand at most positions of a log;
+    branches starting with anything else are tried rarely and share one regex."""
+    char = head[-1]  # an escaped head ("\\.") is the character after the backslash
+    return char.islower() or char in ".-_"
 
 
 def _stays_in_line(source: str) -> bool:
@@ -193,11 +207,15 @@ class Matcher:
         self._gated: dict[tuple[str, ...], tuple[LinePattern, ...]] = {}
 
     @cached_property
-    def _alt(self) -> bytes:
-        return _alternation(
+    def _branches(self) -> list[tuple[str, str]]:
+        return _branches(
             [a for p in self.patterns for a in p.anchors],
             [r for p in self.patterns for r in p.anchor_res],
         )
+
+    @cached_property
+    def _alt(self) -> bytes:
+        return "|".join(branch for _, branch in self._branches).encode("ascii")
 
     @cached_property
     def anchors_stay_in_line(self) -> bool:
@@ -214,6 +232,50 @@ class Matcher:
     def prefilter(self) -> re.Pattern[bytes]:
         """A bytes regex that finds candidate lines in a region of the log."""
         return re.compile(self._alt, re.MULTILINE)
+
+    @cached_property
+    def _searches(self) -> tuple[Callable[[bytes, int, int], re.Match[bytes] | None], ...]:
+        """The prefilter cut in pieces: one regex per frequent first character, one for the
+        rest (`_own_search`); `search` of each, for `finditer`."""
+        own = [branch for head, branch in self._branches if _own_search(head)]
+        rest = [branch for head, branch in self._branches if not _own_search(head)]
+        sources = [*own, "|".join(rest)] if rest else own
+        return tuple(re.compile(src.encode("ascii"), re.MULTILINE).search for src in sources)
+
+    def finditer(self, buf: bytes, start: int, end: int) -> Iterator[re.Match[bytes]]:
+        """Exactly the matches of `prefilter.finditer(buf, start, end)`, found about twice as
+        fast.
+
+        `re` tests every branch of the one big alternation at every position whose character
+        starts some branch (~2.5 ns a branch, ~50 branches, at most bytes of a log); a regex of
+        one branch instead skips to its first character in a tight loop and tries only that
+        branch there. So each piece of `_searches` is searched on its own, and their matches
+        are merged the way `finditer` takes them: the leftmost match at or after the end of the
+        last one taken. Two pieces never match at one position (they start with different
+        characters), and whether a piece matches at a position does not depend on where its
+        search began; a piece whose next match starts inside one taken from another piece is
+        searched again from that one's end, so matches hidden behind a match that was not
+        taken are found as the one alternation would find them. (Every branch starts with a
+        literal character, so no match is empty and the search always moves on.)
+        """
+        searches = self._searches
+        heap: list[tuple[int, int, re.Match[bytes]]] = []
+        for i, search in enumerate(searches):
+            m = search(buf, start, end)
+            if m is not None:
+                heap.append((m.start(), i, m))
+        heapq.heapify(heap)
+        pos = start
+        while heap:
+            at, i, m = heap[0]
+            if at >= pos:
+                yield m
+                pos = m.end()
+            m = searches[i](buf, pos, end)
+            if m is None:
+                heapq.heappop(heap)
+            else:
+                heapq.heapreplace(heap, (m.start(), i, m))
 
     @cached_property
     def _index(self) -> re.Pattern[str]:

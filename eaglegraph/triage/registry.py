@@ -9,6 +9,7 @@ traceback frames, whose handlers only record hits.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from eaglegraph.triage import extract, health, phases, signals
 from eaglegraph.triage.patterns import LinePattern, Matcher
@@ -29,6 +30,11 @@ def patterns() -> tuple[LinePattern, ...]:
 
 def prefilter() -> re.Pattern[bytes]:
     return MATCHER.prefilter
+
+
+def find_anchors(buf: bytes, start: int, end: int) -> Iterator[re.Match[bytes]]:
+    """The prefilter's matches over buf[start:end], as `prefilter().finditer` finds them."""
+    return MATCHER.finditer(buf, start, end)
 
 
 def match_line(
