@@ -144,6 +144,16 @@ FROZEN = (
         max_ascend=0,
         min_fix_refs=15,
     ),
+    Frozen(
+        "heldout-14",
+        "e982dd29477b6dad289af917c35ee1b607851df66697ad7cad4496afacce2f2a",
+        min_reports=32,
+        min_served=31,
+        max_outside=0,
+        min_each_main=14,
+        max_ascend=0,
+        min_fix_refs=14,
+    ),
 )
 SETS = pytest.mark.parametrize("held", FROZEN, ids=lambda f: f.name)
 
