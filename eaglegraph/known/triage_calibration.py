@@ -12,8 +12,9 @@ before the second round's rules), `heldout-4.jsonl` (50, gathered before the fou
 `heldout-9.jsonl` (50, gathered blind in the ninth), `heldout-10.jsonl` (36, gathered blind
 under LABELLING.md's revised border), `heldout-11.jsonl` (40, gathered blind after the
 eleventh round), `heldout-12.jsonl` (33, gathered blind after the twelfth) and
-`heldout-13.jsonl` (37, gathered blind while the thirteenth was written, read after it), each
-read once for its report and a dev set since. Rules written after studying a set's misses make its
+`heldout-13.jsonl` (37, gathered blind while the thirteenth was written, read after it) and
+`heldout-14.jsonl` (32, the same after the fourteenth), each read once for its report and a dev
+set since. Rules written after studying a set's misses make its
 rates optimistic until a later held-out set counts them.
 `scripts/triage_eval.py FILES --fit` prints these rows; a test checks that they are what it
 counts.
@@ -71,14 +72,26 @@ right):
     lower >= 0.65  14/17 8/8 10/10 12/13 14/14 12/12 7/7 7/8 11/12 5/5 3/3 7/8 6/7     116/124
     lower >= 0.70  13/14 8/8 10/10 11/12 14/14 12/12 7/7 7/8 10/11 5/5 2/2 7/8 5/6     111/117
 
-(committed right/n on the source left out; all: 81 %, 77 %, 78 %, 86 %, 94 %, 95 %.) No bound
-keeps every fold at 90 %: heldout-13 keeps one wrong commit in 6 at 0.70 (a stated acceptance
-drop whose cause was the draft's config), heldout-12 and heldout-8 one in 8. The worst fold is
-best at 0.70 (5 of 6; 0.65 has heldout-frozen's 14 of 17), so COMMIT_LOWER stays 0.70, right
-111 times of 117 over all folds: a kind needs 7 right of 7 (or 12 of 13) to commit. Earlier
-rounds picked their bounds the same way (0.40 over four sets; 0.55 over five; 0.60 over six;
-0.70 over seven; 0.65 over eight; 0.70 over nine to thirteen).
-The heldout-4 to heldout-13 folds are optimistic (their misses were studied): the sixth round's
+(committed right/n on the source left out; all: 81 %, 77 %, 78 %, 86 %, 94 %, 95 %.) The worst
+fold was best at 0.70 (heldout-13's 5 of 6). Then heldout-14 added as the fourteenth source
+after its read at 68f70da (47 % as a ticket, 5 of 8 commits right), with no rule changed:
+
+    gate          frozen h-2  h-3  h-4  h-5  h-6  h-7 h-8  h-9  h-10 h-11 h-12 h-13 h-14
+    lower >= 0.50  17/26 8/10 12/13 14/17 17/18 15/17 11/14 7/11 14/22 8/9 8/12 11/14 8/10 8/16
+    lower >= 0.55  16/24 8/10 10/11 13/16 14/15 14/16 8/10 7/10 14/22 6/7 3/6 7/10 8/10 7/15
+    lower >= 0.60  14/22 8/9 10/10 12/15 14/14 12/12 7/7 7/9 11/12 5/5 3/4 7/8 8/10 5/8
+    lower >= 0.65  14/17 8/8 10/10 12/13 14/14 12/12 7/7 7/8 11/12 5/5 3/3 7/8 6/7 5/8
+    lower >= 0.70  13/14 8/8 10/10 11/12 13/13 10/10 7/7 7/8 10/11 5/5 2/2 7/8 5/6 5/8
+
+(all folds: 158/209, 135/182, 123/145, 121/132, 113/122; 76 %, 74 %, 85 %, 92 %, 93 %.) Every
+bound from 0.60 up keeps heldout-14 at 5 of 8 (its wrong commits rest on kinds right 27 of 28
+and 45 of 46 elsewhere), and so does 0.75 (102 of 109 over all folds); 0.80 would leave it 3 of
+5: a tighter gate does not buy precision there. COMMIT_LOWER stays 0.70, right 113 times of 122 over all folds: a
+kind needs 7 right of 7 (or 12 of 13) to commit. Earlier rounds picked their bounds the same
+way (0.40 over four sets; 0.55 over five; 0.60 over six; 0.70 over seven; 0.65 over eight; 0.70
+over nine to fourteen).
+The heldout-4 to heldout-13 folds are optimistic (their misses were studied; heldout-14's is
+not): the sixth round's
 `titled-acceptance` was written after reading heldout-5's acceptance reports read as "other",
 the seventh round's narrowing of a stated "mismatch" (one of a batch or token count is no config
 mismatch) after heldout-6's one wrong commit, its reading of a fix of the draft's weight loading
@@ -117,7 +130,7 @@ import math
 from dataclasses import dataclass
 
 # Where the counts come from (relative to the repository root) and how many reports they hold:
-# the twelve held-out sets read once each (issue 29), dev sets now. A set frozen for a later
+# the fourteen held-out sets read once each (issue 29), dev sets now. A set frozen for a later
 # read is never counted here until that read.
 FIT_SOURCES: tuple[str, ...] = (
     "tests/triage/data/heldout-frozen.jsonl",
@@ -133,8 +146,9 @@ FIT_SOURCES: tuple[str, ...] = (
     "tests/triage/data/heldout-11.jsonl",
     "tests/triage/data/heldout-12.jsonl",
     "tests/triage/data/heldout-13.jsonl",
+    "tests/triage/data/heldout-14.jsonl",
 )
-FIT_REPORTS = 504
+FIT_REPORTS = 536
 
 # The nearest known reports (triage.similar) whose categories are weighed.
 KB_VOTERS = 3
@@ -195,28 +209,28 @@ class KindRate:
 KINDS: dict[str, KindRate] = {
     k.kind: k
     for k in (
-        KindRate(KB_UNANIMOUS, 44, 44),
-        KindRate("stated-corruption", 30, 44),
-        KindRate("stated-acceptance-drop", 28, 31),
-        KindRate("stated-hang", 27, 30),
-        KindRate("titled-acceptance", 25, 25),
-        KindRate("stated-load-mismatch", 14, 20),
-        KindRate("log-hang-prose", 16, 19),
+        KindRate("stated-corruption", 32, 47),
+        KindRate(KB_UNANIMOUS, 45, 46),
+        KindRate("stated-acceptance-drop", 30, 35),
+        KindRate("stated-hang", 28, 31),
+        KindRate("titled-acceptance", 27, 28),
+        KindRate("stated-load-mismatch", 15, 21),
+        KindRate("log-hang-prose", 17, 20),
+        KindRate("log-acceptance-collapsed", 14, 18),
         KindRate("stated-memory", 14, 18),
-        KindRate("log-acceptance-collapsed", 12, 15),
+        KindRate("stated-slowdown", 12, 18),
         KindRate("stated-capture", 15, 15),
-        KindRate("stated-slowdown", 11, 14),
-        KindRate("log-shape", 8, 11),
-        KindRate("stated-oob", 6, 11),
+        KindRate("stated-oob", 7, 13),
+        KindRate("log-shape", 9, 12),
         KindRate("stated-mode", 7, 9),
         KindRate("log-capture-unsupported", 7, 7),
         KindRate("stated-shrink", 4, 7),
         KindRate("log-draft-load", 6, 6),
+        KindRate("log-index-assert", 5, 6),
         KindRate("log-oom", 6, 6),
         KindRate("log-stall", 5, 6),
         KindRate("stated-stale", 5, 6),
         KindRate("crash-with-outside-feature", 4, 5),
-        KindRate("log-index-assert", 4, 5),
         KindRate("log-watchdog", 4, 5),
         KindRate("stated-combination", 4, 5),
         KindRate("log-shape-tokens", 4, 4),
@@ -242,11 +256,11 @@ TIER_RATES: dict[str, KindRate] = {
     t.kind: t
     for t in (
         KindRate("between", 2, 20),
-        KindRate("guess", 46, 74),
-        KindRate("named", 224, 279),
-        KindRate("nothing", 74, 131),
+        KindRate("guess", 48, 77),
+        KindRate("named", 232, 295),
+        KindRate("nothing", 79, 144),
     )
 }
 
 # The knowledge base's top-k vote agreeing with the rules' verdict, on the same reports.
-KB_AGREEMENT = KindRate("kb-vote-agrees", 163, 196)
+KB_AGREEMENT = KindRate("kb-vote-agrees", 170, 208)
