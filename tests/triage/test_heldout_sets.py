@@ -154,6 +154,16 @@ FROZEN = (
         max_ascend=0,
         min_fix_refs=14,
     ),
+    Frozen(
+        "heldout-15",
+        "cb8ffc8232448422884b3ec013ebc6c5e3efb5469b7f0a0dcb270a46a60bbf0b",
+        min_reports=28,
+        min_served=24,
+        max_outside=0,
+        min_each_main=10,
+        max_ascend=2,
+        min_fix_refs=14,
+    ),
 )
 SETS = pytest.mark.parametrize("held", FROZEN, ids=lambda f: f.name)
 
