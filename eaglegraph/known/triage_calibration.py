@@ -13,8 +13,8 @@ before the second round's rules), `heldout-4.jsonl` (50, gathered before the fou
 under LABELLING.md's revised border), `heldout-11.jsonl` (40, gathered blind after the
 eleventh round), `heldout-12.jsonl` (33, gathered blind after the twelfth) and
 `heldout-13.jsonl` (37, gathered blind while the thirteenth was written, read after it) and
-`heldout-14.jsonl` (32, the same after the fourteenth), each read once for its report and a dev
-set since. Rules written after studying a set's misses make its
+`heldout-14.jsonl` (32, the same after the fourteenth) and `heldout-15.jsonl` (28, gathered
+blind after heldout-14's refit), each read once for its report and a dev set since. Rules written after studying a set's misses make its
 rates optimistic until a later held-out set counts them.
 `scripts/triage_eval.py FILES --fit` prints these rows; a test checks that they are what it
 counts.
@@ -89,7 +89,10 @@ and 45 of 46 elsewhere), and so does 0.75 (102 of 109 over all folds); 0.80 woul
 5: a tighter gate does not buy precision there. COMMIT_LOWER stays 0.70, right 113 times of 122 over all folds: a
 kind needs 7 right of 7 (or 12 of 13) to commit. Earlier rounds picked their bounds the same
 way (0.40 over four sets; 0.55 over five; 0.60 over six; 0.70 over seven; 0.65 over eight; 0.70
-over nine to fourteen).
+over nine to fourteen). heldout-15 added as the fifteenth source after its read at 82e65d4 (43 %
+as a ticket, 3 of 3 commits right), with no rule changed: at 0.70 its fold is 3 of 3, the
+others as above (heldout-13's 5 of 6, heldout-14's 5 of 8), 116 of 125 over all folds (93 %;
+0.65: 125 of 136, 92 %, worst also heldout-14's 5 of 8); COMMIT_LOWER stays 0.70.
 The heldout-4 to heldout-13 folds are optimistic (their misses were studied; heldout-14's is
 not): the sixth round's
 `titled-acceptance` was written after reading heldout-5's acceptance reports read as "other",
@@ -130,7 +133,7 @@ import math
 from dataclasses import dataclass
 
 # Where the counts come from (relative to the repository root) and how many reports they hold:
-# the fourteen held-out sets read once each (issue 29), dev sets now. A set frozen for a later
+# the fifteen held-out sets read once each (issue 29), dev sets now. A set frozen for a later
 # read is never counted here until that read.
 FIT_SOURCES: tuple[str, ...] = (
     "tests/triage/data/heldout-frozen.jsonl",
@@ -147,8 +150,9 @@ FIT_SOURCES: tuple[str, ...] = (
     "tests/triage/data/heldout-12.jsonl",
     "tests/triage/data/heldout-13.jsonl",
     "tests/triage/data/heldout-14.jsonl",
+    "tests/triage/data/heldout-15.jsonl",
 )
-FIT_REPORTS = 536
+FIT_REPORTS = 564
 
 # The nearest known reports (triage.similar) whose categories are weighed.
 KB_VOTERS = 3
@@ -209,23 +213,23 @@ class KindRate:
 KINDS: dict[str, KindRate] = {
     k.kind: k
     for k in (
-        KindRate("stated-corruption", 32, 47),
-        KindRate(KB_UNANIMOUS, 45, 46),
+        KindRate(KB_UNANIMOUS, 47, 48),
+        KindRate("stated-corruption", 33, 48),
         KindRate("stated-acceptance-drop", 30, 35),
-        KindRate("stated-hang", 28, 31),
+        KindRate("stated-hang", 29, 32),
         KindRate("titled-acceptance", 27, 28),
-        KindRate("stated-load-mismatch", 15, 21),
-        KindRate("log-hang-prose", 17, 20),
-        KindRate("log-acceptance-collapsed", 14, 18),
+        KindRate("stated-load-mismatch", 17, 24),
+        KindRate("log-hang-prose", 18, 21),
+        KindRate("log-acceptance-collapsed", 15, 19),
+        KindRate("stated-slowdown", 12, 19),
         KindRate("stated-memory", 14, 18),
-        KindRate("stated-slowdown", 12, 18),
         KindRate("stated-capture", 15, 15),
         KindRate("stated-oob", 7, 13),
         KindRate("log-shape", 9, 12),
         KindRate("stated-mode", 7, 9),
         KindRate("log-capture-unsupported", 7, 7),
+        KindRate("log-draft-load", 7, 7),
         KindRate("stated-shrink", 4, 7),
-        KindRate("log-draft-load", 6, 6),
         KindRate("log-index-assert", 5, 6),
         KindRate("log-oom", 6, 6),
         KindRate("log-stall", 5, 6),
@@ -239,13 +243,13 @@ KINDS: dict[str, KindRate] = {
         KindRate("log-pool-leak", 2, 2),
         KindRate("log-spec-refused", 1, 2),
         KindRate("stated-k-gated", 2, 2),
+        KindRate("stated-load-and-mismatch", 1, 2),
         KindRate("stated-width-error", 2, 2),
         KindRate("log-config-key", 0, 1),
         KindRate("log-fault-during-capture", 1, 1),
         KindRate("log-frames-through-capture", 1, 1),
         KindRate("log-k-limit", 0, 1),
         KindRate("log-stack-dump", 1, 1),
-        KindRate("stated-load-and-mismatch", 1, 1),
     )
 }
 
@@ -255,12 +259,12 @@ KINDS: dict[str, KindRate] = {
 TIER_RATES: dict[str, KindRate] = {
     t.kind: t
     for t in (
-        KindRate("between", 2, 20),
-        KindRate("guess", 48, 77),
-        KindRate("named", 232, 295),
-        KindRate("nothing", 79, 144),
+        KindRate("between", 2, 21),
+        KindRate("guess", 53, 84),
+        KindRate("named", 238, 303),
+        KindRate("nothing", 80, 156),
     )
 }
 
 # The knowledge base's top-k vote agreeing with the rules' verdict, on the same reports.
-KB_AGREEMENT = KindRate("kb-vote-agrees", 170, 208)
+KB_AGREEMENT = KindRate("kb-vote-agrees", 177, 216)
