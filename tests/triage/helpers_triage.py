@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from eaglegraph.known.triage_categories import Category
+from eaglegraph.triage.diagnose import triage_text
+
 HERE = Path(__file__).parent
 FIXTURES = HERE.parent / "fixtures"
 LOGS = HERE / "logs"
@@ -74,3 +77,34 @@ DEV_SETS = (
     *sorted((HERE / "data").glob("gathered-*.jsonl")),
     *sorted((HERE / "fixtures").glob("held-out*.jsonl")),
 )
+
+
+# What the round tests (test_triage_*_round.py) put around the sentence or title under test: a
+# launch line with spec decode on, and a worker traceback that ends in an asynchronous fault.
+ROUND_LAUNCH = "```\npython -m engine.serve --model m --speculative-algorithm EAGLE3 --tp 2\n```\n"
+ROUND_CRASH = (
+    "```\nTraceback (most recent call last):\n"
+    '  File "/opt/engine/worker.py", line 88, in step\n'
+    "    out = self.proposer.propose(batch)\n"
+    "RuntimeError: CUDA error: an illegal memory access was encountered\n```\n"
+)
+
+
+def round_ticket(title: str, body: str, log: str = ROUND_LAUNCH) -> str:
+    """A ticket as `scripts/triage_eval.py` builds one: the title, the prose, the fenced log."""
+    return f"{title}\n\n{body}\n\n{log}"
+
+
+def assert_rests_on(text: str, kind: str, category: Category) -> None:
+    """Triage reads `kind` in the text and names `category`."""
+    r = triage_text(text)
+    assert kind in r.evidence_kinds, r.evidence_kinds
+    assert r.category == category, r.scores
+
+
+def assert_not_read(text: str, kind: str, category: Category | None = None) -> None:
+    """Triage does not read `kind` in the text (nor, when given, name `category`)."""
+    r = triage_text(text)
+    assert kind not in r.evidence_kinds, r.evidence_kinds
+    if category is not None:
+        assert r.category != category, r.scores

@@ -17,13 +17,10 @@ import pytest
 from eaglegraph.known.triage_categories import Category
 from eaglegraph.triage.diagnose import triage_text
 
-CRASH = (
-    "```\nTraceback (most recent call last):\n"
-    '  File "/opt/engine/worker.py", line 88, in step\n'
-    "    out = self.proposer.propose(batch)\n"
-    "RuntimeError: CUDA error: an illegal memory access was encountered\n```\n"
-)
-LAUNCH = "```\npython -m engine.serve --model m --speculative-algorithm EAGLE3 --tp 2\n```\n"
+from .helpers_triage import ROUND_CRASH, ROUND_LAUNCH
+
+CRASH = ROUND_CRASH
+LAUNCH = ROUND_LAUNCH
 
 
 _SLOWDOWN = "stated-slowdown"

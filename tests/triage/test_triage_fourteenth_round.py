@@ -18,36 +18,100 @@ from __future__ import annotations
 import pytest
 
 from eaglegraph.known.triage_categories import Category
-from eaglegraph.triage.diagnose import triage_text
 
-LAUNCH = "```\npython -m engine.serve --model m --speculative-algorithm EAGLE3 --tp 2\n```\n"
-CRASH = (
-    "```\nTraceback (most recent call last):\n"
-    '  File "/opt/engine/worker.py", line 88, in step\n'
-    "    out = self.proposer.propose(batch)\n"
-    "RuntimeError: CUDA error: an illegal memory access was encountered\n```\n"
-)
+from .helpers_triage import ROUND_CRASH, assert_not_read, assert_rests_on, round_ticket
+
+_BUG = "[Bug] speculative decoding on our cluster"
+_DRAFT = "The draft does not come up as the target expects."
 
 
 @pytest.mark.parametrize(
-    ("kind", "sentence"),
+    ("kind", "category", "title", "body"),
     [
-        ("stated-corruption", "Turning on n-gram speculation changes the greedy output."),
-        ("stated-corruption", "With EAGLE on, the outputs diverge after a few tokens."),
-        ("stated-corruption", "The backend silently reads a torn page table during replay."),
-        ("stated-corruption", "It produces wrong attention inputs with no error at all."),
-        ("stated-corruption", "MTP keeps truncating the reasoning output of long answers."),
-        ("stated-corruption", "We see an accuracy loss on GPQA once the draft is on."),
-        ("stated-corruption", "The logit_bias and min_p settings are not applied with EAGLE."),
-        ("stated-corruption", "The frequency penalty does not work when spec decoding is on."),
-        ("stated-acceptance-drop", "The number of matched tokens is always 0 in this run."),
-        ("stated-slowdown", "EAGLE-3 doesn't show throughput improvement on this model."),
+        (
+            "stated-corruption",
+            Category.ACCEPT,
+            _BUG,
+            "Turning on n-gram speculation changes the greedy output.",
+        ),
+        (
+            "stated-corruption",
+            Category.ACCEPT,
+            _BUG,
+            "With EAGLE on, the outputs diverge after a few tokens.",
+        ),
+        (
+            "stated-corruption",
+            Category.ACCEPT,
+            _BUG,
+            "The backend silently reads a torn page table during replay.",
+        ),
+        (
+            "stated-corruption",
+            Category.ACCEPT,
+            _BUG,
+            "It produces wrong attention inputs with no error at all.",
+        ),
+        (
+            "stated-corruption",
+            Category.ACCEPT,
+            _BUG,
+            "MTP keeps truncating the reasoning output of long answers.",
+        ),
+        (
+            "stated-corruption",
+            Category.ACCEPT,
+            _BUG,
+            "We see an accuracy loss on GPQA once the draft is on.",
+        ),
+        (
+            "stated-corruption",
+            Category.ACCEPT,
+            _BUG,
+            "The logit_bias and min_p settings are not applied with EAGLE.",
+        ),
+        (
+            "stated-corruption",
+            Category.ACCEPT,
+            _BUG,
+            "The frequency penalty does not work when spec decoding is on.",
+        ),
+        (
+            "stated-acceptance-drop",
+            Category.ACCEPT,
+            _BUG,
+            "The number of matched tokens is always 0 in this run.",
+        ),
+        (
+            "stated-slowdown",
+            Category.ACCEPT,
+            _BUG,
+            "EAGLE-3 doesn't show throughput improvement on this model.",
+        ),
+        (
+            "titled-draft-config",
+            Category.CONFIG,
+            "[Bug] EAGLE fails for FooLM due to a missing foo_v2 model_type whitelist",
+            _DRAFT,
+        ),
+        (
+            "titled-draft-config",
+            Category.CONFIG,
+            "[Bugfix] Add missing dflash_config to the speculators config",
+            _DRAFT,
+        ),
+        (
+            "titled-draft-config",
+            Category.CONFIG,
+            "The draft's model_type is not recognised by the allow-list",
+            _DRAFT,
+        ),
     ],
 )
-def test_a_silent_failure_in_yet_other_words_is_acceptance(kind: str, sentence: str) -> None:
-    r = triage_text(f"[Bug] speculative decoding on our cluster\n\n{sentence}\n\n{LAUNCH}")
-    assert kind in r.evidence_kinds, r.evidence_kinds
-    assert r.category == Category.ACCEPT, r.scores
+def test_the_class_is_read_in_yet_other_spellings(
+    kind: str, category: Category, title: str, body: str
+) -> None:
+    assert_rests_on(round_ticket(title, body), kind, category)
 
 
 @pytest.mark.parametrize(
@@ -58,19 +122,6 @@ def test_a_silent_failure_in_yet_other_words_is_acceptance(kind: str, sentence: 
     ],
 )
 def test_no_silent_failure_where_the_words_say_otherwise(sentence: str) -> None:
-    r = triage_text(f"[Bug] EAGLE\n\n{sentence}\n\n{CRASH}")
-    assert r.category != Category.ACCEPT, r.scores
-
-
-@pytest.mark.parametrize(
-    "title",
-    [
-        "[Bug] EAGLE fails for FooLM due to a missing foo_v2 model_type whitelist",
-        "[Bugfix] Add missing dflash_config to the speculators config",
-        "The draft's model_type is not recognised by the allow-list",
-    ],
-)
-def test_a_draft_the_engine_does_not_recognise_is_a_config_mismatch(title: str) -> None:
-    r = triage_text(f"{title}\n\nThe draft does not come up as the target expects.\n\n{LAUNCH}")
-    assert "titled-draft-config" in r.evidence_kinds, r.evidence_kinds
-    assert r.category == Category.CONFIG, r.scores
+    assert_not_read(
+        round_ticket("[Bug] EAGLE", sentence, ROUND_CRASH), "stated-corruption", Category.ACCEPT
+    )
