@@ -54,7 +54,7 @@ from eaglegraph.triage.diagnose import triage_text
 
 PARTS = ("tune", "calibration")
 # The lower bounds --cv compares (`known.triage_calibration.COMMIT_LOWER` is one of them).
-CV_BOUNDS = (0.0, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7)
+CV_BOUNDS = (0.0, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8)
 BINS = (0.3, 0.5, 0.6, 0.8, 1.01)
 COMMAND_TIMEOUT_S = 300.0
 
@@ -106,6 +106,33 @@ class Graded:
     kinds: list[str] = field(default_factory=list)  # the rules naming the verdict
     kind: str | None = None  # the one its confidence rests on
     kb_vote: str | None = None  # the nearest known reports' category, own URL left out
+
+
+def ledger(path: Path) -> dict[str, list[Graded]] | None:
+    """The first-read ledger (`scripts/triage_ledger.py`) as graded rows by held-out set: each
+    report's verdict as the rules of that set's one read gave it. None when `path` holds
+    reports (JSONL with `log_excerpt`) rather than ledger rows."""
+    rows = load(path)
+    if not rows or "commit" not in rows[0] or "log_excerpt" in rows[0]:
+        return None
+    out: dict[str, list[Graded]] = defaultdict(list)
+    for r in rows:
+        out[r["set"]].append(
+            Graded(
+                name=r["name"],
+                label=r["label"],
+                log_category=r["category"],
+                log_committed=r["committed"],
+                category=r["category"],
+                confidence=r["confidence"],
+                committed=r["committed"],
+                tier=r["tier"],
+                kinds=list(r["kinds"]),
+                kind=r["kind"],
+                kb_vote=r["kb_vote"],
+            )
+        )
+    return dict(out)
 
 
 def kb_vote(similar: list[SimilarReport], url: str | None) -> str | None:
@@ -344,15 +371,21 @@ def main(argv: list[str] | None = None) -> int:
     for f in args.files:
         if not f.is_file():
             ap.error(f"no such file: {f}")
+    reads = {f: ledger(f) for f in args.files}
+    if any(reads.values()) and (args.part or not (args.fit or args.cv)):
+        ap.error("a first-read ledger is read with --fit or --cv only")
     if args.cv:
-        sources = {str(f): [grade(r) for r in load(f)] for f in args.files}
+        sources: dict[str, list[Graded]] = {}
+        for f in args.files:
+            sources.update(reads[f] or {str(f): [grade(r) for r in load(f)]})
         cv = cross_validate(sources)
         print(json.dumps(cv, indent=2) if args.json else render_cv(cv))
         return 0
-    reports = [r for f in args.files for r in load(f)]
+    rows = [g for f in args.files if reads[f] for rs in (reads[f] or {}).values() for g in rs]
+    reports = [r for f in args.files if not reads[f] for r in load(f)]
     if args.part:
         reports = [r for r in reports if part_of(r) == args.part]
-    rows = [grade(r) for r in reports]
+    rows += [grade(r) for r in reports]
     if args.fit:
         counted = fit(rows)
         print(json.dumps(counted, indent=2) if args.json else render_fit(counted))

@@ -26,10 +26,15 @@ def load(path: Path) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
+# The first-read ledger (known.triage_calibration.LEDGER) repeats the held-out sets' reports as
+# verdicts; it is no set of its own.
+NOT_A_SET = ROOT / "tests/triage/data/first-reads.jsonl"
+
+
 def other_files(held: Path) -> list[Path]:
     """Every set of real reports but `held`."""
     files = [p for base, pattern in OTHER_GLOBS for p in sorted(base.glob(pattern))]
-    return [p for p in files if p.resolve() != held.resolve()]
+    return [p for p in files if p.resolve() not in (held.resolve(), NOT_A_SET.resolve())]
 
 
 def url(record: dict) -> str:

@@ -72,13 +72,13 @@ def test_calibration_follows_its_evidence_and_is_monotone() -> None:
         assert upper == upper2 and abs(p - right / n) < 0.05
 
 
-def test_evidence_rates_are_the_counts_of_the_unseen_reports() -> None:
-    """known.triage_calibration holds what `scripts/triage_eval.py --fit` counts on the reports
-    it was not tuned on (FIT_SOURCES), row for row."""
+def test_evidence_rates_are_the_counts_of_the_first_reads() -> None:
+    """known.triage_calibration holds what `scripts/triage_eval.py LEDGER --fit` counts on the
+    first-read ledger, row for row."""
     ev = eval_script()
-    reports = [r for src in cal.FIT_SOURCES for r in ev.load(HERE.parents[1] / src)]
-    assert len(reports) == cal.FIT_REPORTS
-    counted = ev.fit([ev.grade(r) for r in reports])
+    reads = ev.ledger(HERE.parents[1] / cal.LEDGER)
+    assert reads is not None
+    counted = ev.fit([g for rows in reads.values() for g in rows])
     assert {k: (r.right, r.n) for k, r in cal.KINDS.items()} == {
         k: tuple(v) for k, v in counted["kinds"].items()
     }
@@ -86,6 +86,12 @@ def test_evidence_rates_are_the_counts_of_the_unseen_reports() -> None:
         k: tuple(v) for k, v in counted["tiers"].items()
     }
     assert (cal.KB_AGREEMENT.right, cal.KB_AGREEMENT.n) == tuple(counted["kb_agreement"])
+
+
+def test_fit_sources_hold_the_reports_they_say() -> None:
+    ev = eval_script()
+    reports = [r for src in cal.FIT_SOURCES for r in ev.load(HERE.parents[1] / src)]
+    assert len(reports) == cal.FIT_REPORTS
 
 
 def test_committed_verdicts_on_the_dev_sets_are_right() -> None:

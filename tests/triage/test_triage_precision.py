@@ -12,10 +12,11 @@ from rich.console import Console
 
 from eaglegraph.known.triage_calibration import (
     COMMIT_LOWER,
-    FIT_SOURCES,
+    FIRST_READS,
     KB_UNANIMOUS,
     KB_VOTERS,
     KINDS,
+    LEDGER,
     WILSON_Z,
     KindRate,
     wilson_lower,
@@ -78,7 +79,7 @@ def test_a_named_error_line_of_an_unproven_kind_does_not_commit() -> None:
 
 def test_a_named_error_line_commits_only_as_its_kind_was_proven() -> None:
     """A width mismatch names the class; whether it commits is what its kind did on the
-    reports it was not tuned on (FIT_SOURCES): proven with a rate reaching COMMIT, it commits
+    first reads (LEDGER): proven with a rate reaching COMMIT, it commits
     at that rate; otherwise the verdict names it and says why it does not commit."""
     r = triage_text(WIDTH)
     assert r.category == "hidden-dim/config-mismatch" and r.tier == "named-log"
@@ -224,12 +225,13 @@ def test_the_commit_gate_is_the_lower_end_of_the_kinds_interval() -> None:
 
 
 def test_the_bound_is_the_one_leave_one_source_out_picks() -> None:
-    """Leave one fit source out: the chosen bound is the loosest compared that keeps every
-    fold's commits >= 90 % right; when none does (from the eighth round on), it is the one
-    whose worst fold is best; among those, the one right most often over all folds (the ninth
-    and tenth rounds: 0.55 to 0.70 share their worst fold), the looser one on a further tie."""
+    """Leave one first read out (the ledger's sets): the chosen bound is the loosest compared
+    that keeps every fold's commits >= 90 % right; when none does, it is the one whose worst
+    fold is best; among those, the one right most often over all folds, the looser one on a
+    further tie."""
     ev = eval_script()
-    sources = {s: [ev.grade(r) for r in ev.load(HERE.parents[1] / s)] for s in FIT_SOURCES}
+    sources = ev.ledger(HERE.parents[1] / LEDGER)
+    assert sources is not None and len(sources) == len(FIRST_READS)
     cv = ev.cross_validate(sources)
     rows = {b: cv["bounds"][f"{b:.2f}"] for b in ev.CV_BOUNDS}
 

@@ -1,0 +1,80 @@
+"""The first-read ledger is what each held-out set's one read recorded, and covers every read.
+
+The calibration (known.triage_calibration) is counted on tests/triage/data/first-reads.jsonl;
+these tests keep that file honest without re-running old commits: each row must be the verdict
+and confidence the set's `.result.txt` printed at its read, in order, with the set's current
+label, and every set with a recorded read must be in FIRST_READS (a read left out would let the
+table drift back to in-sample counts)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from eaglegraph.known import triage_calibration as cal
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests/triage/data"
+
+
+def _script(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rows() -> list[dict]:
+    text = (ROOT / cal.LEDGER).read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def test_every_recorded_read_is_in_the_ledger() -> None:
+    recorded = {p.name.replace(".result.txt", "") for p in DATA.glob("heldout-*.result.txt")}
+    read = {Path(f).stem for f, _ in cal.FIRST_READS}
+    assert read == recorded
+    assert {r["set"] for r in _rows()} == read
+
+
+def test_ledger_rows_are_the_verdicts_each_read_recorded() -> None:
+    ledger = _script("triage_ledger")
+    rows = _rows()
+    for data_file, commit in cal.FIRST_READS:
+        mine = [r for r in rows if r["set"] == Path(data_file).stem]
+        assert mine and {r["commit"] for r in mine} == {commit}
+        want = ledger.recorded(ROOT / data_file.replace(".jsonl", ".result.txt"))
+        got = [(r["name"], r["category"], r["confidence"]) for r in mine]
+        assert [(n, c) for n, c, _ in want] == [(n, c) for n, c, _ in got], data_file
+        assert all(abs(w - g) < 0.006 for (_, _, w), (_, _, g) in zip(want, got, strict=True)), (
+            data_file
+        )
+        labels = [r["category"] for r in map(json.loads, (ROOT / data_file).open())]
+        assert [r["label"] for r in mine] == labels, data_file
+
+
+def test_recorded_reads_a_result_file_line_by_line(tmp_path: Path) -> None:
+    ledger = _script("triage_ledger")
+    f = tmp_path / "x.result.txt"
+    f.write_text(
+        "# header\n"
+        "ok  vllm#1           other                       -> other                       0.10 \n"
+        "      rests on stated-hang\n"
+        "BAD sglang#22        hang                        -> oob-index                   0.88*\n"
+        "reports 2: accuracy log-only 50%, as a ticket 50%\n",
+        encoding="utf-8",
+    )
+    assert ledger.recorded(f) == [("vllm#1", "other", 0.10), ("sglang#22", "oob-index", 0.88)]
+
+
+def test_the_ledger_is_no_set_the_overlap_check_reads() -> None:
+    sys.path.insert(0, str(ROOT / "tests/triage"))
+    from frozen_sets import NOT_A_SET, other_files
+
+    assert NOT_A_SET.resolve() == (ROOT / cal.LEDGER).resolve()
+    held = DATA / "heldout-15.jsonl"
+    assert (ROOT / cal.LEDGER).resolve() not in {p.resolve() for p in other_files(held)}
