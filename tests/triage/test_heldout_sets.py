@@ -164,6 +164,16 @@ FROZEN = (
         max_ascend=2,
         min_fix_refs=14,
     ),
+    Frozen(
+        "heldout-16",
+        "0858ca94b62c5587b5114b11b6b58b544824ebad9fe7df78d7b2c802d6cecf63",
+        min_reports=17,
+        min_served=13,
+        max_outside=2,
+        min_each_main=1,
+        max_ascend=3,
+        min_fix_refs=9,
+    ),
 )
 SETS = pytest.mark.parametrize("held", FROZEN, ids=lambda f: f.name)
 
