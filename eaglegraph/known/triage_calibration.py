@@ -25,22 +25,24 @@ by leaving one read out (`scripts/triage_eval.py LEDGER --cv`): the counts of th
 the commits of the one left out, all folds summed. The rule: the loosest bound that keeps
 every fold at >= 90 % right; when none does, the bound whose worst fold is best, and among
 bounds whose worst folds tie, the one right most often over all folds, the looser on a
-further tie. Over the fourteen reads heldout-2 to heldout-15 (512 reports):
+further tie. Over the fifteen reads heldout-2 to heldout-16 (529 reports):
 
-    gate          h-2 h-3 h-4 h-5  h-6  h-7 h-8 h-9  h-10 h-11 h-12 h-13 h-14 h-15  all
-    lower >= 0.60 5/6 6/7 5/6 11/11 10/10 6/7 5/5 11/12 5/5 3/4 5/6 5/6 5/9 3/3  85/97  88 %
-    lower >= 0.65 5/6 6/7 5/6 9/9  9/9  6/7 5/5 11/12 4/4 3/4 5/6 5/6 5/8 3/3   81/92  88 %
-    lower >= 0.70 5/6 6/7 4/5 9/9  7/7  3/4 5/5 8/9  4/4 2/2 5/6 3/3 4/6 3/3    68/76  89 %
-    lower >= 0.75 3/4 3/4 1/2 3/3  0/0  2/3 4/4 2/3  3/3 1/1 1/2 3/3 3/5 2/2    31/39  79 %
+    gate     h-2 h-3 h-4 h-5   h-6   h-7 h-8 h-9   h-10 h-11 h-12 h-13 h-14 h-15 h-16 all
+    >= 0.60  5/6 6/7 5/8 11/11 10/10 8/9 5/6 13/17 5/5  3/4  5/6  5/6  5/9  3/3  5/5  94/112
+    >= 0.65  5/6 6/7 5/6 9/9   9/9   6/7 5/5 11/12 4/4  3/4  5/6  5/6  5/8  3/3  4/4  85/96
+    >= 0.70  5/6 6/7 4/5 9/9   9/9   6/7 5/5 10/11 4/4  2/2  5/6  3/3  4/6  3/3  4/4  79/87
+    >= 0.75  3/4 3/4 1/2 3/3   5/5   2/3 4/4 2/3   3/3  1/1  5/6  3/3  3/5  2/2  2/2  42/50
 
-No bound keeps every fold at 90 %; 0.70's worst fold (heldout-14, 4 of 6) is the best worst
-fold, so COMMIT_LOWER is 0.70. Of its eight wrong commits five rest on `kb-unanimous` beside
-a weak kind of the report's own, two on a stated hang, one on an acceptance title.
+(all folds 84 %, 89 %, 91 %, 84 %.) No bound keeps every fold at 90 %; 0.70's worst fold
+(heldout-14, 4 of 6) is the best worst fold, so COMMIT_LOWER is 0.70. Of its eight wrong
+commits five rest on `kb-unanimous` beside a weak kind of the report's own, two on a stated
+hang, one on an acceptance title. Fitted on the fourteen reads before heldout-16 the same rule
+picked 0.70 (68 of 76, 89 %), and heldout-16's read under that table committed 4, all right.
 
 The knowledge base's nearest reports are counted the same way, each read's reports never
 being in the knowledge base at their read. A score-weighted vote of the KB_VOTERS nearest
-reports that merely agrees with the rules' verdict is no evidence (`KB_AGREEMENT`: 131 right
-of 192 at the reads). When all KB_VOTERS nearest reports are filed under the verdict's class
+reports that merely agrees with the rules' verdict is no evidence (`KB_AGREEMENT`: 133 right
+of 196 at the reads). When all KB_VOTERS nearest reports are filed under the verdict's class
 and the report's own evidence names that class (a named tier, `triage.commit`), it is: that
 kind, `kb-unanimous`, is counted like the others. Verdicts between two classes (tier
 "between", `known.triage_commit.UNDECIDED`) carry no kind: at the reads the class they picked
@@ -71,8 +73,9 @@ FIT_SOURCES: tuple[str, ...] = (
     "tests/triage/data/heldout-13.jsonl",
     "tests/triage/data/heldout-14.jsonl",
     "tests/triage/data/heldout-15.jsonl",
+    "tests/triage/data/heldout-16.jsonl",
 )
-FIT_REPORTS = 564
+FIT_REPORTS = 581
 
 # Each held-out set's one read: the set and the commit whose rules read it, before any rule was
 # written from it. `scripts/triage_ledger.py` triages each set again at its commit, checks the
@@ -95,6 +98,7 @@ FIRST_READS: tuple[tuple[str, str], ...] = (
     ("tests/triage/data/heldout-13.jsonl", "565d613"),
     ("tests/triage/data/heldout-14.jsonl", "68f70da"),
     ("tests/triage/data/heldout-15.jsonl", "82e65d4"),
+    ("tests/triage/data/heldout-16.jsonl", "cdc52ba"),
 )
 LEDGER = "tests/triage/data/first-reads.jsonl"
 
@@ -157,22 +161,22 @@ class KindRate:
 KINDS: dict[str, KindRate] = {
     k.kind: k
     for k in (
-        KindRate(KB_UNANIMOUS, 36, 41),
-        KindRate("stated-corruption", 26, 38),
-        KindRate("stated-load-mismatch", 18, 31),
-        KindRate("stated-hang", 19, 21),
-        KindRate("log-acceptance-collapsed", 15, 18),
-        KindRate("stated-acceptance-drop", 13, 17),
+        KindRate(KB_UNANIMOUS, 38, 43),
+        KindRate("stated-corruption", 29, 41),
+        KindRate("stated-load-mismatch", 18, 32),
+        KindRate("stated-hang", 20, 22),
+        KindRate("log-acceptance-collapsed", 16, 19),
+        KindRate("stated-acceptance-drop", 14, 18),
+        KindRate("stated-memory", 11, 17),
         KindRate("log-hang-prose", 14, 16),
-        KindRate("stated-memory", 11, 16),
-        KindRate("stated-oob", 7, 14),
-        KindRate("titled-acceptance", 13, 14),
+        KindRate("titled-acceptance", 15, 16),
+        KindRate("stated-oob", 8, 15),
         KindRate("log-shape", 6, 11),
         KindRate("stated-capture", 11, 11),
         KindRate("stated-slowdown", 3, 9),
         KindRate("log-capture-unsupported", 7, 7),
+        KindRate("log-index-assert", 4, 6),
         KindRate("log-oom", 6, 6),
-        KindRate("log-index-assert", 3, 5),
         KindRate("log-stall", 4, 5),
         KindRate("log-watchdog", 4, 5),
         KindRate("stated-shrink", 3, 5),
@@ -182,6 +186,7 @@ KINDS: dict[str, KindRate] = {
         KindRate("log-draft-load", 3, 3),
         KindRate("stated-k-gated", 1, 3),
         KindRate("stated-mode", 1, 3),
+        KindRate("log-collective-timeout", 1, 1),
         KindRate("log-config-key", 0, 1),
         KindRate("log-frames-through-capture", 1, 1),
         KindRate("log-k-limit", 0, 1),
@@ -198,11 +203,11 @@ TIER_RATES: dict[str, KindRate] = {
     t.kind: t
     for t in (
         KindRate("between", 1, 15),
-        KindRate("guess", 42, 88),
-        KindRate("named", 151, 219),
-        KindRate("nothing", 67, 190),
+        KindRate("guess", 42, 89),
+        KindRate("named", 158, 228),
+        KindRate("nothing", 70, 197),
     )
 }
 
 # The knowledge base's top-k vote agreeing with the rules' verdict, on the same reports.
-KB_AGREEMENT = KindRate("kb-vote-agrees", 131, 192)
+KB_AGREEMENT = KindRate("kb-vote-agrees", 133, 196)
