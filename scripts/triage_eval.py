@@ -2,6 +2,7 @@
 
     python scripts/triage_eval.py FILE.jsonl [FILE2.jsonl ...] [--part tune|calibration]
                                   [--run-commands] [--fit] [--cv] [--json] [-v]
+    python scripts/triage_eval.py tests/triage/data/first-reads.jsonl --fit | --cv
 
 Each report is triaged twice: its `log_excerpt` alone (what `eaglegraph triage LOG` sees) and as a
 ticket (the title line above the text; text without its own fences is fenced as the log). The
@@ -16,13 +17,17 @@ with `--run-commands`, every suggested `eaglegraph` command run as printed (the 
 each evidence kind (a rule naming the verdict's class, or the nearest known reports all filed
 under it), how often the verdicts it named were right; the same per tier; and how often the
 knowledge base's nearest reports (the report's own URL left out) agreed with the verdict and
-were right then. That table is fitted on `known.triage_calibration.FIT_SOURCES` (the held-out
-sets heldout-frozen and heldout-2 onwards, each read once before it became a dev set).
+were right then. The table triage ships is counted on the first-read ledger
+(`known.triage_calibration.LEDGER`, written by `scripts/triage_ledger.py`): given that file,
+its rows are the verdicts each held-out set's one read gave (ticket verdicts only; nothing is
+triaged again); given report files, today's rules triage them (in-sample on any set rules
+were written from).
 
-`--cv` leaves each given file out in turn: the kinds' counts fitted on the others, it counts on
-the one left out how many verdicts commit, and how many of those are right, under the gate
-triage used before (a kind seen on MIN_SUPPORT reports) and under each lower bound of CV_BOUNDS
-for the Wilson interval gate; `known.triage_calibration` quotes the table for its bound.
+`--cv` leaves each given file out in turn (each held-out set's read, given the ledger): the
+kinds' counts fitted on the others, it counts on the one left out how many verdicts commit, and
+how many of those are right, under the gate triage used before (a kind seen on MIN_SUPPORT
+reports) and under each lower bound of CV_BOUNDS for the Wilson interval gate;
+`known.triage_calibration` quotes the table for its bound.
 
 `--part` keeps one part of the dev/tune data: a report belongs to `calibration` when the SHA-256
 of its URL is 0 mod 3, else to `tune`.
@@ -110,8 +115,9 @@ class Graded:
 
 def ledger(path: Path) -> dict[str, list[Graded]] | None:
     """The first-read ledger (`scripts/triage_ledger.py`) as graded rows by held-out set: each
-    report's verdict as the rules of that set's one read gave it. None when `path` holds
-    reports (JSONL with `log_excerpt`) rather than ledger rows."""
+    report's verdict as the rules of that set's one read gave it. The ledger holds the ticket
+    verdict only, so the log-only fields repeat it. None when `path` holds reports (JSONL with
+    `log_excerpt`) rather than ledger rows."""
     rows = load(path)
     if not rows or "commit" not in rows[0] or "log_excerpt" in rows[0]:
         return None
