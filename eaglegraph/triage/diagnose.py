@@ -227,29 +227,32 @@ def _known_issues(
 
 
 def _kind_notes(kinds: list[str], kind: str | None) -> list[str]:
-    """How often the evidence this verdict rests on was right on reports no rule was written
-    for (known.triage_calibration), so the reader can weigh it."""
+    """How often the evidence this verdict rests on was right at the first read of held-out
+    reports, before any rule was written from them (known.triage_calibration's ledger), so the
+    reader can weigh it."""
     out: list[str] = []
     for k in kinds:
         rate = KINDS.get(k)
         if k == KB_UNANIMOUS and rate is not None:
             out.append(
                 f"evidence {k}: the {KB_VOTERS} nearest known reports are all filed under this "
-                f"class; right on {rate.right} of {rate.n} unseen reports"
+                f"class; right on {rate.right} of {rate.n} reports at their first read"
             )
             continue
         if rate is None:
-            out.append(f"evidence {k}: not yet seen on unseen reports, so it cannot commit")
+            out.append(f"evidence {k}: no first read has counted it yet, so it cannot commit")
         elif not rate.proven:
             out.append(
-                f"evidence {k}: right on {rate.right} of {rate.n} unseen reports, too few to "
-                f"commit on (interval's lower end {rate.lower:.2f} < {COMMIT_LOWER})"
+                f"evidence {k}: right on {rate.right} of {rate.n} reports at their first "
+                f"read, too few to commit on (interval's lower end {rate.lower:.2f} < {COMMIT_LOWER})"
             )
         elif k == kind:
-            out.append(f"evidence {k}: right on {rate.right} of {rate.n} unseen reports")
+            out.append(
+                f"evidence {k}: right on {rate.right} of {rate.n} reports at their first read"
+            )
         else:
             out.append(
-                f"evidence {k}: right on {rate.right} of {rate.n} unseen reports "
+                f"evidence {k}: right on {rate.right} of {rate.n} reports at their first read "
                 "(not the one relied on)"
             )
     return out

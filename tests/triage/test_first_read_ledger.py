@@ -78,3 +78,22 @@ def test_the_ledger_is_no_set_the_overlap_check_reads() -> None:
     assert NOT_A_SET.resolve() == (ROOT / cal.LEDGER).resolve()
     held = DATA / "heldout-15.jsonl"
     assert (ROOT / cal.LEDGER).resolve() not in {p.resolve() for p in other_files(held)}
+
+
+def test_a_verdicts_notes_say_its_evidence_was_counted_at_first_reads() -> None:
+    """The notes a reader weighs a verdict by quote the ledger's counts and say where they come
+    from; a kind no read has counted says it cannot commit."""
+    from eaglegraph.triage.diagnose import _kind_notes
+
+    proven = next(k for k in cal.KINDS.values() if k.proven and k.kind != cal.KB_UNANIMOUS)
+    weak = next(k for k in cal.KINDS.values() if not k.proven)
+    notes = _kind_notes([proven.kind, weak.kind, "kind-no-read-counted"], proven.kind)
+    assert notes[0] == (
+        f"evidence {proven.kind}: right on {proven.right} of {proven.n} reports at their first read"
+    )
+    assert f"right on {weak.right} of {weak.n} reports at their first read" in notes[1]
+    assert "too few to commit on" in notes[1]
+    assert (
+        notes[2]
+        == "evidence kind-no-read-counted: no first read has counted it yet, so it cannot commit"
+    )
