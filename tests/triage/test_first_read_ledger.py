@@ -97,3 +97,25 @@ def test_a_verdicts_notes_say_its_evidence_was_counted_at_first_reads() -> None:
         notes[2]
         == "evidence kind-no-read-counted: no first read has counted it yet, so it cannot commit"
     )
+
+
+def test_the_latest_read_rebuilds_to_its_ledger_rows() -> None:
+    """scripts/triage_ledger.py end to end on the newest read: the set triaged by its read
+    commit's own code (a git archive) gives the verdicts its .result.txt recorded and the very
+    rows the ledger holds. Needs the commit in this clone's history."""
+    import subprocess
+
+    import pytest
+
+    data_file, commit = cal.FIRST_READS[-1]
+    known = subprocess.run(
+        ["git", "-C", str(ROOT), "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True
+    )
+    if known.returncode != 0:
+        pytest.skip(f"{commit} is not in this clone's history")
+    ledger = _script("triage_ledger")
+    rows = ledger.read_at(data_file, commit)
+    ledger.check(rows, data_file, commit)
+    stem = Path(data_file).stem
+    mine = [{k: v for k, v in r.items() if k not in ("set", "commit")} for r in _rows()]
+    assert rows == [r for r, full in zip(mine, _rows(), strict=True) if full["set"] == stem]
