@@ -10,8 +10,8 @@ times in 24 counted that way, 11 in 22 at the reads). This script checks out eac
 (`git archive`, nothing in the work tree is touched), triages the set as a ticket there, checks
 that every verdict and confidence is the one the set's `.result.txt` recorded at the read (so
 the commit is the right one), and writes one row per report: the set, the commit, the label,
-the verdict, its tier and every evidence kind that named it. `scripts/triage_eval.py --ledger`
-counts the calibration table from these rows.
+the verdict, its tier, every evidence kind that named it and the knowledge base's vote.
+`scripts/triage_eval.py LEDGER --fit` counts the calibration table from these rows.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ import json
 import re
 from pathlib import Path
 
+from eaglegraph.known.triage_calibration import LEDGER
+
 ROOT = Path(__file__).resolve().parents[2]
 # Every set of real reports: dev and held-out sets, fixtures, the shipped knowledge base, and the
 # shared dev crash logs where this checkout has them.
@@ -28,7 +30,7 @@ def load(path: Path) -> list[dict]:
 
 # The first-read ledger (known.triage_calibration.LEDGER) repeats the held-out sets' reports as
 # verdicts; it is no set of its own.
-NOT_A_SET = ROOT / "tests/triage/data/first-reads.jsonl"
+NOT_A_SET = ROOT / LEDGER
 
 
 def other_files(held: Path) -> list[Path]:

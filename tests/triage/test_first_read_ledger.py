@@ -1,32 +1,23 @@
 """The first-read ledger is what each held-out set's one read recorded, and covers every read.
 
 The calibration (known.triage_calibration) is counted on tests/triage/data/first-reads.jsonl;
-these tests keep that file honest without re-running old commits: each row must be the verdict
+these tests keep that file honest (one re-runs the newest read's commit): each row must be the verdict
 and confidence the set's `.result.txt` printed at its read, in order, with the set's current
 label, and every set with a recorded read must be in FIRST_READS (a read left out would let the
 table drift back to in-sample counts)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 from eaglegraph.known import triage_calibration as cal
 
+from .frozen_sets import other_files
+from .helpers_triage import script
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests/triage/data"
-
-
-def _script(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _rows() -> list[dict]:
@@ -42,7 +33,7 @@ def test_every_recorded_read_is_in_the_ledger() -> None:
 
 
 def test_ledger_rows_are_the_verdicts_each_read_recorded() -> None:
-    ledger = _script("triage_ledger")
+    ledger = script("triage_ledger")
     rows = _rows()
     for data_file, commit in cal.FIRST_READS:
         mine = [r for r in rows if r["set"] == Path(data_file).stem]
@@ -58,7 +49,7 @@ def test_ledger_rows_are_the_verdicts_each_read_recorded() -> None:
 
 
 def test_recorded_reads_a_result_file_line_by_line(tmp_path: Path) -> None:
-    ledger = _script("triage_ledger")
+    ledger = script("triage_ledger")
     f = tmp_path / "x.result.txt"
     f.write_text(
         "# header\n"
@@ -72,10 +63,6 @@ def test_recorded_reads_a_result_file_line_by_line(tmp_path: Path) -> None:
 
 
 def test_the_ledger_is_no_set_the_overlap_check_reads() -> None:
-    sys.path.insert(0, str(ROOT / "tests/triage"))
-    from frozen_sets import NOT_A_SET, other_files
-
-    assert NOT_A_SET.resolve() == (ROOT / cal.LEDGER).resolve()
     held = DATA / "heldout-15.jsonl"
     assert (ROOT / cal.LEDGER).resolve() not in {p.resolve() for p in other_files(held)}
 
@@ -113,7 +100,7 @@ def test_the_latest_read_rebuilds_to_its_ledger_rows() -> None:
     )
     if known.returncode != 0:
         pytest.skip(f"{commit} is not in this clone's history")
-    ledger = _script("triage_ledger")
+    ledger = script("triage_ledger")
     rows = ledger.read_at(data_file, commit)
     ledger.check(rows, data_file, commit)
     stem = Path(data_file).stem

@@ -19,9 +19,8 @@ import pytest
 
 from eaglegraph.known.triage_categories import Category
 
-from .helpers_triage import ROUND_CRASH, assert_not_read, assert_rests_on, round_ticket
+from .helpers_triage import ROUND_BUG, ROUND_CRASH, assert_not_read, assert_rests_on, round_ticket
 
-_BUG = "[Bug] speculative decoding on our cluster"
 _DRAFT = "The draft does not come up as the target expects."
 
 
@@ -31,61 +30,61 @@ _DRAFT = "The draft does not come up as the target expects."
         (
             "stated-corruption",
             Category.ACCEPT,
-            _BUG,
+            ROUND_BUG,
             "Turning on n-gram speculation changes the greedy output.",
         ),
         (
             "stated-corruption",
             Category.ACCEPT,
-            _BUG,
+            ROUND_BUG,
             "With EAGLE on, the outputs diverge after a few tokens.",
         ),
         (
             "stated-corruption",
             Category.ACCEPT,
-            _BUG,
+            ROUND_BUG,
             "The backend silently reads a torn page table during replay.",
         ),
         (
             "stated-corruption",
             Category.ACCEPT,
-            _BUG,
+            ROUND_BUG,
             "It produces wrong attention inputs with no error at all.",
         ),
         (
             "stated-corruption",
             Category.ACCEPT,
-            _BUG,
+            ROUND_BUG,
             "MTP keeps truncating the reasoning output of long answers.",
         ),
         (
             "stated-corruption",
             Category.ACCEPT,
-            _BUG,
+            ROUND_BUG,
             "We see an accuracy loss on GPQA once the draft is on.",
         ),
         (
             "stated-corruption",
             Category.ACCEPT,
-            _BUG,
+            ROUND_BUG,
             "The logit_bias and min_p settings are not applied with EAGLE.",
         ),
         (
             "stated-corruption",
             Category.ACCEPT,
-            _BUG,
+            ROUND_BUG,
             "The frequency penalty does not work when spec decoding is on.",
         ),
         (
             "stated-acceptance-drop",
             Category.ACCEPT,
-            _BUG,
+            ROUND_BUG,
             "The number of matched tokens is always 0 in this run.",
         ),
         (
             "stated-slowdown",
             Category.ACCEPT,
-            _BUG,
+            ROUND_BUG,
             "EAGLE-3 doesn't show throughput improvement on this model.",
         ),
         (

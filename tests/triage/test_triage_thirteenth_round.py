@@ -24,9 +24,7 @@ import pytest
 
 from eaglegraph.known.triage_categories import Category
 
-from .helpers_triage import ROUND_CRASH, assert_not_read, assert_rests_on, round_ticket
-
-_BUG = "[Bug] speculative decoding on our cluster"
+from .helpers_triage import ROUND_BUG, ROUND_CRASH, assert_not_read, assert_rests_on, round_ticket
 
 
 @pytest.mark.parametrize(
@@ -36,37 +34,37 @@ _BUG = "[Bug] speculative decoding on our cluster"
         (
             "stated-slowdown",
             Category.ACCEPT,
-            _BUG,
+            ROUND_BUG,
             "EAGLE-3 has no acceleration effect on our A100 at batch 1.",
         ),
         (
             "stated-slowdown",
             Category.ACCEPT,
-            _BUG,
+            ROUND_BUG,
             "Decoding with the draft is roughly 2.5x slower at every batch size.",
         ),
         (
             "stated-slowdown",
             Category.ACCEPT,
-            _BUG,
+            ROUND_BUG,
             "Generation is clearly slower than the vanilla model once MTP is on.",
         ),
         (
             "stated-slowdown",
             Category.ACCEPT,
-            _BUG,
+            ROUND_BUG,
             "There is a large discrepancy in speedup against the paper.",
         ),
         (
             "stated-acceptance-drop",
             Category.ACCEPT,
-            _BUG,
+            ROUND_BUG,
             "Tree B gives a shorter accept length than tree A.",
         ),
         (
             "stated-acceptance-drop",
             Category.ACCEPT,
-            _BUG,
+            ROUND_BUG,
             "After the upgrade we see a smaller mean accept length.",
         ),
         # a mis-resolved attention backend, a draft's graphs turned on or off
@@ -110,13 +108,13 @@ _BUG = "[Bug] speculative decoding on our cluster"
         (
             "stated-k-gated",
             Category.MODE,
-            _BUG,
+            ROUND_BUG,
             "MTP fails for num_speculative_tokens>=3 with FlashInfer + FP8. k=1 and k=2 work.",
         ),
         (
             "stated-k-gated",
             Category.MODE,
-            _BUG,
+            ROUND_BUG,
             "The verify kernel errors out once num_speculative_tokens >= 4. k=1 and k=2 work.",
         ),
         # Ascend's graph capture
@@ -136,13 +134,13 @@ _BUG = "[Bug] speculative decoding on our cluster"
         (
             "stated-memory",
             Category.OOM,
-            _BUG,
+            ROUND_BUG,
             "The KV cache estimation ignores the draft model's layers, so too little is left.",
         ),
         (
             "stated-memory",
             Category.OOM,
-            _BUG,
+            ROUND_BUG,
             "Account for DCP replication when sizing the EAGLE draft KV pool.",
         ),
         # a title about how the engine finds or reads the draft
